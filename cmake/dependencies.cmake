@@ -1,0 +1,11 @@
+# Every dependency comes from Debian's packages (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+if(PAGODA_BUILD_TESTS OR NOT DEFINED PAGODA_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
