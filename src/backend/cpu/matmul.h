@@ -1,0 +1,36 @@
+// y = x · W^T (+ bias): every linear layer of the model. Activations are fp32; W stays in its
+// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1; other dequantizable types through a row
+// buffer) and is decoded inside the kernel, never converted at load.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/tensor_view.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace pagoda::cpu {
+
+/// Which kernel family computes a matmul; kAuto picks by shape, the rest exist for tests and
+/// benchmarks.
+enum class MatmulKernel : std::uint8_t {
+  kAuto,
+  kDirect,     ///< Weight blocks decoded into registers, dotted with up to 4 rows of x at once.
+  kPacked,     ///< Weights decoded into a per-thread [256, 16] fp32 panel, 6x16 register tiles.
+  kBlasPanel,  ///< Weights decoded into a per-thread fp32 panel, multiplied by cblas_sgemm.
+};
+
+/// y[m, N] = x[m, K] · W[N, K]^T (+ bias[N]).
+void matmul(ThreadPool& pool, const float* x /* [m, K] */, std::int64_t m,
+            const TensorView& w /* [N, K] */, const float* bias /* [N] or nullptr */,
+            float* y /* [m, N] */, MatmulKernel kernel = MatmulKernel::kAuto);
+
+/// Single-threaded oracle: each weight row through the reference dequantizer, dot products
+/// accumulated in double.
+void matmul_reference(const float* x /* [m, K] */, std::int64_t m,
+                      const TensorView& w /* [N, K] */, const float* bias /* [N] or nullptr */,
+                      float* y /* [m, N] */);
+
+/// Whether matmul accepts weights of `dtype`.
+bool matmul_supported(DType dtype);
+
+}  // namespace pagoda::cpu

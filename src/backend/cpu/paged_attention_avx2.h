@@ -1,0 +1,38 @@
+// The AVX2 + FMA work item of paged_attention: one sequence, one KV head, a tile of consecutive
+// query tokens with all the q heads of that KV head's group. Call only when cpu_has_avx2().
+#pragma once
+
+#include <cstdint>
+
+namespace pagoda::cpu::avx2 {
+
+/// Keys scored and folded into the online softmax at a time.
+inline constexpr std::int64_t kKeyChunk = 16;
+
+/// Plain data (no member functions: nothing inline may be compiled with AVX2 flags).
+struct AttentionTile {
+  const float* q;      ///< Token 0, head 0 of the group: row (t, g) at q + t*token_stride + g*D.
+  float* out;          ///< Laid out as q.
+  std::int64_t token_stride;    ///< num_heads * head_dim.
+  std::int64_t num_queries;     ///< Tokens in the tile.
+  std::int64_t first_position;  ///< Absolute position of token 0.
+  std::int64_t group_size;      ///< q heads per KV head.
+  std::int64_t head_dim;        ///< D, a multiple of 8.
+  float scale;                  ///< Softmax scale, 1/sqrt(D).
+  const float* k;               ///< This KV head at slot 0: slot s at k + s*slot_stride.
+  const float* v;               ///< As k.
+  std::int64_t slot_stride;     ///< num_kv_heads * head_dim.
+  const std::int32_t* block_table;  ///< This sequence's blocks.
+  std::int64_t block_size;
+  float* scratch;  ///< attention_tile_scratch_floats(...) floats.
+};
+
+/// Floats of scratch attention_tile needs for `rows` = num_queries * group_size.
+constexpr std::int64_t attention_tile_scratch_floats(std::int64_t rows, std::int64_t head_dim) {
+  return rows * (head_dim + kKeyChunk + 2);
+}
+
+/// Computes the tile's outputs.
+void attention_tile(const AttentionTile& tile);
+
+}  // namespace pagoda::cpu::avx2

@@ -1,0 +1,16 @@
+// Stored rows to fp32: the AVX2 block decoders where the CPU and type allow, else the reference
+// dequantizer. Both round exactly like gguf-py, so every path sees the same weights.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/tensor_view.h"
+
+namespace pagoda::cpu {
+
+/// Decodes elements [col_begin, col_begin + count) of row `row` of `t` into `dst`; both ends must
+/// fall on block boundaries of t's type.
+void decode_row(const TensorView& t /* [R, C] */, std::int64_t row, std::int64_t col_begin,
+                std::int64_t count, float* dst /* [count] */);
+
+}  // namespace pagoda::cpu

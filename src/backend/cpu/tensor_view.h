@@ -1,0 +1,29 @@
+// A non-owning view of a 2-D stored tensor, typically a weight used in place from a memory-mapped
+// model file: rows may start at any byte address, so kernels read them with unaligned loads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/dtype.h"
+
+namespace pagoda::cpu {
+
+/// Rows of `num_cols` elements of `dtype`, `row_stride` bytes apart.
+struct TensorView {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;
+  std::int64_t num_rows = 0;
+  std::int64_t num_cols = 0;
+  std::size_t row_stride = 0;  ///< Bytes from one row to the next.
+
+  /// The first byte of row `i`.
+  const std::uint8_t* row(std::int64_t i) const {
+    return static_cast<const std::uint8_t*>(data) + static_cast<std::size_t>(i) * row_stride;
+  }
+};
+
+/// A view of a dense row-major [num_rows, num_cols] tensor of `dtype` at `data`.
+TensorView dense_view(const void* data, DType dtype, std::int64_t num_rows, std::int64_t num_cols);
+
+}  // namespace pagoda::cpu

@@ -1,0 +1,50 @@
+// The `pagoda` subcommands. Each registers its flags on the CLI11 app and runs after parsing,
+// returning the process exit code; errors go to stderr as "pagoda: error: ...".
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "pagoda/status.h"
+
+namespace pagoda::cli {
+
+/// Prints `status` as a one-line error and returns exit code 1.
+int report_error(const Status& status);
+
+/// `pagoda inspect [MODEL] [--json]`.
+struct InspectCommand {
+  std::string model;
+  bool json = false;
+  CLI::App* add_to(CLI::App& app);
+  int run(const char* argv0) const;
+};
+
+/// `pagoda tokenize [MODEL] (--text TEXT | --ids JSON)`.
+struct TokenizeCommand {
+  std::string model;
+  std::string text;
+  std::string ids;
+  bool no_special_tokens = false;
+  bool plain_special_text = false;
+  bool skip_special_tokens = false;
+  CLI::Option* text_option = nullptr;
+  CLI::Option* ids_option = nullptr;
+  CLI::App* add_to(CLI::App& app);
+  int run(const char* argv0) const;
+};
+
+/// `pagoda chat-template [MODEL] --messages JSON`.
+struct ChatTemplateCommand {
+  std::string model;
+  std::string messages;
+  std::string tools;
+  std::string chat_template_path;
+  std::string kwargs;
+  bool no_generation_prompt = false;
+  bool tokenize = false;
+  CLI::App* add_to(CLI::App& app);
+  int run(const char* argv0) const;
+};
+
+}  // namespace pagoda::cli

@@ -1,0 +1,223 @@
+#include "model/hf_config.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace pagoda {
+
+namespace {
+
+using nlohmann::json;
+
+// Typed reads of one JSON object with errors naming the file and the key. A key holding null
+// counts as absent, as transformers treats it.
+class JsonFields {
+ public:
+  JsonFields(const json& object, const std::string& path) : object_(object), path_(path) {}
+
+  const json* find(const std::string& key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  StatusOr<std::optional<std::int64_t>> optional_int(const std::string& key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::optional<std::int64_t>();
+    if (!v->is_number_integer()) return wrong_type(key, "an integer");
+    if (v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX) {
+      return wrong_type(key, "an integer below 2^63");
+    }
+    return std::optional<std::int64_t>(v->get<std::int64_t>());
+  }
+
+  StatusOr<std::int64_t> required_int(const std::string& key) const {
+    PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> v, optional_int(key));
+    if (!v) return missing(key);
+    return *v;
+  }
+
+  StatusOr<std::optional<double>> optional_float(const std::string& key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::optional<double>();
+    if (!v->is_number()) return wrong_type(key, "a number");
+    return std::optional<double>(v->get<double>());
+  }
+
+  StatusOr<std::optional<bool>> optional_bool(const std::string& key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::optional<bool>();
+    if (!v->is_boolean()) return wrong_type(key, "true or false");
+    return std::optional<bool>(v->get<bool>());
+  }
+
+  StatusOr<std::optional<std::string>> optional_string(const std::string& key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::optional<std::string>();
+    if (!v->is_string()) return wrong_type(key, "a string");
+    return std::optional<std::string>(v->get<std::string>());
+  }
+
+  // An int or a list of ints (eos_token_id may be either).
+  StatusOr<std::vector<std::int64_t>> int_or_list(const std::string& key) const {
+    const json* v = find(key);
+    std::vector<std::int64_t> out;
+    if (v == nullptr) return out;
+    const json list = v->is_array() ? *v : json::array({*v});
+    for (const json& e : list) {
+      if (!e.is_number_integer()) return wrong_type(key, "an integer or a list of integers");
+      out.push_back(e.get<std::int64_t>());
+    }
+    return out;
+  }
+
+  Status missing(const std::string& key) const {
+    return invalid_argument(path_ + ": required key \"" + key +
+                            "\" is missing; is this a Llama, Mistral or Qwen2 checkpoint?");
+  }
+
+  Status wrong_type(const std::string& key, const std::string& want) const {
+    return invalid_argument(path_ + ": \"" + key + "\" must be " + want);
+  }
+
+ private:
+  const json& object_;
+  const std::string& path_;
+};
+
+StatusOr<json> parse_object(std::string_view text, const std::string& path) {
+  json parsed = json::parse(text.begin(), text.end(), nullptr, false);
+  if (parsed.is_discarded()) return invalid_argument(path + ": not valid JSON; fix or re-download it");
+  if (!parsed.is_object()) return invalid_argument(path + ": must hold a JSON object");
+  return parsed;
+}
+
+void add_unique(std::vector<std::int64_t>& ids, const std::vector<std::int64_t>& more) {
+  for (std::int64_t id : more) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+}
+
+// transformers 4.x writes `rope_scaling` {"rope_type" or "type", "factor", ...} beside
+// `rope_theta`; 5.x writes `rope_parameters` {"rope_type", "rope_theta", ...}.
+Status read_rope(const json& root, const std::string& path, ModelConfig& config) {
+  const JsonFields fields(root, path);
+  PAGODA_ASSIGN_OR_RETURN(std::optional<double> theta, fields.optional_float("rope_theta"));
+  const json* params = fields.find("rope_parameters");
+  if (params == nullptr) params = fields.find("rope_scaling");
+  if (params != nullptr && !params->is_object()) {
+    return invalid_argument(path + ": \"rope_scaling\" must be an object or null");
+  }
+  if (params != nullptr) {
+    const JsonFields rope(*params, path);
+    PAGODA_ASSIGN_OR_RETURN(std::optional<double> inner_theta, rope.optional_float("rope_theta"));
+    if (inner_theta) theta = inner_theta;
+    PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> type, rope.optional_string("rope_type"));
+    if (!type) {
+      PAGODA_ASSIGN_OR_RETURN(type, rope.optional_string("type"));
+    }
+    RopeScaling& scaling = config.rope_scaling;
+    if (!type || *type == "default") {
+      scaling.type = RopeScalingType::kNone;
+    } else if (*type == "linear") {
+      scaling.type = RopeScalingType::kLinear;
+    } else if (*type == "llama3") {
+      scaling.type = RopeScalingType::kLlama3;
+    } else if (*type == "yarn") {
+      scaling.type = RopeScalingType::kYarn;
+    } else {
+      return unimplemented(path + ": rope_scaling type \"" + *type +
+                           "\" is not supported (default, linear, llama3 and yarn are)");
+    }
+    if (scaling.type != RopeScalingType::kNone) {
+      PAGODA_ASSIGN_OR_RETURN(std::optional<double> factor, rope.optional_float("factor"));
+      PAGODA_ASSIGN_OR_RETURN(std::optional<double> low, rope.optional_float("low_freq_factor"));
+      PAGODA_ASSIGN_OR_RETURN(std::optional<double> high, rope.optional_float("high_freq_factor"));
+      PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> original,
+                              rope.optional_int("original_max_position_embeddings"));
+      if (!factor) return rope.missing("rope_scaling.factor");
+      scaling.factor = *factor;
+      scaling.low_freq_factor = low.value_or(scaling.low_freq_factor);
+      scaling.high_freq_factor = high.value_or(scaling.high_freq_factor);
+      scaling.original_max_position_embeddings = original.value_or(0);
+    }
+  }
+  config.rope_theta = theta.value_or(10000.0);
+  return {};
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std::string& path) {
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, path));
+  const JsonFields f(root, path);
+  ModelConfig config;
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> model_type, f.optional_string("model_type"));
+  if (!model_type) return f.missing("model_type");
+  config.architecture = *model_type;
+  PAGODA_ASSIGN_OR_RETURN(config.num_hidden_layers, f.required_int("num_hidden_layers"));
+  PAGODA_ASSIGN_OR_RETURN(config.hidden_size, f.required_int("hidden_size"));
+  PAGODA_ASSIGN_OR_RETURN(config.intermediate_size, f.required_int("intermediate_size"));
+  PAGODA_ASSIGN_OR_RETURN(config.num_attention_heads, f.required_int("num_attention_heads"));
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> kv_heads,
+                          f.optional_int("num_key_value_heads"));
+  config.num_key_value_heads = kv_heads.value_or(config.num_attention_heads);
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> head_dim, f.optional_int("head_dim"));
+  if (head_dim) {
+    config.head_dim = *head_dim;
+  } else if (config.num_attention_heads > 0) {
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+  PAGODA_ASSIGN_OR_RETURN(config.vocab_size, f.required_int("vocab_size"));
+  PAGODA_ASSIGN_OR_RETURN(config.max_position_embeddings,
+                          f.required_int("max_position_embeddings"));
+  PAGODA_ASSIGN_OR_RETURN(std::optional<double> eps, f.optional_float("rms_norm_eps"));
+  config.rms_norm_eps = eps.value_or(1e-6);
+  PAGODA_RETURN_IF_ERROR(read_rope(root, path, config));
+
+  // transformers' PretrainedConfig ties embeddings by default; LlamaConfig, MistralConfig and
+  // Qwen2Config override that default to untied.
+  const bool untied_by_default =
+      *model_type == "llama" || *model_type == "mistral" || *model_type == "qwen2";
+  PAGODA_ASSIGN_OR_RETURN(std::optional<bool> tie, f.optional_bool("tie_word_embeddings"));
+  config.tie_word_embeddings = tie.value_or(!untied_by_default);
+  // Qwen2's attention always has QKV biases; Llama's only when attention_bias says so.
+  PAGODA_ASSIGN_OR_RETURN(std::optional<bool> bias, f.optional_bool("attention_bias"));
+  config.attention_bias = *model_type == "qwen2" || bias.value_or(false);
+
+  PAGODA_ASSIGN_OR_RETURN(config.bos_token_id, f.optional_int("bos_token_id"));
+  PAGODA_ASSIGN_OR_RETURN(std::vector<std::int64_t> eos, f.int_or_list("eos_token_id"));
+  add_unique(config.eos_token_ids, eos);
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> dtype, f.optional_string("torch_dtype"));
+  if (!dtype) {
+    PAGODA_ASSIGN_OR_RETURN(dtype, f.optional_string("dtype"));
+  }
+  config.torch_dtype = dtype.value_or("");
+
+  Status valid = config.validate();
+  if (!valid.ok()) return Status(valid.code(), path + ": " + valid.message());
+  return config;
+}
+
+StatusOr<GenerationDefaults> generation_defaults_from_hf_json(std::string_view text,
+                                                              const std::string& path,
+                                                              ModelConfig& config) {
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, path));
+  const JsonFields f(root, path);
+  GenerationDefaults defaults;
+  PAGODA_ASSIGN_OR_RETURN(defaults.temperature, f.optional_float("temperature"));
+  PAGODA_ASSIGN_OR_RETURN(defaults.top_p, f.optional_float("top_p"));
+  PAGODA_ASSIGN_OR_RETURN(defaults.top_k, f.optional_int("top_k"));
+  PAGODA_ASSIGN_OR_RETURN(defaults.min_p, f.optional_float("min_p"));
+  PAGODA_ASSIGN_OR_RETURN(defaults.repetition_penalty, f.optional_float("repetition_penalty"));
+  PAGODA_ASSIGN_OR_RETURN(defaults.max_new_tokens, f.optional_int("max_new_tokens"));
+  PAGODA_ASSIGN_OR_RETURN(defaults.do_sample, f.optional_bool("do_sample"));
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> bos, f.optional_int("bos_token_id"));
+  if (bos && !config.bos_token_id) config.bos_token_id = bos;
+  PAGODA_ASSIGN_OR_RETURN(std::vector<std::int64_t> eos, f.int_or_list("eos_token_id"));
+  add_unique(config.eos_token_ids, eos);
+  Status valid = config.validate();
+  if (!valid.ok()) return Status(valid.code(), path + ": " + valid.message());
+  return defaults;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,34 @@
+// A Hugging Face model folder: config.json, generation_config.json, weights in model.safetensors
+// or in shards listed by model.safetensors.index.json, and the tokenizer and chat template files.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/safetensors_file.h"
+#include "pagoda/model_config.h"
+#include "pagoda/status.h"
+
+namespace pagoda {
+
+/// The opened contents of a Hugging Face model folder.
+struct HfDirectory {
+  std::string path;
+  ModelConfig config;
+  GenerationDefaults generation;
+  /// model.safetensors, or the shards in the order the index first names them.
+  std::vector<std::shared_ptr<const SafetensorsFile>> shards;
+  /// chat_template.jinja, else tokenizer_config.json's `chat_template` (its "default" entry when
+  /// it is a list of named templates).
+  std::optional<std::string> chat_template;
+  /// Paths of tokenizer.json and tokenizer_config.json; empty when the file is absent.
+  std::string tokenizer_json_path;
+  std::string tokenizer_config_path;
+};
+
+/// Opens the folder `dir`; every missing or malformed file is a Status naming it.
+StatusOr<HfDirectory> open_hf_directory(const std::string& dir);
+
+}  // namespace pagoda

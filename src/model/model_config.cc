@@ -1,0 +1,74 @@
+#include "pagoda/model_config.h"
+
+#include <string>
+
+namespace pagoda {
+
+const char* rope_scaling_type_name(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::kNone: return "none";
+    case RopeScalingType::kLinear: return "linear";
+    case RopeScalingType::kLlama3: return "llama3";
+    case RopeScalingType::kYarn: return "yarn";
+  }
+  return "unknown";
+}
+
+namespace {
+
+Status bad_field(const std::string& field, const std::string& problem) {
+  return invalid_argument("model config: " + field + " " + problem);
+}
+
+}  // namespace
+
+Status ModelConfig::validate() const {
+  if (architecture.empty()) return bad_field("architecture", "is empty");
+  const std::pair<const char*, std::int64_t> positive[] = {
+      {"num_hidden_layers", num_hidden_layers},
+      {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size},
+      {"num_attention_heads", num_attention_heads},
+      {"num_key_value_heads", num_key_value_heads},
+      {"head_dim", head_dim},
+      {"vocab_size", vocab_size},
+      {"max_position_embeddings", max_position_embeddings},
+  };
+  for (const auto& [name, value] : positive) {
+    if (value <= 0) return bad_field(name, "must be positive, got " + std::to_string(value));
+  }
+  if (num_attention_heads % num_key_value_heads != 0) {
+    return bad_field("num_key_value_heads",
+                     "(" + std::to_string(num_key_value_heads) +
+                         ") must divide num_attention_heads (" +
+                         std::to_string(num_attention_heads) + ")");
+  }
+  if (head_dim % 2 != 0) {
+    return bad_field("head_dim", "must be even for rotary embeddings, got " +
+                                     std::to_string(head_dim));
+  }
+  if (!(rms_norm_eps > 0)) return bad_field("rms_norm_eps", "must be positive");
+  if (!(rope_theta > 0)) return bad_field("rope_theta", "must be positive");
+  if (rope_scaling.type != RopeScalingType::kNone && !(rope_scaling.factor > 0)) {
+    return bad_field("rope_scaling.factor", "must be positive");
+  }
+  if (rope_scaling.type == RopeScalingType::kLlama3 &&
+      (rope_scaling.original_max_position_embeddings <= 0 ||
+       !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor))) {
+    return bad_field("rope_scaling",
+                     "of type llama3 needs original_max_position_embeddings > 0 and "
+                     "high_freq_factor > low_freq_factor");
+  }
+  const auto in_vocab = [&](std::int64_t id) { return id >= 0 && id < vocab_size; };
+  if (bos_token_id && !in_vocab(*bos_token_id)) {
+    return bad_field("bos_token_id", std::to_string(*bos_token_id) + " is outside the vocabulary");
+  }
+  for (std::int64_t id : eos_token_ids) {
+    if (!in_vocab(id)) {
+      return bad_field("eos_token_id", std::to_string(id) + " is outside the vocabulary");
+    }
+  }
+  return {};
+}
+
+}  // namespace pagoda
