@@ -5,7 +5,9 @@
 namespace pagoda {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 // ASCII approximation of tokenizers' word test (\w); added tokens with single_word are rare.
 bool is_word_char(char c) {
@@ -53,9 +55,9 @@ std::vector<TextSegment> AddedVocabulary::split(std::string_view text, bool at_t
     std::size_t stop = pos + match->content.size();
     // Like the Aho-Corasick scan in tokenizers, a rejected match is skipped as a whole.
     const bool skip_special = !parse_special && match->special;
-    const bool inside_word = match->single_word &&
-                             ((start > 0 && is_word_char(text[start - 1])) ||
-                              (stop < text.size() && is_word_char(text[stop])));
+    const bool inside_word =
+        match->single_word && ((start > 0 && is_word_char(text[start - 1])) ||
+                               (stop < text.size() && is_word_char(text[stop])));
     if (skip_special || inside_word) {
       pos = stop;
       continue;

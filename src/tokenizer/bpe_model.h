@@ -80,8 +80,8 @@ class BpeModel {
   std::vector<std::string> pieces_;
   std::vector<bool> has_piece_;
   std::unordered_map<std::uint64_t, Merge> merges_;
-  std::int32_t byte_ids_[256];       // Byte-level: the id of each byte's alphabet character.
-  std::int32_t fallback_ids_[256];   // Byte fallback: the id of <0xNN>, or -1.
+  std::int32_t byte_ids_[256];      // Byte-level: the id of each byte's alphabet character.
+  std::int32_t fallback_ids_[256];  // Byte fallback: the id of <0xNN>, or -1.
   bool byte_level_ = false;
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;

@@ -38,8 +38,9 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(TokenizerParts part
                          "reverse) is not supported");
   }
   if (byte_level_model != (parts.decoder.kind == DecoderConfig::Kind::kByteLevel)) {
-    return unimplemented(source + ": the decoder must be ByteLevel exactly when the pre-tokenizer "
-                                  "is; this combination is not supported");
+    return unimplemented(source +
+                         ": the decoder must be ByteLevel exactly when the pre-tokenizer "
+                         "is; this combination is not supported");
   }
   for (const AddedToken& token : parts.added.tokens()) {
     if (token.id < 0 || token.id >= kMaxVocabSize) {

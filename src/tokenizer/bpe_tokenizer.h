@@ -1,6 +1,6 @@
 // The Tokenizer implementation behind both loaders: added-token splitting, normalizer,
-// pre-tokenizer, BPE model, post-processor (BOS/EOS) and decoder, composed in the order Hugging Face
-// `tokenizers` runs them. Byte-level (GPT-2, Llama 3, Qwen2, SmolLM2) and SentencePiece-style
+// pre-tokenizer, BPE model, post-processor (BOS/EOS) and decoder, composed in the order Hugging
+// Face `tokenizers` runs them. Byte-level (GPT-2, Llama 3, Qwen2, SmolLM2) and SentencePiece-style
 // (Llama 2, Mistral) BPE differ only in the parts the loader plugs in.
 #pragma once
 

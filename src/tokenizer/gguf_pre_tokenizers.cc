@@ -21,14 +21,22 @@ struct Entry {
 };
 
 constexpr Entry kTable[] = {
-    {"default", Family::kGpt2},         {"gpt-2", Family::kGpt2},
-    {"gpt2", Family::kGpt2},            {"phi-2", Family::kGpt2},
-    {"smollm", Family::kDigitsThenGpt2}, {"starcoder", Family::kDigitsThenGpt2},
-    {"refact", Family::kDigitsThenGpt2}, {"llama3", Family::kLlama3},
-    {"llama-v3", Family::kLlama3},      {"llama-bpe", Family::kLlama3},
-    {"smaug-bpe", Family::kLlama3},     {"falcon3", Family::kLlama3},
-    {"qwen2", Family::kQwen2},          {"deepseek-r1-qwen", Family::kQwen2},
-    {"megrez", Family::kQwen2},         {"gpt-4o", Family::kGpt4o},
+    {"default", Family::kGpt2},
+    {"gpt-2", Family::kGpt2},
+    {"gpt2", Family::kGpt2},
+    {"phi-2", Family::kGpt2},
+    {"smollm", Family::kDigitsThenGpt2},
+    {"starcoder", Family::kDigitsThenGpt2},
+    {"refact", Family::kDigitsThenGpt2},
+    {"llama3", Family::kLlama3},
+    {"llama-v3", Family::kLlama3},
+    {"llama-bpe", Family::kLlama3},
+    {"smaug-bpe", Family::kLlama3},
+    {"falcon3", Family::kLlama3},
+    {"qwen2", Family::kQwen2},
+    {"deepseek-r1-qwen", Family::kQwen2},
+    {"megrez", Family::kQwen2},
+    {"gpt-4o", Family::kGpt4o},
     {"llama4", Family::kGpt4o},
 };
 
@@ -64,21 +72,14 @@ StatusOr<GgufPreTokenizer> gguf_pre_tokenizer(const std::string& pre, const std:
   GgufPreTokenizer out;
   std::string_view split;
   switch (entry->family) {
-    case Family::kGpt2:
-      break;
-    case Family::kDigitsThenGpt2:
-      split = R"(\p{N})";
-      break;
+    case Family::kGpt2: break;
+    case Family::kDigitsThenGpt2: split = R"(\p{N})"; break;
     case Family::kLlama3:
       split = kLlama3Split;
       out.ignore_merges = true;
       break;
-    case Family::kQwen2:
-      split = kQwen2Split;
-      break;
-    case Family::kGpt4o:
-      split = kGpt4oSplit;
-      break;
+    case Family::kQwen2: split = kQwen2Split; break;
+    case Family::kGpt4o: split = kGpt4oSplit; break;
   }
   if (!split.empty()) {
     PAGODA_ASSIGN_OR_RETURN(auto step, split_step(split));

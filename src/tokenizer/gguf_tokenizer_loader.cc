@@ -52,15 +52,17 @@ StatusOr<std::unique_ptr<BpeModel>> byte_level_model(const GgufFile& gguf, const
                                                      bool ignore_merges) {
   const auto merges = gguf.get_string_array("tokenizer.ggml.merges");
   if (!merges) {
-    return invalid_argument(gguf.path() + ": tokenizer.ggml.merges is missing; a \"gpt2\" "
-                                          "vocabulary needs its merges");
+    return invalid_argument(gguf.path() +
+                            ": tokenizer.ggml.merges is missing; a \"gpt2\" "
+                            "vocabulary needs its merges");
   }
   BpeModelConfig config;
   config.byte_level = true;
   config.ignore_merges = ignore_merges;
   const ByteLevelAlphabet& alphabet = ByteLevelAlphabet::get();
   for (std::size_t i = 0; i < vocab.tokens.size(); ++i) {
-    // Tokens written in plain UTF-8 instead of the byte alphabet are respelled, as transformers does.
+    // Tokens written in plain UTF-8 instead of the byte alphabet are respelled, as transformers
+    // does.
     std::string spelled;
     if (spelled_in_alphabet(vocab.tokens[i])) {
       spelled = vocab.tokens[i];
@@ -84,8 +86,9 @@ StatusOr<std::unique_ptr<BpeModel>> sentencepiece_model(const GgufFile& gguf,
                                                         const GgufVocab& vocab) {
   const auto scores = gguf.get_float_array("tokenizer.ggml.scores");
   if (!scores || scores->size() != vocab.tokens.size()) {
-    return invalid_argument(gguf.path() + ": tokenizer.ggml.scores is missing or does not have "
-                                          "one score per token");
+    return invalid_argument(gguf.path() +
+                            ": tokenizer.ggml.scores is missing or does not have "
+                            "one score per token");
   }
   BpeModelConfig config;
   config.byte_fallback = true;
@@ -118,8 +121,9 @@ StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer_from_gguf(const GgufFile& gg
   }
   const std::string arch = gguf.get_string("general.architecture").value_or("");
   if (model == "llama" && (arch.starts_with("gemma") || arch == "phi3")) {
-    return unimplemented(source + ": the " + arch + " SentencePiece variant is not supported; "
-                                                    "load the model's tokenizer.json instead");
+    return unimplemented(source + ": the " + arch +
+                         " SentencePiece variant is not supported; "
+                         "load the model's tokenizer.json instead");
   }
   GgufVocab vocab;
   auto tokens = gguf.get_string_array("tokenizer.ggml.tokens");
@@ -127,7 +131,8 @@ StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer_from_gguf(const GgufFile& gg
     return invalid_argument(source + ": tokenizer.ggml.tokens is missing or empty");
   }
   vocab.tokens = std::move(*tokens);
-  vocab.types = gguf.get_int_array("tokenizer.ggml.token_type").value_or(std::vector<std::int64_t>{});
+  vocab.types =
+      gguf.get_int_array("tokenizer.ggml.token_type").value_or(std::vector<std::int64_t>{});
   const bool byte_level = model == "gpt2";
 
   TokenizerParts parts;

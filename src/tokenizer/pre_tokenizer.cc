@@ -36,8 +36,7 @@ std::vector<Range> apply_behavior(std::vector<Range> ranges, SplitBehavior behav
   std::vector<Range> out;
   bool previous_delimiter = false;
   switch (behavior) {
-    case SplitBehavior::kIsolated:
-      return ranges;
+    case SplitBehavior::kIsolated: return ranges;
     case SplitBehavior::kRemoved:
       for (const Range& r : ranges) {
         if (!r.is_delimiter) out.push_back(r);
@@ -79,15 +78,16 @@ std::vector<Range> apply_behavior(std::vector<Range> ranges, SplitBehavior behav
 
 void split_piece(const Piece& piece, const std::vector<Range>& ranges, std::vector<Piece>& out) {
   for (const Range& r : ranges) {
-    out.push_back({piece.text.substr(r.begin, r.end - r.begin), piece.at_text_start && r.begin == 0});
+    out.push_back(
+        {piece.text.substr(r.begin, r.end - r.begin), piece.at_text_start && r.begin == 0});
   }
 }
 
-void split_regex(const Piece& piece, const UnicodeRegex& regex, SplitBehavior behavior,
-                 bool invert, std::vector<Piece>& out) {
-  split_piece(piece,
-              apply_behavior(cover(piece.text.size(), regex.find_all(piece.text), invert), behavior),
-              out);
+void split_regex(const Piece& piece, const UnicodeRegex& regex, SplitBehavior behavior, bool invert,
+                 std::vector<Piece>& out) {
+  split_piece(
+      piece, apply_behavior(cover(piece.text.size(), regex.find_all(piece.text), invert), behavior),
+      out);
 }
 
 void metaspace(Piece piece, const PreTokenizerStep& step, std::vector<Piece>& out) {
@@ -101,10 +101,9 @@ void metaspace(Piece piece, const PreTokenizerStep& step, std::vector<Piece>& ou
     }
   }
   const bool starts_with_replacement = text.starts_with(step.replacement);
-  const bool prepend =
-      !starts_with_replacement && (step.prepend_scheme == PrependScheme::kAlways ||
-                                   (step.prepend_scheme == PrependScheme::kFirst &&
-                                    piece.at_text_start));
+  const bool prepend = !starts_with_replacement &&
+                       (step.prepend_scheme == PrependScheme::kAlways ||
+                        (step.prepend_scheme == PrependScheme::kFirst && piece.at_text_start));
   if (prepend) text.insert(0, step.replacement);
   piece.text = std::move(text);
   if (!step.split) {
@@ -158,9 +157,7 @@ void PreTokenizer::split(std::string_view segment, bool at_text_start,
             next.push_back(std::move(piece));
           }
           break;
-        case PreTokenizerStep::Kind::kMetaspace:
-          metaspace(std::move(piece), step, next);
-          break;
+        case PreTokenizerStep::Kind::kMetaspace: metaspace(std::move(piece), step, next); break;
       }
     }
     pieces.swap(next);

@@ -59,11 +59,12 @@ std::vector<std::pair<std::string, std::string>> sentencepiece_merges(
     });
     for (Candidate& c : local) candidates.push_back(std::move(c));
   }
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.score != b.score) return a.score > b.score;
-    if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
-    return a.right_chars > b.right_chars;
-  });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     if (a.score != b.score) return a.score > b.score;
+                     if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
+                     return a.right_chars > b.right_chars;
+                   });
   std::vector<std::pair<std::string, std::string>> merges;
   merges.reserve(candidates.size());
   for (Candidate& c : candidates) merges.emplace_back(std::move(c.left), std::move(c.right));

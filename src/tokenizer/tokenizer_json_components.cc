@@ -20,10 +20,19 @@ Status unsupported(const std::string& source, const std::string& section, const 
 
 // {"String": s} or {"Regex": r} -> (text, is_regex).
 StatusOr<std::pair<std::string, bool>> read_pattern(const json& j, const std::string& source) {
-  if (j.is_object() && j.contains("String")) return std::make_pair(j["String"].get<std::string>(), false);
-  if (j.is_object() && j.contains("Regex")) return std::make_pair(j["Regex"].get<std::string>(), true);
+  if (j.is_object() && j.contains("String"))
+    return std::make_pair(j["String"].get<std::string>(), false);
+  if (j.is_object() && j.contains("Regex"))
+    return std::make_pair(j["Regex"].get<std::string>(), true);
   return invalid_argument(source + ": pattern " + j.dump() +
                           " must be {\"String\": ...} or {\"Regex\": ...}");
+}
+
+StatusOr<std::shared_ptr<const UnicodeRegex>> compile(const std::string& pattern, bool literal,
+                                                      const std::string& source) {
+  auto regex = UnicodeRegex::compile(pattern, literal);
+  if (!regex.ok()) return Status(regex.status().code(), source + ": " + regex.status().message());
+  return regex;
 }
 
 StatusOr<SplitBehavior> read_behavior(const std::string& name, const std::string& source) {
@@ -47,7 +56,8 @@ Status add_normalizer_steps(const json& j, const std::string& source,
   } else if (type == "Replace") {
     PAGODA_ASSIGN_OR_RETURN(auto pattern, read_pattern(j.at("pattern"), source));
     if (pattern.second) return unsupported(source, "normalizer", "Replace with a Regex", "String");
-    steps.push_back({NormalizerStep::Kind::kReplace, pattern.first, j.at("content").get<std::string>()});
+    steps.push_back(
+        {NormalizerStep::Kind::kReplace, pattern.first, j.at("content").get<std::string>()});
   } else {
     return unsupported(source, "normalizer", type, "Sequence, Prepend, Replace");
   }
@@ -66,18 +76,19 @@ Status add_pre_tokenizer_steps(const json& j, const std::string& source,
   }
   if (type == "Split") {
     PAGODA_ASSIGN_OR_RETURN(auto pattern, read_pattern(j.at("pattern"), source));
-    PAGODA_ASSIGN_OR_RETURN(step.regex, UnicodeRegex::compile(pattern.first, !pattern.second));
-    PAGODA_ASSIGN_OR_RETURN(step.behavior, read_behavior(j.at("behavior").get<std::string>(), source));
+    PAGODA_ASSIGN_OR_RETURN(step.regex, compile(pattern.first, !pattern.second, source));
+    PAGODA_ASSIGN_OR_RETURN(step.behavior,
+                            read_behavior(j.at("behavior").get<std::string>(), source));
     step.invert = j.value("invert", false);
   } else if (type == "Digits") {
+    const bool individual = j.value("individual_digits", false);
     PAGODA_ASSIGN_OR_RETURN(step.regex,
-                            UnicodeRegex::compile(j.value("individual_digits", false) ? R"(\p{N})"
-                                                                                      : R"(\p{N}+)"));
+                            compile(individual ? R"(\p{N})" : R"(\p{N}+)", false, source));
   } else if (type == "ByteLevel") {
     step.kind = PreTokenizerStep::Kind::kByteLevel;
     step.add_prefix_space = j.value("add_prefix_space", true);
     if (j.value("use_regex", true)) {
-      PAGODA_ASSIGN_OR_RETURN(step.regex, UnicodeRegex::compile(std::string(kGpt2SplitRegex)));
+      PAGODA_ASSIGN_OR_RETURN(step.regex, compile(std::string(kGpt2SplitRegex), false, source));
     }
   } else if (type == "Metaspace") {
     step.kind = PreTokenizerStep::Kind::kMetaspace;
@@ -125,8 +136,9 @@ Status add_decoder_step(const json& j, const std::string& source, DecoderConfig&
   } else if (type == "Strip") {
     const std::string content = j.at("content").get<std::string>();
     if (j.value("stop", 0) != 0 || content.size() != 1 || !fused) {
-      return unimplemented(source + ": decoder Strip is supported only after Fuse, for one ASCII "
-                                    "character, with stop = 0");
+      return unimplemented(source +
+                           ": decoder Strip is supported only after Fuse, for one ASCII "
+                           "character, with stop = 0");
     }
     config.strip_content = content[0];
     config.strip_start = j.value("start", 0);
@@ -199,8 +211,9 @@ Status parse_post_processor(const json& j, const std::string& source,
     return Status::ok_status();
   }
   if (type != "TemplateProcessing") {
-    return unsupported(source, "post_processor", type,
-                       "TemplateProcessing, ByteLevel, RobertaProcessing, BertProcessing, Sequence");
+    return unsupported(
+        source, "post_processor", type,
+        "TemplateProcessing, ByteLevel, RobertaProcessing, BertProcessing, Sequence");
   }
   bool seen_sequence = false;
   for (const json& item : j.at("single")) {

@@ -102,14 +102,17 @@ Status apply_config(const json& config, const std::string& config_path, Tokenize
   PAGODA_ASSIGN_OR_RETURN(parts.eos_id, lookup("eos_token"));
   PAGODA_ASSIGN_OR_RETURN(parts.pad_id, lookup("pad_token"));
   // transformers rebuilds the post-processor from these flags when a config sets them.
-  const bool has_bos_flag = config.contains("add_bos_token") && config["add_bos_token"].is_boolean();
-  const bool has_eos_flag = config.contains("add_eos_token") && config["add_eos_token"].is_boolean();
+  const bool has_bos_flag =
+      config.contains("add_bos_token") && config["add_bos_token"].is_boolean();
+  const bool has_eos_flag =
+      config.contains("add_eos_token") && config["add_eos_token"].is_boolean();
   if (has_bos_flag || has_eos_flag) {
     const bool add_bos = has_bos_flag ? config["add_bos_token"].get<bool>() : false;
     const bool add_eos = has_eos_flag ? config["add_eos_token"].get<bool>() : false;
     if ((add_bos && !parts.bos_id) || (add_eos && !parts.eos_id)) {
-      return invalid_argument(config_path + ": add_bos_token/add_eos_token is set but the config "
-                                            "names no bos_token/eos_token");
+      return invalid_argument(config_path +
+                              ": add_bos_token/add_eos_token is set but the config "
+                              "names no bos_token/eos_token");
     }
     parts.prefix_ids.clear();
     parts.suffix_ids.clear();
@@ -123,11 +126,13 @@ StatusOr<std::unique_ptr<Tokenizer>> build(const json& root, const json& config,
                                            const std::string& path,
                                            const std::string& config_path) {
   if (!root.is_object() || !root.contains("model") || !root["model"].is_object()) {
-    return invalid_argument(path + ": no \"model\" object; expected a tokenizer.json written by "
-                                   "Hugging Face tokenizers");
+    return invalid_argument(path +
+                            ": no \"model\" object; expected a tokenizer.json written by "
+                            "Hugging Face tokenizers");
   }
   TokenizerParts parts;
-  PAGODA_ASSIGN_OR_RETURN(parts.normalizer, parse_normalizer(root.value("normalizer", json()), path));
+  PAGODA_ASSIGN_OR_RETURN(parts.normalizer,
+                          parse_normalizer(root.value("normalizer", json()), path));
   PAGODA_ASSIGN_OR_RETURN(parts.pre_tokenizer,
                           parse_pre_tokenizer(root.value("pre_tokenizer", json()), path));
   PAGODA_ASSIGN_OR_RETURN(parts.model,

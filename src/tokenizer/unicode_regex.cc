@@ -9,7 +9,9 @@
 namespace pagoda {
 namespace {
 
-pcre2_code* as_code(void* code) { return static_cast<pcre2_code*>(code); }
+pcre2_code* as_code(void* code) {
+  return static_cast<pcre2_code*>(code);
+}
 
 }  // namespace
 
@@ -32,7 +34,9 @@ StatusOr<std::shared_ptr<const UnicodeRegex>> UnicodeRegex::compile(const std::s
   return std::shared_ptr<const UnicodeRegex>(new UnicodeRegex(pattern, code));
 }
 
-UnicodeRegex::~UnicodeRegex() { pcre2_code_free(as_code(code_)); }
+UnicodeRegex::~UnicodeRegex() {
+  pcre2_code_free(as_code(code_));
+}
 
 std::vector<std::pair<std::size_t, std::size_t>> UnicodeRegex::find_all(
     std::string_view text) const {
@@ -43,8 +47,8 @@ std::vector<std::pair<std::size_t, std::size_t>> UnicodeRegex::find_all(
   std::size_t start = 0;
   while (start < text.size()) {
     // The text was validated once; checking it again on every call would make matching quadratic.
-    const int rc = pcre2_match(as_code(code_), subject, text.size(), start, PCRE2_NO_UTF_CHECK,
-                               data, nullptr);
+    const int rc =
+        pcre2_match(as_code(code_), subject, text.size(), start, PCRE2_NO_UTF_CHECK, data, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       // Resource limits (match or JIT stack) on hostile input: keep the rest as one piece, which

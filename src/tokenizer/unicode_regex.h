@@ -27,9 +27,6 @@ class UnicodeRegex {
   /// valid UTF-8 (the tokenizer repairs input before it gets here).
   std::vector<std::pair<std::size_t, std::size_t>> find_all(std::string_view text) const;
 
-  /// The source pattern.
-  const std::string& pattern() const { return pattern_; }
-
  private:
   UnicodeRegex(std::string pattern, void* code) : pattern_(std::move(pattern)), code_(code) {}
 

@@ -44,7 +44,8 @@ std::vector<std::string> load_corpus() {
 GoldenSet load_golden(const std::string& name) {
   const std::vector<std::string> corpus = load_corpus();
   GoldenSet set;
-  const std::vector<std::string> lines = split_lines(read_all(kDir + "expected/" + name + ".jsonl"));
+  const std::vector<std::string> lines =
+      split_lines(read_all(kDir + "expected/" + name + ".jsonl"));
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const nlohmann::json j = nlohmann::json::parse(lines[i]);
     if (j.contains("random")) {
@@ -61,7 +62,8 @@ GoldenSet load_golden(const std::string& name) {
     s.decoded_skip = j.contains("decoded_skip") ? j["decoded_skip"].get<std::string>() : s.decoded;
     set.samples.push_back(std::move(s));
   }
-  EXPECT_EQ(set.samples.size(), corpus.size()) << name << " does not match the corpus; rerun "
+  EXPECT_EQ(set.samples.size(), corpus.size()) << name
+                                               << " does not match the corpus; rerun "
                                                   "tests/golden/tokenizer/make_golden.py";
   return set;
 }

@@ -22,7 +22,9 @@ struct Case {
   bool lossless;         // decode(encode(x)) == x.
 };
 
-std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+std::ostream& operator<<(std::ostream& os, const Case& c) {
+  return os << c.name;
+}
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -147,13 +149,13 @@ TEST_P(GoldenTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tokenizers, GoldenTest,
-    ::testing::Values(Case{"SmolLM2Json", "smollm2", "smollm2", "", true},
-                      Case{"SmolLM2Gguf", "smollm2_digits", "", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                           true},
-                      Case{"LlamaSpmJson", "llama_spm", "llama_spm", "", false},
-                      Case{"LlamaSpmGguf", "llama_spm", "", "vocab/ggml-vocab-llama-spm.gguf", false},
-                      Case{"LlamaBpeGguf", "llama_bpe", "", "vocab/ggml-vocab-llama-bpe.gguf", true},
-                      Case{"Qwen2Gguf", "qwen2", "", "vocab/ggml-vocab-qwen2.gguf", true}),
+    ::testing::Values(
+        Case{"SmolLM2Json", "smollm2", "smollm2", "", true},
+        Case{"SmolLM2Gguf", "smollm2_digits", "", "SmolLM2-135M-Instruct.Q4_1.gguf", true},
+        Case{"LlamaSpmJson", "llama_spm", "llama_spm", "", false},
+        Case{"LlamaSpmGguf", "llama_spm", "", "vocab/ggml-vocab-llama-spm.gguf", false},
+        Case{"LlamaBpeGguf", "llama_bpe", "", "vocab/ggml-vocab-llama-bpe.gguf", true},
+        Case{"Qwen2Gguf", "qwen2", "", "vocab/ggml-vocab-qwen2.gguf", true}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
