@@ -17,7 +17,9 @@ std::uint32_t load_u32(const std::uint8_t* p) {
          (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
 }
 
-float load_fp16(const std::uint8_t* p) { return fp16_to_float(load_u16(p)); }
+float load_fp16(const std::uint8_t* p) {
+  return fp16_to_float(load_u16(p));
+}
 
 // Every block decoder below follows the reference order of operations (scale * quant, then
 // + min or - min, each rounded to float on its own); dequantize.cc is compiled with
@@ -193,9 +195,15 @@ void block_q6_k(const std::uint8_t* b, float* y) {
   }
 }
 
-void block_f32(const std::uint8_t* b, float* y) { std::memcpy(y, b, sizeof(float)); }
-void block_f16(const std::uint8_t* b, float* y) { *y = fp16_to_float(load_u16(b)); }
-void block_bf16(const std::uint8_t* b, float* y) { *y = bf16_to_float(load_u16(b)); }
+void block_f32(const std::uint8_t* b, float* y) {
+  std::memcpy(y, b, sizeof(float));
+}
+void block_f16(const std::uint8_t* b, float* y) {
+  *y = fp16_to_float(load_u16(b));
+}
+void block_bf16(const std::uint8_t* b, float* y) {
+  *y = bf16_to_float(load_u16(b));
+}
 
 using BlockDecoder = void (*)(const std::uint8_t*, float*);
 
@@ -237,7 +245,9 @@ float bf16_to_float(std::uint16_t bits) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
 }
 
-bool dequantize_supported(DType dtype) { return decoder_for(dtype) != nullptr; }
+bool dequantize_supported(DType dtype) {
+  return decoder_for(dtype) != nullptr;
+}
 
 Status dequantize(DType dtype, std::span<const std::uint8_t> src, std::span<float> dst) {
   const BlockDecoder decode = decoder_for(dtype);

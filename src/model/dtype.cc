@@ -60,9 +60,13 @@ static_assert(table_is_indexed_by_enum(), "kDTypes must list DType values in enu
 
 }  // namespace
 
-const DTypeInfo& dtype_info(DType dtype) { return kDTypes[static_cast<std::size_t>(dtype)]; }
+const DTypeInfo& dtype_info(DType dtype) {
+  return kDTypes[static_cast<std::size_t>(dtype)];
+}
 
-std::string_view dtype_name(DType dtype) { return dtype_info(dtype).name; }
+std::string_view dtype_name(DType dtype) {
+  return dtype_info(dtype).name;
+}
 
 std::optional<DType> dtype_from_ggml(std::uint32_t id) {
   for (const DTypeInfo& info : kDTypes) {
@@ -78,7 +82,9 @@ std::optional<DType> dtype_from_safetensors(std::string_view name) {
   return std::nullopt;
 }
 
-bool dtype_is_quantized(DType dtype) { return dtype_info(dtype).block_size > 1; }
+bool dtype_is_quantized(DType dtype) {
+  return dtype_info(dtype).block_size > 1;
+}
 
 std::optional<std::uint64_t> dtype_num_bytes(DType dtype, std::uint64_t num_elements) {
   const DTypeInfo& info = dtype_info(dtype);

@@ -54,8 +54,8 @@ enum class DType : std::uint8_t {
 /// Storage layout of one DType.
 struct DTypeInfo {
   DType dtype;
-  std::string_view name;  ///< As gguf-py prints ggml types ("Q4_1") or safetensors spells dtypes.
-  std::int32_t block_size;   ///< Elements per block; 1 for plain types.
+  std::string_view name;    ///< As gguf-py prints ggml types ("Q4_1") or safetensors spells dtypes.
+  std::int32_t block_size;  ///< Elements per block; 1 for plain types.
   std::int32_t block_bytes;  ///< Bytes per block.
   std::int32_t ggml_id;      ///< The number a GGUF tensor info stores; -1 when GGUF has none.
   bool in_safetensors;       ///< Whether a safetensors header may name it (by `name`).

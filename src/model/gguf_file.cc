@@ -12,15 +12,14 @@ namespace pagoda {
 namespace {
 
 constexpr std::uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as little-endian u32
-constexpr std::uint64_t kDefaultAlignment = 32;
 constexpr std::uint32_t kMaxDims = 4;             // ggml tensors have at most four dimensions
 constexpr int kMaxArrayDepth = 8;                 // deeper nesting only serves to exhaust the stack
 
 // The smallest encoding of one value of `type`, so that an array count can be checked against
 // the bytes left before anything is allocated.
 std::uint64_t min_encoded_size(GgufValueType type) {
-  if (type == GgufValueType::kString) return 8;   // the length
-  if (type == GgufValueType::kArray) return 12;   // element type and count
+  if (type == GgufValueType::kString) return 8;  // the length
+  if (type == GgufValueType::kArray) return 12;  // element type and count
   return gguf_value_type_size(type);
 }
 
@@ -44,9 +43,7 @@ class GgufParser {
   }
 
  private:
-  Status error(const std::string& problem) const {
-    return data_loss(file_.path_ + ": " + problem);
-  }
+  Status error(const std::string& problem) const { return data_loss(file_.path_ + ": " + problem); }
 
   Status truncated(const std::string& what) const {
     return data_loss(file_.path_ + ": truncated while reading " + what + " at offset " +
@@ -82,14 +79,16 @@ class GgufParser {
     std::uint32_t magic = 0;
     PAGODA_RETURN_IF_ERROR(read(magic, "the magic number"));
     if (magic != kGgufMagic) {
-      return error("not a GGUF file (the first 4 bytes are not \"GGUF\"); pass a .gguf model or a "
-                   "Hugging Face model folder");
+      return error(
+          "not a GGUF file (the first 4 bytes are not \"GGUF\"); pass a .gguf model or a "
+          "Hugging Face model folder");
     }
     PAGODA_RETURN_IF_ERROR(read(file_.version_, "the version"));
     const std::uint32_t version = file_.version_;
     if (version == 1) {
-      return error("GGUF version 1 is not supported (only 2 and 3); convert the model again with a "
-                   "current llama.cpp convert_hf_to_gguf.py");
+      return error(
+          "GGUF version 1 is not supported (only 2 and 3); convert the model again with a "
+          "current llama.cpp convert_hf_to_gguf.py");
     }
     if (byte_swap32(version) == 2 || byte_swap32(version) == 3) {
       return error("big-endian GGUF files are not supported; use a little-endian conversion");
@@ -227,13 +226,15 @@ class GgufParser {
     }
     info.dims.resize(n_dims);
     std::uint64_t num_elements = 1;
-    constexpr auto kMaxElements = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    constexpr auto kMaxElements =
+        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
     for (std::uint32_t d = 0; d < n_dims; ++d) {
       PAGODA_RETURN_IF_ERROR(read(info.dims[d], what + " dimension"));
       const std::uint64_t dim = info.dims[d];
       if (dim > kMaxElements || (dim != 0 && num_elements > kMaxElements / dim)) {
-        return error(what + " has dimensions whose element count overflows int64; the file is "
-                            "corrupt");
+        return error(what +
+                     " has dimensions whose element count overflows int64; the file is "
+                     "corrupt");
       }
       num_elements *= dim;
     }

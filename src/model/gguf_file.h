@@ -51,8 +51,8 @@ class GgufFile {
   static StatusOr<std::unique_ptr<GgufFile>> open(const std::string& path);
   /// Parses `bytes`, which `owner` keeps alive; `path` names them in error messages.
   static StatusOr<std::unique_ptr<GgufFile>> parse(std::string path,
-                                                    std::span<const std::uint8_t> bytes,
-                                                    std::shared_ptr<const void> owner);
+                                                   std::span<const std::uint8_t> bytes,
+                                                   std::shared_ptr<const void> owner);
 
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;

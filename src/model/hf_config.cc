@@ -86,7 +86,8 @@ class JsonFields {
 
 StatusOr<json> parse_object(std::string_view text, const std::string& path) {
   json parsed = json::parse(text.begin(), text.end(), nullptr, false);
-  if (parsed.is_discarded()) return invalid_argument(path + ": not valid JSON; fix or re-download it");
+  if (parsed.is_discarded())
+    return invalid_argument(path + ": not valid JSON; fix or re-download it");
   if (!parsed.is_object()) return invalid_argument(path + ": must hold a JSON object");
   return parsed;
 }

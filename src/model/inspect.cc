@@ -63,12 +63,12 @@ Status write_model_summary(const ModelFiles& files, std::ostream& out) {
   const ModelConfig& c = files.config;
   PAGODA_ASSIGN_OR_RETURN(std::string tokenizer, tokenizer_kind(files));
   const std::string format =
-      files.gguf != nullptr ? fmt::format("GGUF v{}", files.gguf->version())
-                            : fmt::format("Hugging Face safetensors ({} file{})",
-                                          files.safetensors.size(),
-                                          files.safetensors.size() == 1 ? "" : "s");
-  std::string rope = fmt::format("{} (scaling {}", c.rope_theta,
-                                 rope_scaling_type_name(c.rope_scaling.type));
+      files.gguf != nullptr
+          ? fmt::format("GGUF v{}", files.gguf->version())
+          : fmt::format("Hugging Face safetensors ({} file{})", files.safetensors.size(),
+                        files.safetensors.size() == 1 ? "" : "s");
+  std::string rope =
+      fmt::format("{} (scaling {}", c.rope_theta, rope_scaling_type_name(c.rope_scaling.type));
   if (c.rope_scaling.type != RopeScalingType::kNone) {
     rope += fmt::format(", factor {}, original context {}", c.rope_scaling.factor,
                         c.rope_scaling.original_max_position_embeddings);
@@ -89,7 +89,8 @@ Status write_model_summary(const ModelFiles& files, std::ostream& out) {
   fmt::print(out, "tied embeddings:    {}\n", c.tie_word_embeddings ? "yes" : "no");
   fmt::print(out, "attention bias:     {}\n", c.attention_bias ? "yes" : "no");
   fmt::print(out, "bos / eos ids:      {} / {}\n",
-             c.bos_token_id ? std::to_string(*c.bos_token_id) : "none", ids_string(c.eos_token_ids));
+             c.bos_token_id ? std::to_string(*c.bos_token_id) : "none",
+             ids_string(c.eos_token_ids));
   if (!c.torch_dtype.empty()) fmt::print(out, "torch dtype:        {}\n", c.torch_dtype);
   fmt::print(out, "tokenizer:          {}\n", tokenizer);
   fmt::print(out, "chat template:      {}\n",

@@ -38,14 +38,13 @@ Status ModelConfig::validate() const {
     if (value <= 0) return bad_field(name, "must be positive, got " + std::to_string(value));
   }
   if (num_attention_heads % num_key_value_heads != 0) {
-    return bad_field("num_key_value_heads",
-                     "(" + std::to_string(num_key_value_heads) +
-                         ") must divide num_attention_heads (" +
-                         std::to_string(num_attention_heads) + ")");
+    return bad_field("num_key_value_heads", "(" + std::to_string(num_key_value_heads) +
+                                                ") must divide num_attention_heads (" +
+                                                std::to_string(num_attention_heads) + ")");
   }
   if (head_dim % 2 != 0) {
-    return bad_field("head_dim", "must be even for rotary embeddings, got " +
-                                     std::to_string(head_dim));
+    return bad_field("head_dim",
+                     "must be even for rotary embeddings, got " + std::to_string(head_dim));
   }
   if (!(rms_norm_eps > 0)) return bad_field("rms_norm_eps", "must be positive");
   if (!(rope_theta > 0)) return bad_field("rope_theta", "must be positive");

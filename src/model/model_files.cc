@@ -63,8 +63,9 @@ StatusOr<ModelFiles> open_model_files(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status)) {
-    return not_found(path + ": no such file or folder; pass a .gguf file or a Hugging Face model "
-                            "folder");
+    return not_found(path +
+                     ": no such file or folder; pass a .gguf file or a Hugging Face model "
+                     "folder");
   }
   if (fs::is_directory(status)) {
     if (!fs::is_regular_file(fs::path(path) / "config.json", ec)) {

@@ -100,8 +100,8 @@ Status SafetensorsFile::parse_header(std::span<const std::uint8_t> bytes) {
     }
     std::optional<std::uint64_t> expected = dtype_num_bytes(t.dtype, num_elements);
     if (!expected || *expected != t.end - t.begin) {
-      return error(what + " holds " + std::to_string(t.end - t.begin) + " bytes but its shape and " +
-                   std::string(dtype_name(t.dtype)) + " dtype need " +
+      return error(what + " holds " + std::to_string(t.end - t.begin) +
+                   " bytes but its shape and " + std::string(dtype_name(t.dtype)) + " dtype need " +
                    (expected ? std::to_string(*expected) : std::string("more than 2^64")));
     }
     t.data = data.subspan(t.begin, t.end - t.begin);

@@ -39,8 +39,8 @@ class SafetensorsFile {
   static StatusOr<std::unique_ptr<SafetensorsFile>> open(const std::string& path);
   /// Parses `bytes`, which `owner` keeps alive; `path` names them in error messages.
   static StatusOr<std::unique_ptr<SafetensorsFile>> parse(std::string path,
-                                                           std::span<const std::uint8_t> bytes,
-                                                           std::shared_ptr<const void> owner);
+                                                          std::span<const std::uint8_t> bytes,
+                                                          std::shared_ptr<const void> owner);
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;

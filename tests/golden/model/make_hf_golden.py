@@ -26,7 +26,6 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file

@@ -51,8 +51,7 @@ TEST(GgufBadFileTest, EmptyFile) {
   std::ofstream(path).close();
   auto file = GgufFile::open(path.string());
   ASSERT_FALSE(file.ok());
-  EXPECT_EQ(file.status().message(),
-            path.string() + ": file is empty; expected a GGUF model file");
+  EXPECT_EQ(file.status().message(), path.string() + ": file is empty; expected a GGUF model file");
   std::filesystem::remove(path);
 }
 
@@ -91,7 +90,7 @@ TEST(GgufBadFileTest, TruncatedTensorInfo) {
 
 TEST(GgufBadFileTest, TruncatedData) {
   GgufBytes b = valid_file();
-  b.bytes.resize(b.bytes.size() - 1);
+  b.bytes.pop_back();
   expect_error(b, "tensor 'w' data [offset 0, 68 bytes] extends past end of file");
 }
 

@@ -87,12 +87,12 @@ TEST(GgufConfigTest, MissingAndMistypedKeys) {
                "llama.attention.layer_norm_rms_epsilon is missing");
   expect_error(config_of(1, [](GgufBytes& b) { b.kv_string("llama.rope.freq_base", "big"); }),
                "llama.rope.freq_base must be a number, not STRING");
-  expect_error(config_of(1,
-                         [](GgufBytes& b) {
-                           b.str("llama.attention.head_count_kv").u32(9).u32(4).u64(2).u32(1).u32(
-                               1);
-                         }),
-               "per-layer array");
+  expect_error(
+      config_of(1,
+                [](GgufBytes& b) {
+                  b.str("llama.attention.head_count_kv").u32(9).u32(4).u64(2).u32(1).u32(1);
+                }),
+      "per-layer array");
   expect_error(config_of(1, [](GgufBytes& b) { b.kv_u32("llama.rope.dimension_count", 8); }),
                "partial rotary embeddings are not supported");
   expect_error(config_of(1, [](GgufBytes& b) { b.kv_string("llama.rope.scaling.type", "su"); }),
@@ -115,11 +115,13 @@ TEST(ModelConfigTest, ValidateNamesTheField) {
   c.head_dim = 4;
   c.vocab_size = 10;
   c.max_position_embeddings = 0;
-  EXPECT_EQ(c.validate().message(), "model config: max_position_embeddings must be positive, got 0");
+  EXPECT_EQ(c.validate().message(),
+            "model config: max_position_embeddings must be positive, got 0");
   c.max_position_embeddings = 16;
   EXPECT_TRUE(c.validate().ok());
   c.head_dim = 3;
-  EXPECT_EQ(c.validate().message(), "model config: head_dim must be even for rotary embeddings, got 3");
+  EXPECT_EQ(c.validate().message(),
+            "model config: head_dim must be even for rotary embeddings, got 3");
   c.head_dim = 4;
   c.rope_scaling.type = RopeScalingType::kLlama3;
   c.rope_scaling.factor = 8;

@@ -158,9 +158,9 @@ TEST(HfConfigTest, DefaultsFollowTransformers) {
   EXPECT_EQ(llama->rope_theta, 10000.0);
   EXPECT_FALSE(llama->tie_word_embeddings);
   EXPECT_FALSE(llama->attention_bias);
-  auto qwen = model_config_from_hf_json(R"({"model_type": "qwen2", "head_dim": null, )" + base +
-                                            R"(, "rope_scaling": null})",
-                                        "c.json");
+  auto qwen = model_config_from_hf_json(
+      R"({"model_type": "qwen2", "head_dim": null, )" + base + R"(, "rope_scaling": null})",
+      "c.json");
   ASSERT_TRUE(qwen.ok()) << qwen.status().to_string();
   EXPECT_TRUE(qwen->attention_bias);
   EXPECT_EQ(qwen->head_dim, 16);

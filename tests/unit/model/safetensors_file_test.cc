@@ -103,8 +103,8 @@ void expect_error(const std::vector<std::uint8_t>& bytes, const std::string& pro
 
 TEST(SafetensorsFileTest, ValidHandWrittenHeaderParses) {
   auto file = SafetensorsFile::parse(
-      "ok.safetensors",
-      file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8), nullptr);
+      "ok.safetensors", file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8),
+      nullptr);
   ASSERT_TRUE(file.ok()) << file.status().to_string();
 }
 
@@ -138,8 +138,8 @@ TEST(SafetensorsFileTest, BadFiles) {
 
 TEST(SafetensorsFileTest, UnknownDtypeIsUnimplemented) {
   auto file = SafetensorsFile::parse(
-      "f4.safetensors",
-      file_bytes(R"({"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", 1), nullptr);
+      "f4.safetensors", file_bytes(R"({"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", 1),
+      nullptr);
   ASSERT_FALSE(file.ok());
   EXPECT_EQ(file.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(file.status().message().find("tensor 'a' has dtype F4"), std::string::npos);
