@@ -18,17 +18,23 @@ bool is_word_char(char c) {
 
 }  // namespace
 
-AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens) : tokens_(std::move(tokens)) {
+AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer& normalizer)
+    : tokens_(std::move(tokens)) {
+  patterns_.reserve(tokens_.size());
   for (std::size_t i = 0; i < tokens_.size(); ++i) {
-    by_id_[tokens_[i].id] = i;
-    has_normalized_ = has_normalized_ || tokens_[i].normalized;
-    if (!tokens_[i].content.empty()) {
-      by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(i);
+    const AddedToken& token = tokens_[i];
+    by_id_[token.id] = i;
+    if (!token.content.empty()) by_content_.emplace(token.content, token.id);
+    has_normalized_ = has_normalized_ || token.normalized;
+    patterns_.push_back(token.normalized && !normalizer.empty() ? normalizer.apply(token.content)
+                                                                : token.content);
+    if (!patterns_[i].empty()) {
+      by_first_byte_[static_cast<unsigned char>(patterns_[i][0])].push_back(i);
     }
   }
   for (auto& candidates : by_first_byte_) {
     std::stable_sort(candidates.begin(), candidates.end(), [&](std::size_t a, std::size_t b) {
-      return tokens_[a].content.size() > tokens_[b].content.size();
+      return patterns_[a].size() > patterns_[b].size();
     });
   }
 }
@@ -40,10 +46,12 @@ std::vector<TextSegment> AddedVocabulary::split(std::string_view text, bool at_t
   std::size_t pos = 0;
   while (pos < text.size()) {
     const AddedToken* match = nullptr;
+    std::size_t match_length = 0;
     for (std::size_t index : by_first_byte_[static_cast<unsigned char>(text[pos])]) {
       const AddedToken& token = tokens_[index];
-      if (token.normalized == normalized && text.substr(pos).starts_with(token.content)) {
+      if (token.normalized == normalized && text.substr(pos).starts_with(patterns_[index])) {
         match = &token;
+        match_length = patterns_[index].size();
         break;
       }
     }
@@ -52,7 +60,7 @@ std::vector<TextSegment> AddedVocabulary::split(std::string_view text, bool at_t
       continue;
     }
     std::size_t start = pos;
-    std::size_t stop = pos + match->content.size();
+    std::size_t stop = pos + match_length;
     // Like the Aho-Corasick scan in tokenizers, a rejected match is skipped as a whole.
     const bool skip_special = !parse_special && match->special;
     const bool inside_word =
@@ -88,11 +96,9 @@ const AddedToken* AddedVocabulary::find(std::int32_t id) const {
 }
 
 std::optional<std::int32_t> AddedVocabulary::find(std::string_view content) const {
-  if (content.empty()) return std::nullopt;
-  for (std::size_t index : by_first_byte_[static_cast<unsigned char>(content[0])]) {
-    if (tokens_[index].content == content) return tokens_[index].id;
-  }
-  return std::nullopt;
+  const auto it = by_content_.find(std::string(content));
+  if (it == by_content_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace pagoda

@@ -1,6 +1,7 @@
 // Added tokens (specials like "<|im_start|>" and user-defined ones like "<think>") are cut out of
 // the text before normalization and pre-tokenization, leftmost-longest, as in Hugging Face
-// `tokenizers`: tokens with normalized=false match the raw text, normalized ones match afterwards.
+// `tokenizers`: tokens with normalized=false match the raw text, normalized ones match afterwards,
+// in their normalized spelling (with a Lowercase normalizer, "<Think>" matches "<think>").
 #pragma once
 
 #include <array>
@@ -10,6 +11,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "tokenizer/normalizer.h"
 
 namespace pagoda {
 
@@ -40,7 +43,8 @@ struct TextSegment {
 class AddedVocabulary {
  public:
   AddedVocabulary() = default;
-  explicit AddedVocabulary(std::vector<AddedToken> tokens);
+  /// `normalizer` gives the spelling that tokens with normalized=true are matched in.
+  explicit AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer& normalizer = {});
 
   /// Splits `text` on the tokens whose `normalized` flag equals `normalized`. With
   /// `parse_special` false, special tokens are left in the text.
@@ -58,8 +62,11 @@ class AddedVocabulary {
 
  private:
   std::vector<AddedToken> tokens_;
+  // What each token matches: its content, normalized when the token has normalized=true.
+  std::vector<std::string> patterns_;
   std::unordered_map<std::int32_t, std::size_t> by_id_;
-  // Candidate token indices by first byte, longest content first.
+  std::unordered_map<std::string, std::int32_t> by_content_;
+  // Candidate token indices by the first byte of their pattern, longest pattern first.
   std::array<std::vector<std::size_t>, 256> by_first_byte_;
   bool has_normalized_ = false;
 };

@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer_json_components.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace pagoda {
 namespace {
@@ -44,23 +45,61 @@ StatusOr<SplitBehavior> read_behavior(const std::string& name, const std::string
   return invalid_argument(source + ": unknown Split behavior \"" + name + "\"");
 }
 
+std::optional<NormalizationForm> read_normalization_form(const std::string& type) {
+  if (type == "NFC") return NormalizationForm::kNfc;
+  if (type == "NFD") return NormalizationForm::kNfd;
+  if (type == "NFKC") return NormalizationForm::kNfkc;
+  if (type == "NFKD") return NormalizationForm::kNfkd;
+  return std::nullopt;
+}
+
+// Real files nest Sequences once or twice; the bound keeps a hostile file from exhausting the
+// stack.
+constexpr int kMaxNormalizerDepth = 32;
+
 Status add_normalizer_steps(const json& j, const std::string& source,
-                            std::vector<NormalizerStep>& steps) {
+                            std::vector<NormalizerStep>& steps, int depth = 0) {
   const std::string type = type_of(j);
   if (type == "Sequence") {
-    for (const json& child : j.at("normalizers")) {
-      PAGODA_RETURN_IF_ERROR(add_normalizer_steps(child, source, steps));
+    if (depth >= kMaxNormalizerDepth) {
+      return invalid_argument(source + ": normalizer Sequences are nested more than " +
+                              std::to_string(kMaxNormalizerDepth) + " deep");
     }
-  } else if (type == "Prepend") {
-    steps.push_back({NormalizerStep::Kind::kPrepend, "", j.at("prepend").get<std::string>()});
+    for (const json& child : j.at("normalizers")) {
+      PAGODA_RETURN_IF_ERROR(add_normalizer_steps(child, source, steps, depth + 1));
+    }
+    return Status::ok_status();
+  }
+  NormalizerStep step;
+  if (type == "Prepend") {
+    step.kind = NormalizerStep::Kind::kPrepend;
+    step.content = j.at("prepend").get<std::string>();
   } else if (type == "Replace") {
     PAGODA_ASSIGN_OR_RETURN(auto pattern, read_pattern(j.at("pattern"), source));
-    if (pattern.second) return unsupported(source, "normalizer", "Replace with a Regex", "String");
-    steps.push_back(
-        {NormalizerStep::Kind::kReplace, pattern.first, j.at("content").get<std::string>()});
+    step.kind = NormalizerStep::Kind::kReplace;
+    if (pattern.second) {
+      PAGODA_ASSIGN_OR_RETURN(step.regex, compile(pattern.first, false, source));
+    } else {
+      step.pattern = pattern.first;
+    }
+    step.content = j.at("content").get<std::string>();
+  } else if (const auto form = read_normalization_form(type)) {
+    step.kind = NormalizerStep::Kind::kUnicode;
+    step.form = *form;
+  } else if (type == "Lowercase") {
+    step.kind = NormalizerStep::Kind::kLowercase;
+  } else if (type == "Strip") {
+    step.kind = NormalizerStep::Kind::kStrip;
+    step.strip_left = j.value("strip_left", true);
+    step.strip_right = j.value("strip_right", true);
+  } else if (type == "StripAccents") {
+    step.kind = NormalizerStep::Kind::kStripAccents;
   } else {
-    return unsupported(source, "normalizer", type, "Sequence, Prepend, Replace");
+    return unsupported(source, "normalizer", type,
+                       "Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, "
+                       "Prepend");
   }
+  steps.push_back(std::move(step));
   return Status::ok_status();
 }
 

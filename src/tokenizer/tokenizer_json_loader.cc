@@ -140,7 +140,7 @@ StatusOr<std::unique_ptr<Tokenizer>> build(const json& root, const json& config,
   PAGODA_ASSIGN_OR_RETURN(parts.decoder, parse_decoder(root.value("decoder", json()), path));
   PAGODA_RETURN_IF_ERROR(parse_post_processor(root.value("post_processor", json()), path,
                                               parts.prefix_ids, parts.suffix_ids));
-  parts.added = AddedVocabulary(parse_added_tokens(root));
+  parts.added = AddedVocabulary(parse_added_tokens(root), parts.normalizer);
   if (!config.is_null()) PAGODA_RETURN_IF_ERROR(apply_config(config, config_path, parts));
   PAGODA_ASSIGN_OR_RETURN(auto tokenizer, BpeTokenizer::create(std::move(parts), path));
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));

@@ -84,9 +84,10 @@ TEST_F(TokenizerJsonErrorsTest, UnsupportedPreTokenizer) {
 
 TEST_F(TokenizerJsonErrorsTest, UnsupportedNormalizer) {
   expect_error(load(std::string("{") +
-                    R"("normalizer": {"type": "NFKC"}, "pre_tokenizer": null, "decoder": null,
+                    R"("normalizer": {"type": "Precompiled", "precompiled_charsmap": ""},
+                        "pre_tokenizer": null, "decoder": null,
                         "model": {"type": "BPE", "vocab": {}, "merges": []}})"),
-               StatusCode::kUnimplemented, "NFKC");
+               StatusCode::kUnimplemented, "Precompiled");
 }
 
 TEST_F(TokenizerJsonErrorsTest, BadRegex) {
