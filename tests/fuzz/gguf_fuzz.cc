@@ -1,6 +1,6 @@
 // libFuzzer target for the GGUF parser: any input must parse or fail with a Status, and every
-// tensor span a successful parse returns must lie inside the input. Built by hand with clang
-// (not part of the CMake build), from the repository root:
+// tensor span a successful parse returns must lie inside the input. Built with clang
+// by scripts/fuzz.sh, or by hand from the repository root:
 //
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
 //     tests/fuzz/gguf_fuzz.cc src/model/gguf_file.cc src/model/gguf_value.cc src/model/dtype.cc \

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Tiny random-weight Hugging Face checkpoints and their logits, for the safetensors forward tests.
+
+Run with the dev venv (scripts/setup_dev_venv.sh creates .venv-dev) from the repository root:
+
+    HF_HUB_OFFLINE=1 .venv-dev/bin/python tests/golden/forward/make_tiny_hf_models.py
+
+Writes, under tests/data/forward/ (about 20 seconds on 2 CPU threads):
+  tiny_llama/          LlamaForCausalLM: hidden 64, intermediate 128, 3 layers, 4 heads / 2 KV heads,
+                       head_dim 16, vocab 384, tied embeddings (no lm_head.weight in the file),
+                       rope_theta 1e4 with llama3 rope scaling (factor 8, low 1, high 4, original
+                       max 64), max_position_embeddings 256; weights float32, one model.safetensors
+  tiny_llama_sharded/  the same weights saved with max_shard_size: model.safetensors.index.json
+                       + 2 shards
+  tiny_qwen2/          Qwen2ForCausalLM (QKV bias): hidden 96, intermediate 176, 2 layers, 6 heads /
+                       2 KV heads, head_dim 16, vocab 320, untied lm_head, rope_theta 1e6, no
+                       rope scaling; weights bfloat16
+Each folder: config.json, generation_config.json, the safetensors, and logits.json with, for 3
+fixed id sequences (lengths 1, 7, 150; numpy seed 1234, or the next seed
+whose argmaxes all win by >= 5e-3), the float32 logits of the last 4
+positions (full vocab rows), per position the argmax id and max logit, and the 16-token greedy
+continuation (KV cache, argmax). The logits come from the model re-loaded from the saved folder
+with from_pretrained(folder, dtype=float32), i.e. from exactly the committed files; a float64
+re-run (RMSNorm and RoPE in float64 too) gives the reference's own rounding noise.
+
+Weights are re-initialized (torch.manual_seed) so that every tensor matters: linear weights
+N(0, 1/fan_in), embeddings N(0, 0.1^2) (tied: a larger scale makes the
+model echo its input token) / N(0, 1) (untied), lm_head N(0, 4/hidden), norm
+weights 1 + N(0, 0.2^2), Q/K/V biases N(0, 0.5^2).
+"""
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(HERE))
+
+from common import f32, make_fp64, tool_versions, write_json  # noqa: E402
+
+OUT = ROOT / "tests" / "data" / "forward"
+SEQ_LENGTHS = (1, 7, 150)
+SEQ_SEED = 1234
+N_LAST = 4
+N_GEN = 16
+MIN_GAP = 5e-3
+
+
+def tiny_llama_config():
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=384, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, hidden_act="silu",
+        max_position_embeddings=256, rms_norm_eps=1e-5, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 64},
+        bos_token_id=1, eos_token_id=2, pad_token_id=None)
+
+
+def tiny_qwen2_config():
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
+        vocab_size=320, hidden_size=96, intermediate_size=176, num_hidden_layers=2,
+        num_attention_heads=6, num_key_value_heads=2, head_dim=16, hidden_act="silu",
+        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, bos_token_id=1, eos_token_id=2)
+
+
+@torch.no_grad()
+def init_weights(model, seed):
+    torch.manual_seed(seed)
+    tied = model.config.tie_word_embeddings
+    for name, p in model.named_parameters():  # tied lm_head is listed once, as embed_tokens
+        if name.endswith("embed_tokens.weight"):
+            p.normal_(0.0, 0.1 if tied else 1.0)
+        elif name == "lm_head.weight":
+            p.normal_(0.0, 2.0 * p.shape[1] ** -0.5)
+        elif "norm" in name:
+            p.copy_(1.0 + 0.2 * torch.randn_like(p))
+        elif name.endswith(".bias"):
+            p.normal_(0.0, 0.5)
+        elif p.dim() == 2:
+            p.normal_(0.0, p.shape[1] ** -0.5)
+        else:
+            raise AssertionError(name)
+
+
+def build(cls_name, config, seed, dtype, folder, gen_kwargs, shard_folder=None):
+    import transformers
+    from transformers import GenerationConfig
+
+    torch.manual_seed(seed)
+    model = getattr(transformers, cls_name)(config)
+    init_weights(model, seed)
+    model.to(dtype)
+    model.generation_config = GenerationConfig(**gen_kwargs)
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    if shard_folder is not None:
+        shutil.rmtree(shard_folder, ignore_errors=True)
+        total = sum(p.numel() * p.element_size() for p in model.parameters())
+        model.save_pretrained(shard_folder, safe_serialization=True, max_shard_size=total * 6 // 10)
+        shards = sorted(p.name for p in shard_folder.glob("model-*.safetensors"))
+        assert len(shards) == 2 and (shard_folder / "model.safetensors.index.json").exists(), shards
+    return model
+
+
+def sequences(vocab, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, vocab, size=n).tolist() for n in SEQ_LENGTHS]
+
+
+@torch.no_grad()
+def greedy(model, ids):
+    out = model(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1)
+    past, logits = out.past_key_values, out.logits[0, -1]
+    tokens, gaps = [], []
+    for step in range(N_GEN):
+        top2 = torch.topk(logits, 2).values
+        gaps.append(f32(top2[0] - top2[1]))
+        nxt = int(torch.argmax(logits))
+        tokens.append(nxt)
+        if step == N_GEN - 1:
+            break
+        out = model(input_ids=torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
+        past, logits = out.past_key_values, out.logits[0, -1]
+    return tokens, gaps
+
+
+@torch.no_grad()
+def reference(folder):
+    """logits.json content, from the model loaded back from `folder` in float32."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32,
+                                                 attn_implementation="sdpa").eval()
+    cfg = model.config
+    # The first seed from SEQ_SEED on whose sequences every argmax (each position, each greedy
+    # step) wins by at least MIN_GAP, so that exact argmax comparisons are robust.
+    for seed in range(SEQ_SEED, SEQ_SEED + 100):
+        seqs = sequences(cfg.vocab_size, seed)
+        full32 = [model(input_ids=torch.tensor([ids])).logits[0] for ids in seqs]
+        top2 = [torch.topk(l, 2, dim=-1).values for l in full32]
+        if min(float((t[:, 0] - t[:, 1]).min()) for t in top2) < MIN_GAP:
+            continue
+        conts = [greedy(model, ids) for ids in seqs]
+        if min(min(g) for _, g in conts) >= MIN_GAP:
+            break
+    else:
+        raise RuntimeError("no tie-free seed found")
+    inv32 = model.model.rotary_emb.inv_freq.tolist()
+    result_seqs = []
+    for ids, logits, (cont, gaps) in zip(seqs, full32, conts):
+        top2 = torch.topk(logits, 2, dim=-1).values
+        n = len(ids)
+        result_seqs.append({
+            "ids": ids,
+            "last_positions": list(range(max(0, n - N_LAST), n)),
+            "last_logits": [[f32(v) for v in row] for row in logits[-N_LAST:]],
+            "argmax": logits.argmax(-1).tolist(),
+            "max_logit": [f32(v) for v in top2[:, 0]],
+            "min_top1_top2_gap": f32((top2[:, 0] - top2[:, 1]).min()),
+            "greedy_ids": cont,
+            "greedy_top1_top2_gap": gaps,
+        })
+    # float64 reference noise
+    make_fp64(model)
+    worst, argmax_differs = 0.0, False
+    for ids, l32, rec in zip(seqs, full32, result_seqs):
+        l64 = model(input_ids=torch.tensor([ids])).logits[0]
+        worst = max(worst, float((l64 - l32.double()).abs().max()))
+        argmax_differs |= l64.argmax(-1).tolist() != rec["argmax"]
+        for k, tok in enumerate(rec["greedy_ids"]):  # teacher forced with the float32 continuation
+            out = model(input_ids=torch.tensor([ids + rec["greedy_ids"][:k]])).logits[0, -1]
+            argmax_differs |= int(out.argmax()) != tok
+    return {
+        "generator": "tests/golden/forward/make_tiny_hf_models.py",
+        "tool_versions": tool_versions(),
+        "model_class": type(model).__name__,
+        "loaded_as": "AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, "
+                     "attn_implementation='sdpa')",
+        "rope_inv_freq_fp32": [f32(v) for v in inv32],
+        "sequence_seed": seed,
+        "sequences_drawn_as": "numpy.random.default_rng(sequence_seed).integers(0, vocab_size, "
+                              "size=n) for n in (1, 7, 150), in that order",
+        "min_top1_top2_gap_guaranteed": MIN_GAP,
+        "n_gen": N_GEN,
+        "notes": "last_logits[i] is the full float32 logits row of position last_positions[i]; "
+                 "argmax/max_logit cover every position of ids; greedy_ids continue ids with "
+                 "argmax decoding (KV cache), greedy_top1_top2_gap[k] is the gap at the step "
+                 "that chose greedy_ids[k]",
+        "fp32_vs_fp64": {"max_abs_logit_diff": f32(worst), "any_argmax_differs": bool(argmax_differs),
+                         "note": "max_abs_logit_diff: every position of the 3 sequences; "
+                                 "any_argmax_differs: those positions plus the greedy steps (teacher "
+                                 "forced); float64 = model.double() with RMSNorm and RoPE in float64"},
+        "sequences": result_seqs,
+    }
+
+
+def folder_size(folder):
+    return sum(p.stat().st_size for p in folder.iterdir())
+
+
+def main():
+    torch.set_num_threads(2)
+    t0 = time.time()
+    llama_dir, sharded_dir, qwen_dir = OUT / "tiny_llama", OUT / "tiny_llama_sharded", OUT / "tiny_qwen2"
+    build("LlamaForCausalLM", tiny_llama_config(), 20240701, torch.float32, llama_dir,
+          {"bos_token_id": 1, "eos_token_id": 2}, shard_folder=sharded_dir)
+    build("Qwen2ForCausalLM", tiny_qwen2_config(), 20240702, torch.bfloat16, qwen_dir,
+          {"bos_token_id": 1, "eos_token_id": [2, 3], "do_sample": True, "temperature": 0.7,
+           "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05})
+
+    for folder in (llama_dir, sharded_dir, qwen_dir):
+        ref = reference(folder)
+        write_json(folder / "logits.json", ref)
+        print(f"{folder.relative_to(ROOT)}: {folder_size(folder)} bytes, "
+              f"fp64 diff {ref['fp32_vs_fp64']['max_abs_logit_diff']:.2e}, "
+              f"greedy {[s['greedy_ids'][:6] for s in ref['sequences']]}", flush=True)
+
+    # the sharded copy holds the same tensors; its logits agree to float32 rounding (not bit for
+    # bit: CPU kernels may take different paths for differently aligned buffers)
+    from safetensors.torch import load_file
+    single = load_file(str(llama_dir / "model.safetensors"))
+    sharded = {}
+    for f in sorted(sharded_dir.glob("model-*.safetensors")):
+        sharded.update(load_file(str(f)))
+    assert single.keys() == sharded.keys() and all(torch.equal(single[k], sharded[k]) for k in single)
+    a = json.loads((llama_dir / "logits.json").read_text())
+    b = json.loads((sharded_dir / "logits.json").read_text())
+    for x, y in zip(a["sequences"], b["sequences"]):
+        assert x["ids"] == y["ids"] and x["argmax"] == y["argmax"] and x["greedy_ids"] == y["greedy_ids"]
+        assert np.abs(np.array(x["last_logits"]) - np.array(y["last_logits"])).max() < 1e-4
+    print(f"done in {time.time() - t0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
