@@ -1,0 +1,136 @@
+// The engine-side state of one request, shared by the scheduler and the KV-cache manager (as
+// nano-vllm's Sequence): tokens so far, how many of them have K/V in the cache, the block table
+// holding that K/V, and the prefix-cache keys of its full blocks.
+//
+//   token_ids():  [ prompt ............ | output ..... ]
+//                 |<-- num_computed_tokens -->|            K/V in the cache
+//                 |<------------- num_tokens ------------>|
+//
+// The scheduler advances num_computed_tokens when it schedules tokens (the step that computes
+// them runs before anything else looks), and appends a sampled token after the step.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/block_hash.h"
+#include "engine/request_status.h"
+
+namespace pagoda::engine {
+
+/// What the client asked for that the scheduler acts on (stop strings live in output processing).
+struct RequestOptions {
+  /// Most tokens to generate; unset means up to max_model_len (resolved at admission).
+  std::optional<std::int64_t> max_tokens;
+  /// Stop tokens (EOS and stop_token_ids) are ignored until this many tokens are generated.
+  std::int64_t min_tokens = 0;
+  /// Keep generating past EOS (stop_token_ids still stop).
+  bool ignore_eos = false;
+  /// The model's end-of-sequence token, if it has one.
+  std::optional<std::int32_t> eos_token_id;
+  /// Extra token ids that finish the request with reason "stop".
+  std::vector<std::int32_t> stop_token_ids;
+  /// Smaller runs first under the priority policy (vLLM's convention).
+  std::int32_t priority = 0;
+  /// Seconds on the engine's clock; breaks priority ties and feeds queue-time metrics.
+  double arrival_time = 0.0;
+  /// Extra prefix-cache key: requests with different salts never share cached blocks.
+  std::string cache_salt;
+};
+
+/// One request inside the engine; owned by the Scheduler, lent to the KvCacheManager.
+class Request {
+ public:
+  /// A waiting request with `prompt_token_ids` (validated by Scheduler::add_request).
+  Request(std::string request_id, std::vector<std::int32_t> prompt_token_ids,
+          RequestOptions options = {});
+
+  /// The caller's id, unique among live requests.
+  const std::string& request_id() const { return request_id_; }
+  /// Prompt then output tokens.
+  std::span<const std::int32_t> token_ids() const { return token_ids_; }
+  /// The prompt's tokens.
+  std::span<const std::int32_t> prompt_token_ids() const {
+    return std::span(token_ids_).first(num_prompt_tokens_);
+  }
+  /// The generated tokens.
+  std::span<const std::int32_t> output_token_ids() const {
+    return std::span(token_ids_).subspan(num_prompt_tokens_);
+  }
+  /// Prompt + output length.
+  std::int64_t num_tokens() const { return static_cast<std::int64_t>(token_ids_.size()); }
+  /// Prompt length.
+  std::int64_t num_prompt_tokens() const { return num_prompt_tokens_; }
+  /// Generated length.
+  std::int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens_; }
+  /// Appends a sampled token.
+  void append_output_token(std::int32_t token_id) { token_ids_.push_back(token_id); }
+
+  /// Tokens whose K/V is (or, during a step, is being) written to the cache.
+  std::int64_t num_computed_tokens() const { return num_computed_tokens_; }
+  /// Set by the scheduler (advance on schedule, 0 on preemption) and the KV manager (prefix hit).
+  void set_num_computed_tokens(std::int64_t n);
+
+  /// The client's options; max_tokens is set once the request has been admitted.
+  const RequestOptions& options() const { return options_; }
+  /// Resolved generation cap.
+  std::int64_t max_tokens() const { return options_.max_tokens.value_or(0); }
+  /// Fixes max_tokens (an unset one becomes what fits in `max_model_len`).
+  void resolve_max_tokens(std::int64_t max_model_len);
+
+  /// Current state.
+  RequestStatus status() const { return status_; }
+  /// Moves the state machine; CHECKs that a terminal state is never left.
+  void set_status(RequestStatus status);
+  /// The token id that stopped the request (EOS or a stop token), if one did.
+  std::optional<std::int32_t> stop_token_id() const { return stop_token_id_; }
+  /// Records the token that stopped the request.
+  void set_stop_token_id(std::int32_t token_id) { stop_token_id_ = token_id; }
+
+  /// Order of arrival at the scheduler; breaks ties between equal arrival times.
+  std::uint64_t arrival_seq() const { return arrival_seq_; }
+  /// Set once by the scheduler.
+  void set_arrival_seq(std::uint64_t seq) { arrival_seq_ = seq; }
+
+  /// The KV blocks holding this request's tokens, in position order (its block table).
+  const std::vector<std::int32_t>& block_ids() const { return block_ids_; }
+  /// Only the KvCacheManager changes the block table.
+  std::vector<std::int32_t>& mutable_block_ids() { return block_ids_; }
+  /// Leading blocks already registered in the prefix cache.
+  std::int64_t num_cached_blocks() const { return num_cached_blocks_; }
+  /// Set by the KvCacheManager.
+  void set_num_cached_blocks(std::int64_t n) { num_cached_blocks_ = n; }
+  /// Prefix-cache keys of the full blocks of token_ids(), extended as tokens arrive.
+  const std::vector<BlockHash>& block_hashes() const { return block_hashes_; }
+  /// Only the KvCacheManager extends the keys.
+  std::vector<BlockHash>& mutable_block_hashes() { return block_hashes_; }
+
+  /// Prompt tokens served from the prefix cache at first admission (OpenAI usage.cached_tokens).
+  std::int64_t num_cached_prompt_tokens() const { return num_cached_prompt_tokens_; }
+  /// Set by the scheduler at first admission.
+  void set_num_cached_prompt_tokens(std::int64_t n) { num_cached_prompt_tokens_ = n; }
+  /// Times this request lost its blocks to preemption.
+  std::int64_t num_preemptions() const { return num_preemptions_; }
+  /// Counts one more preemption.
+  void count_preemption() { ++num_preemptions_; }
+
+ private:
+  std::string request_id_;
+  std::vector<std::int32_t> token_ids_;
+  std::int64_t num_prompt_tokens_ = 0;
+  std::int64_t num_computed_tokens_ = 0;
+  RequestOptions options_;
+  RequestStatus status_ = RequestStatus::kWaiting;
+  std::optional<std::int32_t> stop_token_id_;
+  std::uint64_t arrival_seq_ = 0;
+  std::vector<std::int32_t> block_ids_;
+  std::int64_t num_cached_blocks_ = 0;
+  std::vector<BlockHash> block_hashes_;
+  std::int64_t num_cached_prompt_tokens_ = 0;
+  std::int64_t num_preemptions_ = 0;
+};
+
+}  // namespace pagoda::engine

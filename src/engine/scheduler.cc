@@ -1,0 +1,233 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/check.h"
+#include "engine/stop_checker.h"
+
+namespace pagoda::engine {
+namespace {
+
+const SchedulerConfig& validated(const SchedulerConfig& config, const CacheConfig& cache) {
+  const Status status = config.validate(cache);
+  PAGODA_CHECK(status.ok()) << status.to_string();
+  return config;
+}
+
+std::string n_tokens(std::int64_t n) {
+  return std::to_string(n) + (n == 1 ? " token" : " tokens");
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, const CacheConfig& cache_config)
+    : config_(validated(config, cache_config)),
+      kv_(cache_config),
+      waiting_(config.policy),
+      running_(config.policy) {}
+
+Status Scheduler::validate_request(const Request& request) const {
+  const std::string& id = request.request_id();
+  if (id.empty()) return invalid_argument("request id is empty");
+  if (requests_.contains(id)) return invalid_argument("request id '" + id + "' is already in use");
+  const std::int64_t prompt = request.num_prompt_tokens();
+  if (prompt == 0) return invalid_argument("the prompt is empty; give at least one token");
+  const auto prompt_ids = request.prompt_token_ids();
+  if (std::any_of(prompt_ids.begin(), prompt_ids.end(), [](std::int32_t t) { return t < 0; })) {
+    return invalid_argument("the prompt holds a negative token id");
+  }
+  const RequestOptions& options = request.options();
+  if (options.max_tokens && *options.max_tokens < 1) {
+    return invalid_argument("max_tokens is " + std::to_string(*options.max_tokens) +
+                            "; it must be at least 1");
+  }
+  if (options.min_tokens < 0) {
+    return invalid_argument("min_tokens is " + std::to_string(options.min_tokens) +
+                            "; it must be at least 0");
+  }
+  const std::int64_t max_len = config_.max_model_len;
+  if (prompt >= max_len) {
+    return invalid_argument("the prompt has " + n_tokens(prompt) + " but max_model_len is " +
+                            std::to_string(max_len) +
+                            ", which leaves no room to generate; shorten the prompt");
+  }
+  const std::int64_t max_tokens = options.max_tokens.value_or(max_len - prompt);
+  if (prompt + max_tokens > max_len) {
+    return invalid_argument(
+        "the prompt has " + n_tokens(prompt) + " and max_tokens is " + std::to_string(max_tokens) +
+        ", " + std::to_string(prompt + max_tokens) + " in all, over max_model_len " +
+        std::to_string(max_len) + "; shorten the prompt or set max_tokens to at most " +
+        std::to_string(max_len - prompt));
+  }
+  if (options.min_tokens > max_tokens) {
+    return invalid_argument("min_tokens (" + std::to_string(options.min_tokens) +
+                            ") is greater than max_tokens (" + std::to_string(max_tokens) + ")");
+  }
+  return Status::ok_status();
+}
+
+Status Scheduler::add_request(std::unique_ptr<Request> request) {
+  PAGODA_CHECK(request != nullptr) << "null request";
+  PAGODA_RETURN_IF_ERROR(validate_request(*request));
+  request->resolve_max_tokens(config_.max_model_len);
+  request->set_arrival_seq(next_arrival_seq_++);
+  kv_.update_block_hashes(*request);
+  Request* raw = request.get();
+  requests_.emplace(raw->request_id(), std::move(request));
+  waiting_.add(raw);
+  return Status::ok_status();
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  out.finished_request_ids.swap(finished_in_batch_);
+  TokenBudget budget(config_.max_num_batched_tokens, config_.long_prefill_token_threshold);
+  // After a preemption the pool is known to be short; admitting now would only thrash.
+  if (!schedule_running(budget, out)) schedule_waiting(budget, out);
+  return out;
+}
+
+bool Scheduler::schedule_running(TokenBudget& budget, SchedulerOutput& out) {
+  bool preempted = false;
+  for (std::size_t i = 0; i < running_.size() && !budget.exhausted(); ++i) {
+    Request& request = *running_[i];
+    const std::int64_t num_new = budget.grant(request.num_tokens() - request.num_computed_tokens());
+    if (num_new <= 0) continue;  // waiting for its sampled token
+    std::optional<std::vector<std::int32_t>> blocks;
+    while (!(blocks = kv_.allocate_slots(request, num_new))) {
+      // The victim is always at or after position i, never a request served earlier this step.
+      const bool self = running_.back() == &request;
+      preempt_last_running(out);
+      preempted = true;
+      if (self) break;
+    }
+    if (!blocks) break;  // `request` was the last one and is now preempted
+    add_scheduled(request, num_new, std::move(*blocks), /*is_new=*/false, out);
+    budget.consume(num_new);
+  }
+  return preempted;
+}
+
+void Scheduler::schedule_waiting(TokenBudget& budget, SchedulerOutput& out) {
+  while (!waiting_.empty() && !budget.exhausted() &&
+         static_cast<std::int64_t>(running_.size()) < config_.max_num_seqs) {
+    Request& request = *waiting_.front();
+    const ComputedBlocks computed = kv_.get_computed_blocks(request);
+    const std::int64_t num_new = budget.grant(request.num_tokens() - computed.num_tokens);
+    std::optional<std::vector<std::int32_t>> blocks =
+        kv_.allocate_slots(request, num_new, computed);
+    if (!blocks) break;  // head of line waits for blocks to free; nobody overtakes it
+    waiting_.pop_front();
+    if (request.num_preemptions() == 0) request.set_num_cached_prompt_tokens(computed.num_tokens);
+    request.set_status(RequestStatus::kRunning);
+    running_.add(&request);
+    add_scheduled(request, num_new, std::move(*blocks), /*is_new=*/true, out);
+    budget.consume(num_new);
+  }
+}
+
+void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
+                              std::vector<std::int32_t> blocks, bool is_new, SchedulerOutput& out) {
+  ScheduledRequest& s = out.requests.emplace_back();
+  s.request_id = request.request_id();
+  s.is_new = is_new;
+  s.resumed_from_preemption = is_new && request.num_preemptions() > 0;
+  s.num_computed_tokens = request.num_computed_tokens();
+  const auto tokens = request.token_ids().subspan(s.num_computed_tokens, num_tokens);
+  s.token_ids.assign(tokens.begin(), tokens.end());
+  // A new request's returned blocks are its whole table (it held none before the call).
+  s.block_ids = std::move(blocks);
+  const std::int64_t computed_after = s.num_computed_tokens + num_tokens;
+  s.needs_sample = computed_after == request.num_tokens();
+  // Advanced now, not after the step: the step runs before anything else reads it, and the
+  // next schedule() must not hand out these tokens again.
+  request.set_num_computed_tokens(computed_after);
+  out.total_num_scheduled_tokens += num_tokens;
+}
+
+void Scheduler::preempt_last_running(SchedulerOutput& out) {
+  Request& victim = *running_.back();
+  running_.pop_back();
+  kv_.free(victim);
+  // Recompute: the K/V is gone; prompt + output so far is the new prompt.
+  victim.set_num_computed_tokens(0);
+  victim.set_status(RequestStatus::kPreempted);
+  victim.count_preemption();
+  ++num_preemptions_;
+  waiting_.add_preempted(&victim);
+  out.preempted_request_ids.push_back(victim.request_id());
+}
+
+std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
+                                                         const SampledTokens& sampled) {
+  PAGODA_CHECK_EQ(sampled.token_ids.size(), output.requests.size())
+      << "sampled tokens must align with the scheduled requests";
+  std::vector<RequestUpdate> updates;
+  for (std::size_t i = 0; i < output.requests.size(); ++i) {
+    const ScheduledRequest& scheduled = output.requests[i];
+    if (!scheduled.needs_sample || sampled.token_ids[i].empty()) continue;
+    const auto it = requests_.find(scheduled.request_id);
+    if (it == requests_.end()) continue;  // aborted after it was scheduled
+    Request& request = *it->second;
+    PAGODA_CHECK(request.status() == RequestStatus::kRunning)
+        << request.request_id() << " got tokens while " << request_status_name(request.status());
+    RequestUpdate& update = updates.emplace_back();
+    update.request_id = request.request_id();
+    for (const std::int32_t token : sampled.token_ids[i]) {
+      request.append_output_token(token);
+      update.new_token_ids.push_back(token);
+      const std::optional<RequestStatus> stop = check_stop(request, config_.max_model_len);
+      if (!stop) continue;
+      if (*stop == RequestStatus::kFinishedStopped) request.set_stop_token_id(token);
+      update.status = *stop;
+      break;  // tokens after a stop (speculative extras) are dropped
+    }
+    kv_.update_block_hashes(request);
+    update.stop_token_id = request.stop_token_id();
+    update.num_prompt_tokens = request.num_prompt_tokens();
+    update.num_cached_prompt_tokens = request.num_cached_prompt_tokens();
+    update.num_output_tokens = request.num_output_tokens();
+    if (update.finished()) {
+      finish(request, update.status);
+      requests_.erase(it);
+    }
+  }
+  return updates;
+}
+
+bool Scheduler::abort_request(std::string_view request_id) {
+  const auto it = requests_.find(request_id);
+  if (it == requests_.end()) return false;
+  finish(*it->second, RequestStatus::kFinishedAborted);
+  requests_.erase(it);
+  return true;
+}
+
+void Scheduler::finish(Request& request, RequestStatus status) {
+  if (request.status() == RequestStatus::kRunning) {
+    running_.remove(&request);
+    finished_in_batch_.push_back(request.request_id());
+  } else {
+    waiting_.remove(&request);
+  }
+  kv_.free(request);
+  request.set_status(status);
+}
+
+const Request* Scheduler::find_request(std::string_view request_id) const {
+  const auto it = requests_.find(request_id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.num_running = static_cast<std::int64_t>(running_.size());
+  s.num_waiting = static_cast<std::int64_t>(waiting_.size());
+  s.kv_cache_usage = kv_.usage();
+  s.num_preemptions = num_preemptions_;
+  s.prefix_cache = kv_.prefix_cache_stats();
+  return s;
+}
+
+}  // namespace pagoda::engine

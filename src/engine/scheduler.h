@@ -1,0 +1,109 @@
+// Continuous batching with vLLM v1's rule: no prefill or decode phase, only requests whose
+// num_computed_tokens catches up with num_tokens inside a per-step token budget. One step:
+//
+//   1. running requests, in policy order: each gets min(num_tokens - num_computed_tokens,
+//      budget left) tokens, so long prompts are prefilled in chunks beside decodes. A request
+//      that cannot get blocks preempts the last running request (lowest priority, newest) and
+//      retries; if it is the last itself, it is preempted and the pass ends.
+//   2. waiting requests, in policy order, only if nothing was preempted: each starts from its
+//      prefix-cache hit and is admitted only if its blocks can be allocated now (no overtaking:
+//      the first that does not fit stops admission).
+//
+// Owned by the engine loop: single-threaded, no exceptions. The named pieces live apart:
+// admission/preemption order (scheduling_policy.h, request_queue.h), budget (token_budget.h),
+// finish rules (stop_checker.h), blocks (kv_cache_manager.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_cache_manager.h"
+#include "engine/request.h"
+#include "engine/request_queue.h"
+#include "engine/request_update.h"
+#include "engine/scheduler_config.h"
+#include "engine/scheduler_output.h"
+#include "engine/token_budget.h"
+
+namespace pagoda::engine {
+
+/// Gauges and counters for /metrics.
+struct SchedulerStats {
+  std::int64_t num_running = 0;
+  std::int64_t num_waiting = 0;
+  double kv_cache_usage = 0.0;       ///< Used fraction of the block pool.
+  std::int64_t num_preemptions = 0;  ///< Since construction.
+  PrefixCacheStats prefix_cache;
+};
+
+/// Decides what runs each step and applies what was sampled.
+class Scheduler {
+ public:
+  /// Both configs must validate (SchedulerConfig::validate; CHECKed).
+  Scheduler(const SchedulerConfig& config, const CacheConfig& cache_config);
+
+  /// Queues a request. INVALID_ARGUMENT, with the limits in the message, for an empty or
+  /// negative-token prompt, a reused id, bad max_tokens/min_tokens, or prompt + max_tokens over
+  /// max_model_len.
+  Status add_request(std::unique_ptr<Request> request);
+
+  /// Plans one step and advances num_computed_tokens of every scheduled request.
+  SchedulerOutput schedule();
+
+  /// Appends the sampled tokens of the step `output` planned, finishes requests that stop
+  /// (freeing their blocks at once) and reports every request that got tokens.
+  std::vector<RequestUpdate> update_from_output(const SchedulerOutput& output,
+                                                const SampledTokens& sampled);
+
+  /// Ends a request in any state and frees its blocks now; false when the id is unknown.
+  /// Call between steps (after update_from_output), as the engine loop does.
+  bool abort_request(std::string_view request_id);
+
+  /// Whether any request is waiting or running.
+  bool has_unfinished_requests() const { return !requests_.empty(); }
+  /// A live request, or nullptr.
+  const Request* find_request(std::string_view request_id) const;
+  /// Running requests in policy order.
+  const RequestQueue& running() const { return running_; }
+  /// Waiting (and preempted) requests in admission order.
+  const RequestQueue& waiting() const { return waiting_; }
+  /// Current gauges and counters.
+  SchedulerStats stats() const;
+  /// The KV-cache manager (stats and invariant checks).
+  const KvCacheManager& kv_cache_manager() const { return kv_; }
+  /// The configuration in force.
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using RequestMap =
+      std::unordered_map<std::string, std::unique_ptr<Request>, StringHash, std::equal_to<>>;
+
+  Status validate_request(const Request& request) const;
+  bool schedule_running(TokenBudget& budget, SchedulerOutput& out);
+  void schedule_waiting(TokenBudget& budget, SchedulerOutput& out);
+  void add_scheduled(Request& request, std::int64_t num_tokens, std::vector<std::int32_t> blocks,
+                     bool is_new, SchedulerOutput& out);
+  void preempt_last_running(SchedulerOutput& out);
+  void finish(Request& request, RequestStatus status);
+
+  SchedulerConfig config_;
+  KvCacheManager kv_;
+  RequestMap requests_;
+  RequestQueue waiting_;
+  RequestQueue running_;
+  // Requests the runner holds state for that ended since the last schedule().
+  std::vector<std::string> finished_in_batch_;
+  std::uint64_t next_arrival_seq_ = 0;
+  std::int64_t num_preemptions_ = 0;
+};
+
+}  // namespace pagoda::engine
