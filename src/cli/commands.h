@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "pagoda/status.h"
@@ -43,6 +45,27 @@ struct ChatTemplateCommand {
   std::string kwargs;
   bool no_generation_prompt = false;
   bool tokenize = false;
+  CLI::App* add_to(CLI::App& app);
+  int run(const char* argv0) const;
+};
+
+/// `pagoda generate [MODEL] (--prompt TEXT | --chat TEXT)`: one sequence on the CPU, streamed.
+struct GenerateCommand {
+  std::string model;
+  std::string prompt;
+  std::string chat;
+  std::string system;
+  std::string chat_template_path;
+  std::int64_t max_tokens = 128;
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<std::int64_t> top_k;
+  std::optional<double> min_p;
+  std::optional<std::uint64_t> seed;
+  bool ignore_eos = false;
+  int threads = 0;
+  std::int64_t block_size = 16;
+  std::int64_t max_model_len = 0;
   CLI::App* add_to(CLI::App& app);
   int run(const char* argv0) const;
 };

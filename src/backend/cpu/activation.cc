@@ -22,10 +22,11 @@ void silu_mul_reference(const float* gate, const float* up, std::int64_t n, floa
 void softmax(float* x, std::int64_t num_rows, std::int64_t n) {
   for (std::int64_t r = 0; r < num_rows; ++r) {
     float* row = x + r * n;
-    float sum = 0.0f;
+    double sum = 0.0;
     if (cpu_has_avx2()) {
       sum = avx2::exp_shifted(row, n, avx2::max_value(row, n));
     } else {
+      // A serial fp32 sum of a vocabulary's worth of terms would lose ~n * eps; double does not.
       float max = -INFINITY;
       for (std::int64_t i = 0; i < n; ++i) max = std::fmax(max, row[i]);
       for (std::int64_t i = 0; i < n; ++i) {
@@ -33,7 +34,7 @@ void softmax(float* x, std::int64_t num_rows, std::int64_t n) {
         sum += row[i];
       }
     }
-    const float inv = 1.0f / sum;
+    const auto inv = static_cast<float>(1.0 / sum);
     for (std::int64_t i = 0; i < n; ++i) row[i] *= inv;
   }
 }

@@ -24,8 +24,7 @@ float sum_squares(const float* x, std::int64_t n) {
   return sum;
 }
 
-void scale_by_weight(const float* x, float scale, const float* weight, std::int64_t n,
-                     float* out) {
+void scale_by_weight(const float* x, float scale, const float* weight, std::int64_t n, float* out) {
   const __m256 s = _mm256_set1_ps(scale);
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -55,8 +54,8 @@ float exp_shifted(float* x, std::int64_t n, float shift) {
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
     // exp256 clamps its input, so masked (-inf) logits are zeroed explicitly.
-    const __m256 e = _mm256_andnot_ps(_mm256_cmp_ps(v, minus_infinity, _CMP_EQ_OQ),
-                                      exp256(_mm256_sub_ps(v, s)));
+    const __m256 e =
+        _mm256_andnot_ps(_mm256_cmp_ps(v, minus_infinity, _CMP_EQ_OQ), exp256(_mm256_sub_ps(v, s)));
     _mm256_storeu_ps(x + i, e);
     acc = _mm256_add_ps(acc, e);
   }

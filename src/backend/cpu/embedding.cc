@@ -12,8 +12,8 @@ namespace pagoda::cpu {
 namespace {
 
 void check_token(const TensorView& table, std::int32_t id) {
-  PAGODA_CHECK(id >= 0 && id < table.num_rows) << "token id " << id << " outside the vocabulary of "
-                                               << table.num_rows;
+  PAGODA_CHECK(id >= 0 && id < table.num_rows)
+      << "token id " << id << " outside the vocabulary of " << table.num_rows;
 }
 
 }  // namespace
@@ -29,7 +29,8 @@ void embedding(const TensorView& table, const std::int32_t* token_ids, std::int6
 void embedding_reference(const TensorView& table, const std::int32_t* token_ids,
                          std::int64_t num_tokens, float* out) {
   const std::optional<std::uint64_t> row_bytes = dtype_num_bytes(table.dtype, table.num_cols);
-  PAGODA_CHECK(row_bytes.has_value()) << table.num_cols << " " << dtype_name(table.dtype) << " columns";
+  PAGODA_CHECK(row_bytes.has_value())
+      << table.num_cols << " " << dtype_name(table.dtype) << " columns";
   for (std::int64_t t = 0; t < num_tokens; ++t) {
     check_token(table, token_ids[t]);
     const Status status =

@@ -17,9 +17,10 @@ namespace pagoda::cpu {
 
 namespace {
 
-// Below this many rows of x, decoding each weight block straight into registers for every tile
-// of 4 rows beats decoding once into a panel (bench/cpu: BM_Matmul direct vs packed).
-constexpr std::int64_t kDirectMaxRows = 8;
+// Up to this many rows of x, decoding each weight block straight into registers for every tile
+// of 4 rows beats decoding once into a panel (BM_MatmulCrossover, Q4_1 1536x576: direct 104 vs
+// packed 72 GFLOP/s at 16 rows, 91 vs 84 at 32).
+constexpr std::int64_t kDirectMaxRows = 32;
 // Panel depth of the packed kernel: 256 floats x 16 columns = 16 KiB stays in L1 while every
 // row of x streams past it; a multiple of 256 so K-quant super-blocks are never split.
 constexpr std::int64_t kPanelDepth = 256;
@@ -145,7 +146,9 @@ void matmul_blas_panel(ThreadPool& pool, const float* x, std::int64_t m, const T
 
 }  // namespace
 
-bool matmul_supported(DType dtype) { return dequantize_supported(dtype); }
+bool matmul_supported(DType dtype) {
+  return dequantize_supported(dtype);
+}
 
 void matmul(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
             const float* bias, float* y, MatmulKernel kernel) {

@@ -26,9 +26,8 @@ void matmul(ThreadPool& pool, const float* x /* [m, K] */, std::int64_t m,
 
 /// Single-threaded oracle: each weight row through the reference dequantizer, dot products
 /// accumulated in double.
-void matmul_reference(const float* x /* [m, K] */, std::int64_t m,
-                      const TensorView& w /* [N, K] */, const float* bias /* [N] or nullptr */,
-                      float* y /* [m, N] */);
+void matmul_reference(const float* x /* [m, K] */, std::int64_t m, const TensorView& w /* [N, K] */,
+                      const float* bias /* [N] or nullptr */, float* y /* [m, N] */);
 
 /// Whether matmul accepts weights of `dtype`.
 bool matmul_supported(DType dtype);

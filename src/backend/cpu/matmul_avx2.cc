@@ -166,8 +166,9 @@ void block_sums(const float* x, std::int64_t m, std::int64_t k, float* sums) {
   for (std::int64_t r = 0; r < m; ++r) {
     for (std::int64_t b = 0; b < num_blocks; ++b) {
       const float* xb = x + r * k + b * kBlock;
-      const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xb), _mm256_loadu_ps(xb + 8)),
-                                     _mm256_add_ps(_mm256_loadu_ps(xb + 16), _mm256_loadu_ps(xb + 24)));
+      const __m256 s =
+          _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xb), _mm256_loadu_ps(xb + 8)),
+                        _mm256_add_ps(_mm256_loadu_ps(xb + 16), _mm256_loadu_ps(xb + 24)));
       sums[r * num_blocks + b] = horizontal_sum(s);
     }
   }

@@ -39,7 +39,6 @@ void decode(DType dtype, const std::uint8_t* src, std::int64_t count, float* dst
 /// adds to y instead of overwriting it.
 void gemm_packed(const float* x /* [m, ldx] */, std::int64_t m, std::int64_t ldx,
                  const float* panel /* [kc, kPanelCols] */, std::int64_t kc,
-                 float* y /* [m, ldy] */, std::int64_t ldy, std::int64_t num_cols,
-                 bool accumulate);
+                 float* y /* [m, ldy] */, std::int64_t ldy, std::int64_t num_cols, bool accumulate);
 
 }  // namespace pagoda::cpu::avx2

@@ -38,7 +38,8 @@ void check_batch(std::int64_t num_heads, const KvCacheView& cache, const Attenti
 // The cache slot of position p of sequence s.
 std::int64_t slot_of(const KvCacheView& cache, const AttentionBatch& batch, std::int64_t s,
                      std::int64_t p) {
-  const std::int32_t block = batch.block_tables[s * batch.max_blocks_per_seq + p / cache.block_size];
+  const std::int32_t block =
+      batch.block_tables[s * batch.max_blocks_per_seq + p / cache.block_size];
   PAGODA_CHECK(block >= 0 && block < cache.num_blocks) << "block " << block;
   return block * cache.block_size + p % cache.block_size;
 }
@@ -66,35 +67,35 @@ void paged_attention(ThreadPool& pool, const float* q, std::int64_t num_heads,
   const std::int64_t head_dim = cache.head_dim;
   const std::int64_t token_stride = num_heads * head_dim;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  pool.parallel_for(static_cast<std::int64_t>(items.size()), [&](std::int64_t begin,
-                                                                 std::int64_t end) {
-    thread_local std::vector<float> scratch;
-    scratch.resize(static_cast<std::size_t>(
-        avx2::attention_tile_scratch_floats(tile_queries * group_size, head_dim)));
-    for (std::int64_t i = begin; i < end; ++i) {
-      const WorkItem& item = items[static_cast<std::size_t>(i)];
-      const std::int64_t q_len =
-          batch.query_start_loc[item.seq + 1] - batch.query_start_loc[item.seq];
-      const std::int64_t token = batch.query_start_loc[item.seq] + item.first_query;
-      const std::int64_t offset = token * token_stride + item.kv_head * group_size * head_dim;
-      avx2::AttentionTile tile{};
-      tile.q = q + offset;
-      tile.out = out + offset;
-      tile.token_stride = token_stride;
-      tile.num_queries = item.num_queries;
-      tile.first_position = batch.seq_lens[item.seq] - q_len + item.first_query;
-      tile.group_size = group_size;
-      tile.head_dim = head_dim;
-      tile.scale = scale;
-      tile.k = cache.k + item.kv_head * head_dim;
-      tile.v = cache.v + item.kv_head * head_dim;
-      tile.slot_stride = cache.slot_stride();
-      tile.block_table = batch.block_tables + item.seq * batch.max_blocks_per_seq;
-      tile.block_size = cache.block_size;
-      tile.scratch = scratch.data();
-      avx2::attention_tile(tile);
-    }
-  });
+  pool.parallel_for(
+      static_cast<std::int64_t>(items.size()), [&](std::int64_t begin, std::int64_t end) {
+        thread_local std::vector<float> scratch;
+        scratch.resize(static_cast<std::size_t>(
+            avx2::attention_tile_scratch_floats(tile_queries * group_size, head_dim)));
+        for (std::int64_t i = begin; i < end; ++i) {
+          const WorkItem& item = items[static_cast<std::size_t>(i)];
+          const std::int64_t q_len =
+              batch.query_start_loc[item.seq + 1] - batch.query_start_loc[item.seq];
+          const std::int64_t token = batch.query_start_loc[item.seq] + item.first_query;
+          const std::int64_t offset = token * token_stride + item.kv_head * group_size * head_dim;
+          avx2::AttentionTile tile{};
+          tile.q = q + offset;
+          tile.out = out + offset;
+          tile.token_stride = token_stride;
+          tile.num_queries = item.num_queries;
+          tile.first_position = batch.seq_lens[item.seq] - q_len + item.first_query;
+          tile.group_size = group_size;
+          tile.head_dim = head_dim;
+          tile.scale = scale;
+          tile.k = cache.k + item.kv_head * head_dim;
+          tile.v = cache.v + item.kv_head * head_dim;
+          tile.slot_stride = cache.slot_stride();
+          tile.block_table = batch.block_tables + item.seq * batch.max_blocks_per_seq;
+          tile.block_size = cache.block_size;
+          tile.scratch = scratch.data();
+          avx2::attention_tile(tile);
+        }
+      });
 }
 
 void paged_attention_reference(const float* q, std::int64_t num_heads, const KvCacheView& cache,
@@ -117,8 +118,8 @@ void paged_attention_reference(const float* q, std::int64_t num_heads, const KvC
         scores.assign(static_cast<std::size_t>(position + 1), 0.0);
         double max = -INFINITY;
         for (std::int64_t p = 0; p <= position; ++p) {
-          const float* k = cache.k + slot_of(cache, batch, s, p) * cache.slot_stride() +
-                           kv_head * head_dim;
+          const float* k =
+              cache.k + slot_of(cache, batch, s, p) * cache.slot_stride() + kv_head * head_dim;
           double dot = 0.0;
           for (std::int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * k[d];
           scores[p] = dot * scale;
@@ -131,8 +132,8 @@ void paged_attention_reference(const float* q, std::int64_t num_heads, const KvC
         }
         std::fill(acc.begin(), acc.end(), 0.0);
         for (std::int64_t p = 0; p <= position; ++p) {
-          const float* v = cache.v + slot_of(cache, batch, s, p) * cache.slot_stride() +
-                           kv_head * head_dim;
+          const float* v =
+              cache.v + slot_of(cache, batch, s, p) * cache.slot_stride() + kv_head * head_dim;
           for (std::int64_t d = 0; d < head_dim; ++d) acc[d] += scores[p] * v[d];
         }
         float* o = out + (token * num_heads + h) * head_dim;

@@ -11,17 +11,17 @@ inline constexpr std::int64_t kKeyChunk = 16;
 
 /// Plain data (no member functions: nothing inline may be compiled with AVX2 flags).
 struct AttentionTile {
-  const float* q;      ///< Token 0, head 0 of the group: row (t, g) at q + t*token_stride + g*D.
-  float* out;          ///< Laid out as q.
-  std::int64_t token_stride;    ///< num_heads * head_dim.
-  std::int64_t num_queries;     ///< Tokens in the tile.
-  std::int64_t first_position;  ///< Absolute position of token 0.
-  std::int64_t group_size;      ///< q heads per KV head.
-  std::int64_t head_dim;        ///< D, a multiple of 8.
-  float scale;                  ///< Softmax scale, 1/sqrt(D).
-  const float* k;               ///< This KV head at slot 0: slot s at k + s*slot_stride.
-  const float* v;               ///< As k.
-  std::int64_t slot_stride;     ///< num_kv_heads * head_dim.
+  const float* q;  ///< Token 0, head 0 of the group: row (t, g) at q + t*token_stride + g*D.
+  float* out;      ///< Laid out as q.
+  std::int64_t token_stride;        ///< num_heads * head_dim.
+  std::int64_t num_queries;         ///< Tokens in the tile.
+  std::int64_t first_position;      ///< Absolute position of token 0.
+  std::int64_t group_size;          ///< q heads per KV head.
+  std::int64_t head_dim;            ///< D, a multiple of 8.
+  float scale;                      ///< Softmax scale, 1/sqrt(D).
+  const float* k;                   ///< This KV head at slot 0: slot s at k + s*slot_stride.
+  const float* v;                   ///< As k.
+  std::int64_t slot_stride;         ///< num_kv_heads * head_dim.
   const std::int32_t* block_table;  ///< This sequence's blocks.
   std::int64_t block_size;
   float* scratch;  ///< attention_tile_scratch_floats(...) floats.

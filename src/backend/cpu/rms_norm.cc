@@ -9,8 +9,7 @@ namespace pagoda::cpu {
 
 namespace {
 
-void rms_norm_row(const float* x, const float* weight, float eps, std::int64_t hidden,
-                  float* out) {
+void rms_norm_row(const float* x, const float* weight, float eps, std::int64_t hidden, float* out) {
   if (cpu_has_avx2()) {
     const float mean = avx2::sum_squares(x, hidden) / static_cast<float>(hidden);
     avx2::scale_by_weight(x, 1.0f / std::sqrt(mean + eps), weight, hidden, out);

@@ -18,8 +18,7 @@ namespace {
 //   adjacent pairs:                 x[2i], x[2i + 1]
 //
 //   (a, b) -> (a*cos - b*sin, b*cos + a*sin)
-void rotate_head(float* x, const float* cos, const float* sin, RopeStyle style,
-                 std::int64_t half) {
+void rotate_head(float* x, const float* cos, const float* sin, RopeStyle style, std::int64_t half) {
   const std::int64_t first_stride = style == RopeStyle::kRotateHalf ? 1 : 2;
   const std::int64_t second_offset = style == RopeStyle::kRotateHalf ? half : 1;
   for (std::int64_t i = 0; i < half; ++i) {
@@ -119,7 +118,8 @@ void apply_rope_reference(const float* inv_freq, RopeStyle style, const std::int
   };
   for (std::int64_t t = 0; t < num_tokens; ++t) {
     for (std::int64_t h = 0; h < num_heads; ++h) rotate(q + (t * num_heads + h) * head_dim, t);
-    for (std::int64_t h = 0; h < num_kv_heads; ++h) rotate(k + (t * num_kv_heads + h) * head_dim, t);
+    for (std::int64_t h = 0; h < num_kv_heads; ++h)
+      rotate(k + (t * num_kv_heads + h) * head_dim, t);
   }
 }
 

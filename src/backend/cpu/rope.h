@@ -38,8 +38,7 @@ void apply_rope(const float* inv_freq /* [head_dim / 2] */, RopeStyle style,
 
 /// Oracle of apply_rope: the angle's cos and sin recomputed for every element.
 void apply_rope_reference(const float* inv_freq /* [head_dim / 2] */, RopeStyle style,
-                          const std::int32_t* positions /* [num_tokens] */,
-                          std::int64_t num_tokens,
+                          const std::int32_t* positions /* [num_tokens] */, std::int64_t num_tokens,
                           float* q /* [num_tokens, num_heads, head_dim] */, std::int64_t num_heads,
                           float* k /* [num_tokens, num_kv_heads, head_dim] */,
                           std::int64_t num_kv_heads, std::int64_t head_dim);

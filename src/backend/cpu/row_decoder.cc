@@ -23,10 +23,10 @@ void decode_row(const TensorView& t, std::int64_t row, std::int64_t col_begin, s
     avx2::decode(t.dtype, src, count, dst);
     return;
   }
-  const std::size_t bytes =
-      static_cast<std::size_t>(count / info.block_size) * static_cast<std::size_t>(info.block_bytes);
-  const Status status = dequantize(t.dtype, std::span(src, bytes),
-                                   std::span(dst, static_cast<std::size_t>(count)));
+  const std::size_t bytes = static_cast<std::size_t>(count / info.block_size) *
+                            static_cast<std::size_t>(info.block_bytes);
+  const Status status =
+      dequantize(t.dtype, std::span(src, bytes), std::span(dst, static_cast<std::size_t>(count)));
   PAGODA_CHECK(status.ok()) << status.to_string();
 }
 

@@ -8,8 +8,8 @@ TensorView dense_view(const void* data, DType dtype, std::int64_t num_rows, std:
   const DTypeInfo& info = dtype_info(dtype);
   PAGODA_CHECK(num_cols % info.block_size == 0)
       << num_cols << " columns do not fill whole " << info.name << " blocks";
-  const auto row_stride =
-      static_cast<std::size_t>(num_cols / info.block_size) * static_cast<std::size_t>(info.block_bytes);
+  const auto row_stride = static_cast<std::size_t>(num_cols / info.block_size) *
+                          static_cast<std::size_t>(info.block_bytes);
   return TensorView{data, dtype, num_rows, num_cols, row_stride};
 }
 

@@ -1,6 +1,11 @@
 #include "backend/cpu/thread_pool.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
 
 #include "common/check.h"
 
@@ -12,6 +17,8 @@ namespace {
 // ops of one decode step, short enough not to burn a shared core between steps.
 constexpr int kSpinIterations = 20000;
 constexpr std::int64_t kChunksPerThread = 4;
+// The chunk count and index share 16-bit fields of the job state word.
+constexpr std::int64_t kMaxChunks = 0xFFFF;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -19,40 +26,61 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins, then sleeps, until `value` no longer equals `old`.
-template <typename T>
-T wait_for_change(const std::atomic<T>& value, T old) {
+// Raw futex rather than std::atomic::wait: libstdc++ 12's notify can lose a wake-up against a
+// concurrent wait (seen here as a pool deadlock), and it cannot skip the syscall when nobody
+// sleeps.
+std::uint32_t* futex_word(std::atomic<std::uint32_t>& value) {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  return reinterpret_cast<std::uint32_t*>(&value);
+}
+
+// Spins, then sleeps, until `value` no longer equals `old`. A sleeper registers in `sleepers`
+// before its final check; wake() reads `sleepers` after its store (both seq_cst), so either the
+// sleeper sees the new value or the waker sees the sleeper.
+std::uint32_t wait_for_change(std::atomic<std::uint32_t>& value, std::uint32_t old,
+                              std::atomic<std::uint32_t>& sleepers) {
   for (int i = 0; i < kSpinIterations; ++i) {
-    const T now = value.load(std::memory_order_acquire);
+    const std::uint32_t now = value.load(std::memory_order_acquire);
     if (now != old) return now;
     cpu_relax();
   }
   for (;;) {
-    value.wait(old, std::memory_order_acquire);
-    const T now = value.load(std::memory_order_acquire);
+    sleepers.fetch_add(1);
+    if (value.load() == old) {
+      syscall(SYS_futex, futex_word(value), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
+    }
+    sleepers.fetch_sub(1);
+    const std::uint32_t now = value.load(std::memory_order_acquire);
     if (now != old) return now;
+  }
+}
+
+void wake(std::atomic<std::uint32_t>& value, const std::atomic<std::uint32_t>& sleepers) {
+  if (sleepers.load() != 0) {
+    syscall(SYS_futex, futex_word(value), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
   }
 }
 
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (num_threads <= 0)
+    num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   workers_.reserve(static_cast<std::size_t>(num_threads - 1));
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
   stopping_.store(true, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
+  generation_.fetch_add(1);
+  wake(generation_, sleepers_);
   for (std::thread& worker : workers_) worker.join();
 }
 
 void ThreadPool::run(std::int64_t n, std::int64_t max_chunks, RangeFn fn, void* context) {
   if (n <= 0) return;
   const std::int64_t threads = num_threads();
-  std::int64_t chunks = std::min(n, threads * kChunksPerThread);
+  std::int64_t chunks = std::min({n, threads * kChunksPerThread, kMaxChunks});
   if (max_chunks > 0) chunks = std::min(chunks, max_chunks);
   if (workers_.empty() || chunks == 1) {
     fn(context, 0, n);
@@ -62,35 +90,51 @@ void ThreadPool::run(std::int64_t n, std::int64_t max_chunks, RangeFn fn, void* 
   context_ = context;
   n_ = n;
   chunk_size_ = (n + chunks - 1) / chunks;
-  num_chunks_ = (n + chunk_size_ - 1) / chunk_size_;
-  next_chunk_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
-  run_chunks();
-  // Every worker must check out before the job fields may be rewritten by the next call.
-  for (int busy = busy_workers_.load(std::memory_order_acquire); busy != 0;
-       busy = busy_workers_.load(std::memory_order_acquire)) {
-    wait_for_change(busy_workers_, busy);
+  const auto num_chunks = static_cast<std::uint32_t>((n + chunk_size_ - 1) / chunk_size_);
+  done_chunks_.store(0, std::memory_order_relaxed);
+  ++job_id_;
+  job_state_.store((job_id_ << 32) | (std::uint64_t{num_chunks} << 16), std::memory_order_release);
+  generation_.fetch_add(1);
+  wake(generation_, sleepers_);
+  while (run_one_chunk()) {
+  }
+  // Only chunks some thread claimed are waited for: a worker the OS has not scheduled yet simply
+  // finds the job drained when it wakes.
+  for (std::uint32_t done = done_chunks_.load(std::memory_order_acquire); done != num_chunks;
+       done = done_chunks_.load(std::memory_order_acquire)) {
+    wait_for_change(done_chunks_, done, sleepers_);
   }
 }
 
-void ThreadPool::run_chunks() {
+bool ThreadPool::run_one_chunk() {
+  std::uint64_t state = job_state_.load(std::memory_order_acquire);
   for (;;) {
-    const std::int64_t chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed);
-    if (chunk >= num_chunks_) return;
-    const std::int64_t begin = chunk * chunk_size_;
-    fn_(context_, begin, std::min(n_, begin + chunk_size_));
+    const std::uint64_t next = state & 0xFFFF;
+    const std::uint64_t count = (state >> 16) & 0xFFFF;
+    if (next >= count) return false;
+    // Claiming through the whole state word (job id included) means a worker holding a stale
+    // snapshot can never take a chunk of a later job; the job fields it reads after a successful
+    // claim cannot change before it reports the chunk done.
+    if (job_state_.compare_exchange_weak(state, state + 1, std::memory_order_acquire)) {
+      const std::int64_t begin = static_cast<std::int64_t>(next) * chunk_size_;
+      fn_(context_, begin, std::min(n_, begin + chunk_size_));
+      if (done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
+        wake(done_chunks_, sleepers_);
+      }
+      return true;
+    }
   }
 }
 
 void ThreadPool::worker_loop() {
-  std::uint32_t seen = generation_.load(std::memory_order_acquire);
+  // Generation 0 is the constructor's; reading generation_ here instead could already see the
+  // first job's bump and then wait for the job after it.
+  std::uint32_t seen = 0;
   for (;;) {
-    seen = wait_for_change(generation_, seen);
+    seen = wait_for_change(generation_, seen, sleepers_);
     if (stopping_.load(std::memory_order_relaxed)) return;
-    run_chunks();
-    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) busy_workers_.notify_one();
+    while (run_one_chunk()) {
+    }
   }
 }
 

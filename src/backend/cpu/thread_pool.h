@@ -1,6 +1,7 @@
 // A fixed pool of worker threads for data-parallel ops. A decode step calls parallel_for about ten
 // times per layer, so dispatch is a generation counter that parked workers spin on for a short
-// while before sleeping on a futex (std::atomic::wait): back-to-back calls never pay a wake-up.
+// while before sleeping on a futex: back-to-back calls never pay a wake-up, and a call with no
+// sleeper pays no system call.
 #pragma once
 
 #include <atomic>
@@ -29,7 +30,8 @@ class ThreadPool {
   template <typename Fn>
   void parallel_for(std::int64_t n, Fn&& fn, std::int64_t max_chunks = 0) {
     using F = std::remove_reference_t<Fn>;
-    run(n, max_chunks,
+    run(
+        n, max_chunks,
         [](void* context, std::int64_t begin, std::int64_t end) {
           (*static_cast<F*>(context))(begin, end);
         },
@@ -41,18 +43,21 @@ class ThreadPool {
 
   void run(std::int64_t n, std::int64_t max_chunks, RangeFn fn, void* context);
   void worker_loop();
-  void run_chunks();
+  // Claims and runs one chunk of the current job; false when none is left.
+  bool run_one_chunk();
 
   std::vector<std::thread> workers_;
-  // The job of the current generation; written by the caller only while every worker is idle.
+  // The current job; rewritten by the caller only after every claimed chunk is done.
   RangeFn fn_ = nullptr;
   void* context_ = nullptr;
   std::int64_t n_ = 0;
   std::int64_t chunk_size_ = 0;
-  std::int64_t num_chunks_ = 0;
-  std::atomic<std::int64_t> next_chunk_{0};
-  std::atomic<std::uint32_t> generation_{0};
-  std::atomic<int> busy_workers_{0};
+  std::uint64_t job_id_ = 0;
+  // [63:32] job id (low bits) | [31:16] number of chunks | [15:0] next unclaimed chunk.
+  std::atomic<std::uint64_t> job_state_{0};
+  std::atomic<std::uint32_t> done_chunks_{0};
+  std::atomic<std::uint32_t> generation_{0};  // Bumped per job and at shutdown; the futex word.
+  std::atomic<std::uint32_t> sleepers_{0};    // Threads in (or entering) a futex wait.
   std::atomic<bool> stopping_{false};
 };
 

@@ -51,11 +51,25 @@ struct Q8_0Block {
 //   qs byte:   [ 0 ][ 1 ] ... [15 ]
 //   low  4b:     0    1  ...   15
 //   high 4b:    16   17  ...   31
-inline void split_nibbles(const std::uint8_t* qs, __m128i offset, __m128i& low, __m128i& high) {
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  low = _mm_sub_epi8(_mm_and_si128(packed, mask), offset);
-  high = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), offset);
+//
+// The 16 bytes are broadcast to both 128-bit lanes; one byte shuffle per 8 bytes then puts byte
+// j alone in 32-bit lane j (lane 0 of the shuffle serves bytes 0-3, lane 1 bytes 4-7, as
+// shuffles cannot cross lanes), so `& 15` and `>> 4` give elements in order with no widening.
+inline void q4_quants(const std::uint8_t* qs, __m256i q[4]) {
+  const __m256i bytes =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i first =
+      _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 4, -1, -1, -1, 5,
+                       -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
+  // Same pattern for bytes 8-15 (no carry: every selected index stays below 16).
+  const __m256i second = _mm256_add_epi32(first, _mm256_set1_epi32(8));
+  const __m256i low_mask = _mm256_set1_epi32(0x0F);
+  const __m256i a = _mm256_shuffle_epi8(bytes, first);
+  const __m256i b = _mm256_shuffle_epi8(bytes, second);
+  q[0] = _mm256_and_si256(a, low_mask);
+  q[1] = _mm256_and_si256(b, low_mask);
+  q[2] = _mm256_srli_epi32(a, 4);
+  q[3] = _mm256_srli_epi32(b, 4);
 }
 
 /// Q4_0: fp16 d | 16 bytes of nibbles; x = d * (q - 8).
@@ -66,12 +80,10 @@ struct Q4_0Block {
   static void decode(const std::uint8_t* b, __m256 q[4], float& scale, float& min) {
     scale = load_half(b);
     min = 0.0f;
-    __m128i low, high;
-    split_nibbles(b + 2, _mm_set1_epi8(8), low, high);
-    q[0] = bytes_to_float(low);
-    q[1] = bytes_to_float(_mm_srli_si128(low, 8));
-    q[2] = bytes_to_float(high);
-    q[3] = bytes_to_float(_mm_srli_si128(high, 8));
+    __m256i quants[4];
+    q4_quants(b + 2, quants);
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtepi32_ps(_mm256_sub_epi32(quants[i], eight));
   }
 };
 
@@ -83,12 +95,9 @@ struct Q4_1Block {
   static void decode(const std::uint8_t* b, __m256 q[4], float& scale, float& min) {
     scale = load_half(b);
     min = load_half(b + 2);
-    __m128i low, high;
-    split_nibbles(b + 4, _mm_setzero_si128(), low, high);
-    q[0] = bytes_to_float(low);
-    q[1] = bytes_to_float(_mm_srli_si128(low, 8));
-    q[2] = bytes_to_float(high);
-    q[3] = bytes_to_float(_mm_srli_si128(high, 8));
+    __m256i quants[4];
+    q4_quants(b + 4, quants);
+    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtepi32_ps(quants[i]);
   }
 };
 

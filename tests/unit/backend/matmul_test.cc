@@ -27,10 +27,10 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
-      {DType::kF32, {1, 7, 33, 100, 257}},   {DType::kF16, {5, 40, 129}},
-      {DType::kBF16, {3, 64, 131}},          {DType::kQ8_0, {32, 96, 544}},
-      {DType::kQ4_0, {32, 160, 544}},        {DType::kQ4_1, {32, 96, 608}},
-      {DType::kQ4_K, {256, 768}},            {DType::kQ6_K, {256, 512}},
+      {DType::kF32, {1, 7, 33, 100, 257}}, {DType::kF16, {5, 40, 129}},
+      {DType::kBF16, {3, 64, 131}},        {DType::kQ8_0, {32, 96, 544}},
+      {DType::kQ4_0, {32, 160, 544}},      {DType::kQ4_1, {32, 96, 608}},
+      {DType::kQ4_K, {256, 768}},          {DType::kQ6_K, {256, 512}},
   };
   return all;
 }
@@ -76,8 +76,8 @@ void expect_matmul_matches(ThreadPool& pool, std::mt19937_64& rng, DType dtype, 
         const float got = y[static_cast<std::size_t>(i * n + j)];
         const float want = expected[static_cast<std::size_t>(i * n + j)];
         if (!(std::fabs(got - want) <= tol)) {
-          ADD_FAILURE() << "y[" << i << ", " << j << "] = " << got << ", want " << want
-                        << " +- " << tol;
+          ADD_FAILURE() << "y[" << i << ", " << j << "] = " << got << ", want " << want << " +- "
+                        << tol;
           ++failures;
         }
       }

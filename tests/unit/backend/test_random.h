@@ -39,7 +39,8 @@ inline std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n, flo
 
 /// fp16 bits of a finite value of magnitude in [2^(low_exp-15), 2^(high_exp-14)), random sign.
 inline std::uint16_t random_half(std::mt19937_64& rng, int low_exp, int high_exp) {
-  const auto exponent = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(low_exp, high_exp)(rng));
+  const auto exponent =
+      static_cast<std::uint16_t>(std::uniform_int_distribution<int>(low_exp, high_exp)(rng));
   const auto mantissa = static_cast<std::uint16_t>(rng() & 0x3FF);
   const auto sign = static_cast<std::uint16_t>((rng() & 1) << 15);
   return static_cast<std::uint16_t>(sign | (exponent << 10) | mantissa);

@@ -1,0 +1,153 @@
+// Matmul at SmolLM2-135M shapes (hidden 576, intermediate 1536, vocab 49152) and a Llama-7B-like
+// 4096 x 4096. Decode (M = 1): weight bytes streamed per second, against memcpy and a pooled
+// read of a buffer the same run measures (see ops_bench.cc). Prefill (M = 512): GFLOP/s against
+// OpenBLAS sgemm on the same weights already dequantized to fp32.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <array>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/row_decoder.h"
+#include "bench_weights.h"
+
+namespace pagoda::cpu::bench {
+namespace {
+
+constexpr std::array kTypes = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+                               DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K};
+struct Shape {
+  std::int64_t n;
+  std::int64_t k;
+};
+// q/o_proj, gate/up_proj, down_proj, lm_head (SmolLM2-135M); a 4096 x 4096 Llama projection.
+constexpr std::array kShapes = {Shape{576, 576}, Shape{1536, 576}, Shape{576, 1536},
+                                Shape{49152, 576}, Shape{4096, 4096}};
+// Larger than the last-level cache, so decode reads weights from DRAM.
+constexpr std::size_t kColdBytes = 256u << 20;
+
+ThreadPool& pool() {
+  static ThreadPool instance;
+  return instance;
+}
+
+void label(benchmark::State& state, DType dtype, const Shape& shape, std::int64_t m) {
+  state.SetLabel(std::string(dtype_name(dtype)) + " " + std::to_string(m) + "x" +
+                 std::to_string(shape.k) + " * (" + std::to_string(shape.n) + "x" +
+                 std::to_string(shape.k) + ")^T");
+}
+
+void BM_MatmulDecode(benchmark::State& state) {
+  const DType dtype = kTypes[static_cast<std::size_t>(state.range(0))];
+  const Shape shape = kShapes[static_cast<std::size_t>(state.range(1))];
+  WeightSet weights(dtype, shape.n, shape.k, kColdBytes);
+  std::vector<float> x(static_cast<std::size_t>(shape.k), 0.5f);
+  std::vector<float> y(static_cast<std::size_t>(shape.n));
+  for (auto _ : state) {
+    matmul(pool(), x.data(), 1, weights.next(), nullptr, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * weights.bytes_per_copy()));
+  label(state, dtype, shape, 1);
+}
+// K-quant rows hold 256-weight super-blocks: only shapes whose K is a multiple of 256.
+bool fits(int type, int shape) {
+  return kShapes[static_cast<std::size_t>(shape)].k %
+             dtype_info(kTypes[static_cast<std::size_t>(type)]).block_size ==
+         0;
+}
+
+void decode_args(benchmark::internal::Benchmark* b) {
+  for (int type = 0; type < static_cast<int>(kTypes.size()); ++type) {
+    for (int shape = 0; shape < static_cast<int>(kShapes.size()); ++shape) {
+      if (fits(type, shape)) b->Args({type, shape});
+    }
+  }
+}
+BENCHMARK(BM_MatmulDecode)->Apply(decode_args)->UseRealTime();
+
+// Rows of x where the direct kernel (weights decoded per 4-row tile) hands over to the packed
+// one (weights decoded once into a panel): sets kDirectMaxRows in matmul.cc.
+void BM_MatmulCrossover(benchmark::State& state) {
+  const auto kernel = static_cast<MatmulKernel>(state.range(0));
+  const std::int64_t m = state.range(1);
+  const Shape shape{1536, 576};
+  WeightSet weights(DType::kQ4_1, shape.n, shape.k, kColdBytes);
+  std::vector<float> x(static_cast<std::size_t>(m * shape.k), 0.5f);
+  std::vector<float> y(static_cast<std::size_t>(m * shape.n));
+  for (auto _ : state) {
+    matmul(pool(), x.data(), m, weights.next(), nullptr, y.data(), kernel);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      static_cast<double>(2 * m * shape.n * shape.k) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  label(state, DType::kQ4_1, shape, m);
+}
+BENCHMARK(BM_MatmulCrossover)
+    ->ArgsProduct({{static_cast<int>(MatmulKernel::kDirect),
+                    static_cast<int>(MatmulKernel::kPacked)},
+                   {2, 4, 8, 16, 32}})
+    ->UseRealTime();
+
+constexpr std::int64_t kPrefillRows = 512;
+
+void set_flops(benchmark::State& state, const Shape& shape) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(static_cast<double>(2 * kPrefillRows * shape.n * shape.k) *
+                             static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+// Args: type, shape, kernel (kPacked or kBlasPanel).
+void BM_MatmulPrefill(benchmark::State& state) {
+  const DType dtype = kTypes[static_cast<std::size_t>(state.range(0))];
+  const Shape shape = kShapes[static_cast<std::size_t>(state.range(1))];
+  const auto kernel = static_cast<MatmulKernel>(state.range(2));
+  WeightSet weights(dtype, shape.n, shape.k, 0);
+  std::vector<float> x(static_cast<std::size_t>(kPrefillRows * shape.k), 0.5f);
+  std::vector<float> y(static_cast<std::size_t>(kPrefillRows * shape.n));
+  for (auto _ : state) {
+    matmul(pool(), x.data(), kPrefillRows, weights.next(), nullptr, y.data(), kernel);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, shape);
+  label(state, dtype, shape, kPrefillRows);
+}
+
+// The comparator: OpenBLAS owning all cores, on weights dequantized to fp32 beforehand.
+void BM_SgemmPrefill(benchmark::State& state) {
+  const Shape shape = kShapes[static_cast<std::size_t>(state.range(0))];
+  std::vector<float> w(static_cast<std::size_t>(shape.n * shape.k), 0.01f);
+  std::vector<float> x(static_cast<std::size_t>(kPrefillRows * shape.k), 0.5f);
+  std::vector<float> y(static_cast<std::size_t>(kPrefillRows * shape.n));
+  openblas_set_num_threads(pool().num_threads());
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kPrefillRows, static_cast<int>(shape.n),
+                static_cast<int>(shape.k), 1.0f, x.data(), static_cast<int>(shape.k), w.data(),
+                static_cast<int>(shape.k), 0.0f, y.data(), static_cast<int>(shape.n));
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, shape);
+  state.SetLabel("fp32 512x" + std::to_string(shape.k) + " * (" + std::to_string(shape.n) + "x" +
+                 std::to_string(shape.k) + ")^T");
+}
+
+void prefill_args(benchmark::internal::Benchmark* b) {
+  const std::array<int, 2> kernels = {static_cast<int>(MatmulKernel::kPacked),
+                                      static_cast<int>(MatmulKernel::kBlasPanel)};
+  for (int kernel : kernels) {
+    for (int type = 0; type < static_cast<int>(kTypes.size()); ++type) {
+      for (int shape : {1, 2}) {
+        if (fits(type, shape)) b->Args({type, shape, kernel});
+      }
+    }
+    for (int type : {0, 3, 5}) b->Args({type, 4, kernel});
+  }
+}
+BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SgemmPrefill)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace pagoda::cpu::bench

@@ -1,0 +1,58 @@
+// One forward pass over a batch of sequences, in the scheduler's words: which tokens run, where
+// each sits in its sequence, where its K/V goes in the paged cache and which rows need logits.
+// The runner fills it from the scheduler's decisions; a ModelExecutor (CPU or CUDA) consumes it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace pagoda {
+
+/// The flattened tokens of every scheduled sequence and the paged-cache bookkeeping they need.
+/// Vectors keep their capacity when a runner refills the same ForwardBatch each step.
+///
+/// Example: seq 0 prefills 3 new tokens (chunk of a longer prompt, 2 already cached), seq 1
+/// decodes 1 token (5 cached). block_size = 4.
+///
+///   token row          0     1     2  |  3
+///   token_ids          a     b     c  |  x
+///   positions          2     3     4  |  5          position of the token inside its sequence
+///   query_start_loc  [ 0,                 3,  4 ]   seq s owns rows [qsl[s], qsl[s+1])
+///   seq_lens         [ 5,                 6 ]       tokens in cache AFTER this step
+///   block_tables     [[7, 2, -], [4, 9, -]]         [num_seqs, max_blocks_per_seq]
+///   slot_mapping       30    31    8  |  37         block_tables[s][p / bs] * bs + p % bs
+///   logits_indices   [ 2, 3 ]                       rows whose logits come back, in order
+///
+/// Invariants: each sequence's new tokens are its last (seq_len - q_len .. seq_len - 1)
+/// positions, contiguous; slot_mapping < 0 marks a padding row whose K/V is not stored.
+struct ForwardBatch {
+  std::vector<std::int32_t> token_ids;        ///< [num_tokens]
+  std::vector<std::int32_t> positions;        ///< [num_tokens]
+  std::vector<std::int32_t> query_start_loc;  ///< [num_seqs + 1], starts at 0, non-decreasing.
+  std::vector<std::int32_t> seq_lens;         ///< [num_seqs], cached tokens after this step.
+  std::vector<std::int32_t> block_tables;     ///< [num_seqs, max_blocks_per_seq], row-major.
+  std::int64_t max_blocks_per_seq = 0;        ///< Columns of block_tables.
+  std::vector<std::int64_t> slot_mapping;     ///< [num_tokens], KV slot of each token.
+  std::vector<std::int32_t> logits_indices;   ///< [num_logits], token rows that need logits.
+
+  /// Tokens in the batch.
+  std::int64_t num_tokens() const { return static_cast<std::int64_t>(token_ids.size()); }
+  /// Sequences in the batch.
+  std::int64_t num_seqs() const { return static_cast<std::int64_t>(seq_lens.size()); }
+  /// Rows of logits forward() writes.
+  std::int64_t num_logits() const { return static_cast<std::int64_t>(logits_indices.size()); }
+
+  /// Empties every field, keeping capacity.
+  void clear() {
+    token_ids.clear();
+    positions.clear();
+    query_start_loc.clear();
+    seq_lens.clear();
+    block_tables.clear();
+    max_blocks_per_seq = 0;
+    slot_mapping.clear();
+    logits_indices.clear();
+  }
+};
+
+}  // namespace pagoda

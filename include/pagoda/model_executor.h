@@ -1,0 +1,51 @@
+// The interface the engine drives to run a model: size and allocate the paged KV cache, then run
+// forward passes over scheduled batches. The CPU executor (src/models/cpu_model_executor.h) is the
+// first implementation; a CUDA one sits behind the same calls.
+#pragma once
+
+#include <cstdint>
+
+#include "pagoda/forward_batch.h"
+#include "pagoda/status.h"
+
+namespace pagoda {
+
+/// What an executor can run, fixed when it is built.
+struct ModelExecutorInfo {
+  std::int64_t vocab_size = 0;              ///< Columns of every logits row.
+  std::int64_t max_model_len = 0;           ///< Longest sequence (prompt + output), in tokens.
+  std::int64_t max_num_batched_tokens = 0;  ///< Most tokens one forward() may carry.
+  std::int64_t num_layers = 0;              ///< Layers holding a K and a V pool each.
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;
+};
+
+/// Runs one model's forward passes; not thread-safe (the engine's step loop owns it).
+class ModelExecutor {
+ public:
+  virtual ~ModelExecutor() = default;
+
+  /// Sizes and limits of this model and executor.
+  virtual const ModelExecutorInfo& info() const = 0;
+
+  /// Bytes one KV block of `block_size` tokens takes across all layers (K and V), so the engine
+  /// can turn a memory budget into a block count.
+  virtual std::int64_t kv_cache_bytes_per_block(std::int64_t block_size) const = 0;
+
+  /// Allocates `num_blocks` blocks of `block_size` tokens per layer, replacing any earlier pool.
+  /// RESOURCE_EXHAUSTED when the memory is not there.
+  virtual Status allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) = 0;
+
+  /// Blocks in the allocated pool (0 before allocate_kv_cache).
+  virtual std::int64_t num_kv_blocks() const = 0;
+  /// Tokens per block of the allocated pool (0 before allocate_kv_cache).
+  virtual std::int64_t kv_block_size() const = 0;
+
+  /// Runs the batch: stores its K/V at slot_mapping, then writes one row of fp32 logits per
+  /// logits_indices entry, in that order. INVALID_ARGUMENT for an inconsistent batch,
+  /// FAILED_PRECONDITION before allocate_kv_cache.
+  virtual Status forward(const ForwardBatch& batch,
+                         float* logits /* [num_logits, vocab_size] */) = 0;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,174 @@
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/model_assets.h"
+#include "models/cpu_model_executor.h"
+#include "models/single_sequence_batcher.h"
+#include "pagoda/sampling_params.h"
+#include "sampling/sampler.h"
+
+namespace pagoda::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Prompts longer than this are prefilled in chunks, which bounds the activation buffers.
+constexpr std::int64_t kMaxPrefillChunk = 512;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Flags override the model's generation_config.json, which overrides vLLM's neutral defaults
+// (temperature 1, top_p 1, top_k and min_p off), the way vLLM's --generation-config auto does.
+SamplingParams sampling_params(const GenerateCommand& cmd, const GenerationDefaults& model) {
+  SamplingParams params;
+  if (model.temperature) params.temperature = *model.temperature;
+  if (model.top_p) params.top_p = *model.top_p;
+  if (model.top_k) params.top_k = *model.top_k;
+  if (model.min_p) params.min_p = *model.min_p;
+  if (model.do_sample && !*model.do_sample) params.temperature = 0.0;
+  if (cmd.temperature) params.temperature = *cmd.temperature;
+  if (cmd.top_p) params.top_p = *cmd.top_p;
+  if (cmd.top_k) params.top_k = *cmd.top_k;
+  if (cmd.min_p) params.min_p = *cmd.min_p;
+  params.seed = cmd.seed;
+  return params;
+}
+
+StatusOr<std::vector<std::int32_t>> prompt_ids(const GenerateCommand& cmd, const ModelFiles& files,
+                                               const Tokenizer& tokenizer) {
+  if (cmd.chat.empty()) return tokenizer.encode(cmd.prompt);
+  PAGODA_ASSIGN_OR_RETURN(ChatTemplate chat_template,
+                          load_model_chat_template(files, cmd.chat_template_path));
+  ChatTemplateInputs inputs;
+  if (!cmd.system.empty()) inputs.messages.push_back({{"role", "system"}, {"content", cmd.system}});
+  inputs.messages.push_back({{"role", "user"}, {"content", cmd.chat}});
+  inputs.add_generation_prompt = true;
+  if (auto bos = tokenizer.bos_id()) inputs.bos_token = tokenizer.token_to_piece(*bos).value_or("");
+  if (auto eos = tokenizer.eos_id()) inputs.eos_token = tokenizer.token_to_piece(*eos).value_or("");
+  PAGODA_ASSIGN_OR_RETURN(std::string text, chat_template.render(inputs));
+  // The template writes any BOS itself.
+  return tokenizer.encode(text, {.add_special_tokens = false, .parse_special = true});
+}
+
+std::vector<std::int32_t> stop_ids(const ModelFiles& files, const Tokenizer& tokenizer) {
+  std::vector<std::int32_t> ids;
+  for (std::int64_t id : files.config.eos_token_ids) ids.push_back(static_cast<std::int32_t>(id));
+  if (auto eos = tokenizer.eos_id()) ids.push_back(*eos);
+  return ids;
+}
+
+}  // namespace
+
+CLI::App* GenerateCommand::add_to(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt on the CPU");
+  sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
+  auto* prompt_option = sub->add_option("--prompt", prompt, "Raw prompt text (BOS added)");
+  auto* chat_option =
+      sub->add_option("--chat", chat, "A user message, rendered with the model's chat template");
+  prompt_option->excludes(chat_option);
+  sub->add_option("--system", system, "A system message before --chat");
+  sub->add_option("--chat-template", chat_template_path, "A Jinja template file to use instead");
+  sub->add_option("--max-tokens", max_tokens, "Most tokens to generate")->capture_default_str();
+  sub->add_option("--temperature", temperature,
+                  "0 is greedy; default: the model's generation_config.json, else 1.0 (vLLM)");
+  sub->add_option("--top-p", top_p, "Nucleus mass; default: generation_config.json, else 1.0");
+  sub->add_option("--top-k", top_k, "Keep the k best tokens; default: generation_config, else off");
+  sub->add_option("--min-p", min_p,
+                  "Relative probability floor; default: generation_config, else 0");
+  sub->add_option("--seed", seed, "Sampling seed (default: random)");
+  sub->add_flag("--ignore-eos", ignore_eos, "Keep generating past end-of-sequence (benchmarks)");
+  sub->add_option("--threads", threads, "Threads (default: all cores)");
+  sub->add_option("--block-size", block_size, "KV cache block size in tokens")
+      ->capture_default_str();
+  sub->add_option("--max-model-len", max_model_len,
+                  "Longest sequence in tokens (default: the model's context length)");
+  return sub;
+}
+
+int GenerateCommand::run(const char* argv0) const {
+  if (prompt.empty() && chat.empty())
+    return report_error(invalid_argument("give --prompt or --chat"));
+  if (max_tokens < 1) return report_error(invalid_argument("--max-tokens must be at least 1"));
+  if (block_size < 1) return report_error(invalid_argument("--block-size must be at least 1"));
+  auto path = resolve_model_path(model, argv0);
+  if (!path.ok()) return report_error(path.status());
+  auto opened = open_model_files(*path);
+  if (!opened.ok()) return report_error(opened.status());
+  auto files = std::make_shared<const ModelFiles>(std::move(*opened));
+  auto tokenizer = load_model_tokenizer(*files);
+  if (!tokenizer.ok()) return report_error(tokenizer.status());
+  auto ids = prompt_ids(*this, *files, **tokenizer);
+  if (!ids.ok()) return report_error(ids.status());
+  const SamplingParams params = sampling_params(*this, files->generation);
+  if (Status s = params.validate(); !s.ok()) return report_error(s);
+  const auto num_prompt = static_cast<std::int64_t>(ids->size());
+  if (num_prompt == 0) return report_error(invalid_argument("the prompt has no tokens"));
+
+  auto executor = models::CpuModelExecutor::create(
+      files, {.num_threads = threads,
+              .max_num_batched_tokens = std::min(num_prompt, kMaxPrefillChunk),
+              .max_model_len = max_model_len});
+  if (!executor.ok()) return report_error(executor.status());
+  models::CpuModelExecutor& exec = **executor;
+  const std::int64_t max_len = exec.info().max_model_len;
+  if (num_prompt >= max_len) {
+    return report_error(invalid_argument("the prompt has " + std::to_string(num_prompt) +
+                                         " tokens; --max-model-len is " + std::to_string(max_len)));
+  }
+  // One sequence: just enough blocks for the prompt and the tokens it may generate.
+  const std::int64_t total = std::min(num_prompt + max_tokens, max_len);
+  const std::int64_t num_blocks = (total + block_size - 1) / block_size;
+  if (Status s = exec.allocate_kv_cache(num_blocks, block_size); !s.ok()) return report_error(s);
+
+  models::SingleSequenceBatcher batcher(block_size, num_blocks);
+  ForwardBatch batch;
+  std::vector<float> logits(static_cast<std::size_t>(exec.info().vocab_size));
+  sampling::Sampler sampler(params);
+  const std::vector<std::int32_t> stops = stop_ids(*files, **tokenizer);
+  auto stream = (*tokenizer)->start_decode({.skip_special_tokens = true});
+
+  const auto prefill_start = Clock::now();
+  for (std::int64_t begin = 0; begin < num_prompt; begin += kMaxPrefillChunk) {
+    const std::int64_t n = std::min(kMaxPrefillChunk, num_prompt - begin);
+    if (Status s = batcher.next(std::span(*ids).subspan(begin, n), batch); !s.ok()) {
+      return report_error(s);
+    }
+    if (Status s = exec.forward(batch, logits.data()); !s.ok()) return report_error(s);
+  }
+  const double prefill_seconds = seconds_since(prefill_start);
+
+  const auto decode_start = Clock::now();
+  std::int64_t generated = 0;
+  while (true) {
+    const std::int32_t token = sampler.sample(logits);
+    sampler.accept(token);
+    ++generated;
+    const bool is_stop = std::find(stops.begin(), stops.end(), token) != stops.end();
+    if (is_stop && !ignore_eos) break;
+    std::cout << stream->push(token) << std::flush;
+    if (generated == max_tokens || batcher.num_cached() + 1 > batcher.capacity()) break;
+    const std::int32_t next[] = {token};
+    if (Status s = batcher.next(next, batch); !s.ok()) return report_error(s);
+    if (Status s = exec.forward(batch, logits.data()); !s.ok()) return report_error(s);
+  }
+  const double decode_seconds = seconds_since(decode_start);
+  std::cout << stream->finish() << "\n" << std::flush;
+
+  // The first token comes from the prefill's logits; decode speed counts the steps after it.
+  std::fprintf(stderr,
+               "prompt tokens: %lld, prefill: %.1f tokens/s\n"
+               "generated tokens: %lld, decode: %.1f tokens/s (%d threads)\n",
+               static_cast<long long>(num_prompt), num_prompt / prefill_seconds,
+               static_cast<long long>(generated),
+               generated > 1 ? (generated - 1) / decode_seconds : 0.0, exec.num_threads());
+  return 0;
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,100 @@
+#include "models/cpu_model_executor.h"
+
+#include <new>
+#include <string>
+
+#include "models/forward_batch_check.h"
+
+namespace pagoda::models {
+
+StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create(
+    std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options) {
+  const ModelConfig& c = files->config;
+  PAGODA_ASSIGN_OR_RETURN(LlamaWeights weights, load_llama_weights(*files));
+  if (options.max_num_batched_tokens <= 0) {
+    return invalid_argument("max_num_batched_tokens must be positive");
+  }
+  if (options.max_model_len < 0) return invalid_argument("max_model_len must not be negative");
+  ModelExecutorInfo info;
+  info.vocab_size = c.vocab_size;
+  info.max_model_len =
+      options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
+  if (info.max_model_len <= 0) {
+    return invalid_argument(files->path +
+                            ": the model does not say its context length; pass --max-model-len");
+  }
+  info.max_num_batched_tokens = options.max_num_batched_tokens;
+  info.num_layers = c.num_hidden_layers;
+  info.num_kv_heads = c.num_key_value_heads;
+  info.head_dim = c.head_dim;
+  LlamaModel model(c, std::move(weights));
+  return std::unique_ptr<CpuModelExecutor>(
+      new CpuModelExecutor(std::move(files), std::move(model), info, options.num_threads));
+}
+
+CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,
+                                   const ModelExecutorInfo& info, int num_threads)
+    : files_(std::move(files)),
+      model_(std::move(model)),
+      info_(info),
+      pool_(num_threads),
+      activations_(files_->config, info.max_num_batched_tokens) {}
+
+std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
+  // K and V, fp32, every layer.
+  return 2 * info_.num_layers * block_size * info_.num_kv_heads * info_.head_dim *
+         static_cast<std::int64_t>(sizeof(float));
+}
+
+Status CpuModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
+  if (num_blocks <= 0 || block_size <= 0) {
+    return invalid_argument("the KV cache needs a positive number of blocks and block size, got " +
+                            std::to_string(num_blocks) + " blocks of " +
+                            std::to_string(block_size));
+  }
+  kv_storage_.clear();
+  kv_views_.clear();
+  num_blocks_ = 0;
+  block_size_ = 0;
+  const std::int64_t floats_per_pool =
+      num_blocks * block_size * info_.num_kv_heads * info_.head_dim;
+  for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) {
+    cpu::KvCacheView view{.num_blocks = num_blocks,
+                          .block_size = block_size,
+                          .num_kv_heads = info_.num_kv_heads,
+                          .head_dim = info_.head_dim};
+    for (float** pool : {&view.k, &view.v}) {
+      std::unique_ptr<float[]> storage(
+          new (std::nothrow) float[static_cast<std::size_t>(floats_per_pool)]);
+      if (storage == nullptr) {
+        kv_storage_.clear();
+        kv_views_.clear();
+        return Status(StatusCode::kResourceExhausted,
+                      "cannot allocate a KV cache of " + std::to_string(num_blocks) +
+                          " blocks; lower --max-model-len or the number of blocks");
+      }
+      *pool = storage.get();
+      kv_storage_.push_back(std::move(storage));
+    }
+    kv_views_.push_back(view);
+  }
+  num_blocks_ = num_blocks;
+  block_size_ = block_size;
+  return Status::ok_status();
+}
+
+Status CpuModelExecutor::forward(const ForwardBatch& batch, float* logits) {
+  if (num_blocks_ == 0) {
+    return Status(StatusCode::kFailedPrecondition, "forward() before allocate_kv_cache()");
+  }
+  PAGODA_RETURN_IF_ERROR(
+      check_forward_batch(batch, {.vocab_size = info_.vocab_size,
+                                  .max_model_len = info_.max_model_len,
+                                  .max_num_batched_tokens = info_.max_num_batched_tokens,
+                                  .num_blocks = num_blocks_,
+                                  .block_size = block_size_}));
+  model_.forward(pool_, batch, kv_views_, activations_, logits);
+  return Status::ok_status();
+}
+
+}  // namespace pagoda::models

@@ -1,0 +1,57 @@
+// ModelExecutor on the CPU: owns the thread pool, the per-layer KV pools and the activation
+// buffers; the model's weights stay in the mapped file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/kv_cache_view.h"
+#include "backend/cpu/thread_pool.h"
+#include "model/model_files.h"
+#include "models/llama.h"
+#include "pagoda/model_executor.h"
+
+namespace pagoda::models {
+
+/// How to build a CpuModelExecutor.
+struct CpuExecutorOptions {
+  int num_threads = 0;                         ///< 0: one per hardware thread.
+  std::int64_t max_num_batched_tokens = 2048;  ///< Activation buffers hold this many tokens.
+  std::int64_t max_model_len = 0;              ///< 0: the model's max_position_embeddings.
+};
+
+/// Runs a Llama-family model on the CPU.
+class CpuModelExecutor final : public ModelExecutor {
+ public:
+  /// Loads and checks the weights of `files`, which the executor keeps alive.
+  static StatusOr<std::unique_ptr<CpuModelExecutor>> create(std::shared_ptr<const ModelFiles> files,
+                                                            const CpuExecutorOptions& options);
+
+  const ModelExecutorInfo& info() const override { return info_; }
+  std::int64_t kv_cache_bytes_per_block(std::int64_t block_size) const override;
+  Status allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) override;
+  std::int64_t num_kv_blocks() const override { return num_blocks_; }
+  std::int64_t kv_block_size() const override { return block_size_; }
+  Status forward(const ForwardBatch& batch, float* logits) override;
+
+  /// Threads the pool runs on, the caller included.
+  int num_threads() const { return pool_.num_threads(); }
+
+ private:
+  CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,
+                   const ModelExecutorInfo& info, int num_threads);
+
+  std::shared_ptr<const ModelFiles> files_;  // Keeps the mapped weights alive.
+  LlamaModel model_;
+  ModelExecutorInfo info_;
+  cpu::ThreadPool pool_;
+  LlamaActivations activations_;
+  // One K and one V pool per layer, uninitialized: a slot is read only after write_kv.
+  std::vector<std::unique_ptr<float[]>> kv_storage_;
+  std::vector<cpu::KvCacheView> kv_views_;  // [num_layers]
+  std::int64_t num_blocks_ = 0;
+  std::int64_t block_size_ = 0;
+};
+
+}  // namespace pagoda::models

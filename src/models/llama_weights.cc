@@ -1,0 +1,140 @@
+#include "models/llama_weights.h"
+
+#include <string>
+
+#include "models/weights.h"
+
+namespace pagoda::models {
+
+namespace {
+
+cpu::TensorView matrix_view(const ModelTensor& tensor) {
+  return cpu::dense_view(tensor.data.data(), tensor.dtype,
+                         static_cast<std::int64_t>(tensor.shape[0]),
+                         static_cast<std::int64_t>(tensor.shape[1]));
+}
+
+StatusOr<cpu::TensorView> get_matrix(const Weights& w, std::string_view name, std::int64_t rows,
+                                     std::int64_t cols) {
+  PAGODA_ASSIGN_OR_RETURN(
+      const ModelTensor* tensor,
+      w.get(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)}));
+  return matrix_view(*tensor);
+}
+
+StatusOr<std::vector<float>> get_vector(const Weights& w, std::string_view name,
+                                        std::int64_t size) {
+  return w.get_f32(name, {static_cast<std::uint64_t>(size)});
+}
+
+StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c) {
+  const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const std::int64_t kv_dim = c.num_key_value_heads * c.head_dim;
+  LlamaLayerWeights layer;
+  PAGODA_ASSIGN_OR_RETURN(layer.input_layernorm,
+                          get_vector(w, "input_layernorm.weight", c.hidden_size));
+  const Weights attn = w.pp("self_attn");
+  PAGODA_ASSIGN_OR_RETURN(layer.q_proj, get_matrix(attn, "q_proj.weight", q_dim, c.hidden_size));
+  PAGODA_ASSIGN_OR_RETURN(layer.k_proj, get_matrix(attn, "k_proj.weight", kv_dim, c.hidden_size));
+  PAGODA_ASSIGN_OR_RETURN(layer.v_proj, get_matrix(attn, "v_proj.weight", kv_dim, c.hidden_size));
+  if (c.attention_bias) {
+    PAGODA_ASSIGN_OR_RETURN(layer.q_bias, get_vector(attn, "q_proj.bias", q_dim));
+    PAGODA_ASSIGN_OR_RETURN(layer.k_bias, get_vector(attn, "k_proj.bias", kv_dim));
+    PAGODA_ASSIGN_OR_RETURN(layer.v_bias, get_vector(attn, "v_proj.bias", kv_dim));
+  }
+  PAGODA_ASSIGN_OR_RETURN(layer.o_proj, get_matrix(attn, "o_proj.weight", c.hidden_size, q_dim));
+  PAGODA_ASSIGN_OR_RETURN(layer.post_attention_layernorm,
+                          get_vector(w, "post_attention_layernorm.weight", c.hidden_size));
+  const Weights mlp = w.pp("mlp");
+  PAGODA_ASSIGN_OR_RETURN(layer.gate_proj,
+                          get_matrix(mlp, "gate_proj.weight", c.intermediate_size, c.hidden_size));
+  PAGODA_ASSIGN_OR_RETURN(layer.up_proj,
+                          get_matrix(mlp, "up_proj.weight", c.intermediate_size, c.hidden_size));
+  PAGODA_ASSIGN_OR_RETURN(layer.down_proj,
+                          get_matrix(mlp, "down_proj.weight", c.hidden_size, c.intermediate_size));
+  return layer;
+}
+
+StatusOr<cpu::RopeScaling> rope_scaling(const ModelFiles& files) {
+  const RopeScaling& s = files.config.rope_scaling;
+  cpu::RopeScaling out;
+  out.factor = s.factor;
+  out.low_freq_factor = s.low_freq_factor;
+  out.high_freq_factor = s.high_freq_factor;
+  out.original_max_position_embeddings = s.original_max_position_embeddings;
+  switch (s.type) {
+    case RopeScalingType::kNone: out.type = cpu::RopeScalingType::kNone; return out;
+    case RopeScalingType::kLinear: out.type = cpu::RopeScalingType::kLinear; return out;
+    case RopeScalingType::kLlama3:
+      // A GGUF file carries llama3 scaling as the rope_freqs tensor instead (see below).
+      out.type = files.format == ModelFormat::kGguf ? cpu::RopeScalingType::kNone
+                                                    : cpu::RopeScalingType::kLlama3;
+      if (out.type == cpu::RopeScalingType::kLlama3 && s.original_max_position_embeddings <= 0) {
+        return invalid_argument(files.path +
+                                ": llama3 rope scaling needs original_max_position_embeddings");
+      }
+      return out;
+    case RopeScalingType::kYarn: break;
+  }
+  return unimplemented(files.path + ": rope scaling type \"" + rope_scaling_type_name(s.type) +
+                       "\" is not supported yet");
+}
+
+// llama.cpp converts Llama and Mistral checkpoints with Q and K rows permuted so that RoPE
+// rotates adjacent pairs; it leaves Qwen2 as HF wrote it (rotate-half).
+cpu::RopeStyle rope_style(const ModelFiles& files) {
+  const std::string& arch = files.config.architecture;
+  if (files.format == ModelFormat::kGguf && (arch == "llama" || arch == "mistral")) {
+    return cpu::RopeStyle::kAdjacentPairs;
+  }
+  return cpu::RopeStyle::kRotateHalf;
+}
+
+StatusOr<std::vector<float>> rope_inv_freq(const ModelFiles& files, const Weights& w) {
+  const ModelConfig& c = files.config;
+  PAGODA_ASSIGN_OR_RETURN(cpu::RopeScaling scaling, rope_scaling(files));
+  std::vector<float> inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta, scaling);
+  // llama.cpp's rope_freqs divides each frequency by its factor (Llama 3.1 scaling, precomputed).
+  const auto half = static_cast<std::int64_t>(inv_freq.size());
+  if (w.contains("rope_freqs.weight")) {
+    PAGODA_ASSIGN_OR_RETURN(std::vector<float> factors, get_vector(w, "rope_freqs.weight", half));
+    for (std::int64_t i = 0; i < half; ++i) inv_freq[i] /= factors[i];
+  }
+  return inv_freq;
+}
+
+}  // namespace
+
+StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files) {
+  const ModelConfig& c = files.config;
+  PAGODA_RETURN_IF_ERROR(c.validate());
+  const std::string& arch = c.architecture;
+  if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
+    return unimplemented(files.path + ": architecture \"" + arch +
+                         "\" is not supported; Pagoda runs llama, mistral and qwen2 models");
+  }
+  const Weights root = Weights::index(files);
+  const Weights model = root.pp("model");
+  LlamaWeights weights;
+  PAGODA_ASSIGN_OR_RETURN(weights.embed_tokens,
+                          get_matrix(model, "embed_tokens.weight", c.vocab_size, c.hidden_size));
+  weights.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    PAGODA_ASSIGN_OR_RETURN(LlamaLayerWeights layer,
+                            load_layer(model.pp("layers").pp(std::to_string(i)), c));
+    weights.layers.push_back(std::move(layer));
+  }
+  PAGODA_ASSIGN_OR_RETURN(weights.norm, get_vector(model, "norm.weight", c.hidden_size));
+  // Some tied checkpoints still store lm_head; use it when present, the embedding otherwise.
+  if (root.contains("lm_head.weight") || !c.tie_word_embeddings) {
+    PAGODA_ASSIGN_OR_RETURN(weights.lm_head,
+                            get_matrix(root, "lm_head.weight", c.vocab_size, c.hidden_size));
+  } else {
+    weights.lm_head = weights.embed_tokens;
+  }
+  weights.rope_style = rope_style(files);
+  PAGODA_ASSIGN_OR_RETURN(weights.rope_inv_freq, rope_inv_freq(files, root));
+  return weights;
+}
+
+}  // namespace pagoda::models

@@ -1,0 +1,47 @@
+// The weights of a Llama-family decoder (Llama 2/3, SmolLM2, Mistral, Qwen2/2.5), found by HF name
+// and checked against the config. Matrices stay in the mapped file in their stored type; only
+// the small vectors (norm weights, biases, RoPE frequencies) are decoded into fp32 copies.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/rope.h"
+#include "backend/cpu/tensor_view.h"
+#include "model/model_files.h"
+#include "pagoda/status.h"
+
+namespace pagoda::models {
+
+/// One decoder layer.
+struct LlamaLayerWeights {
+  std::vector<float> input_layernorm;           ///< [hidden]
+  cpu::TensorView q_proj;                       ///< [num_heads * head_dim, hidden]
+  cpu::TensorView k_proj;                       ///< [num_kv_heads * head_dim, hidden]
+  cpu::TensorView v_proj;                       ///< [num_kv_heads * head_dim, hidden]
+  std::vector<float> q_bias;                    ///< [num_heads * head_dim], empty without bias
+  std::vector<float> k_bias;                    ///< [num_kv_heads * head_dim], empty without bias
+  std::vector<float> v_bias;                    ///< [num_kv_heads * head_dim], empty without bias
+  cpu::TensorView o_proj;                       ///< [hidden, num_heads * head_dim]
+  std::vector<float> post_attention_layernorm;  ///< [hidden]
+  cpu::TensorView gate_proj;                    ///< [intermediate, hidden]
+  cpu::TensorView up_proj;                      ///< [intermediate, hidden]
+  cpu::TensorView down_proj;                    ///< [hidden, intermediate]
+};
+
+/// The whole model, plus how its RoPE is applied.
+struct LlamaWeights {
+  cpu::TensorView embed_tokens;  ///< [vocab, hidden]
+  std::vector<LlamaLayerWeights> layers;
+  std::vector<float> norm;  ///< [hidden]
+  cpu::TensorView lm_head;  ///< [vocab, hidden]; embed_tokens when tied
+  /// Which dimension pairs RoPE rotates: adjacent for llama.cpp-converted llama/mistral GGUF
+  /// files (their Q/K rows are permuted at conversion), rotate-half otherwise.
+  cpu::RopeStyle rope_style = cpu::RopeStyle::kRotateHalf;
+  std::vector<float> rope_inv_freq;  ///< [head_dim / 2], scaling applied
+};
+
+/// Finds and checks every weight of `files` (which must outlive the result).
+StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files);
+
+}  // namespace pagoda::models

@@ -1,0 +1,46 @@
+// Picks one request's next token from its logits: a chain of stages built from its
+// SamplingParams, then a draw from the request's own seeded generator.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "pagoda/sampling_params.h"
+#include "sampling/candidates.h"
+#include "sampling/sampler_stage.h"
+
+namespace pagoda::sampling {
+
+/// The index of the largest logit; the lowest index on ties (as torch.argmax).
+std::int32_t argmax(std::span<const float> logits /* [vocab] */);
+
+/// One request's sampler. Holds its generator and scratch, so a step allocates nothing after
+/// the first; not thread-safe (one per request).
+class Sampler {
+ public:
+  /// A sampler for `params`, which must have passed validate().
+  explicit Sampler(const SamplingParams& params);
+
+  /// The next token for `logits`.
+  std::int32_t sample(std::span<const float> logits /* [vocab] */);
+
+  /// Tells the stateful stages which token the request took.
+  void accept(std::int32_t token);
+
+  /// The tokens sample() could return for `logits`, after every stage (for tests and logprobs).
+  const Candidates& candidates_for(std::span<const float> logits /* [vocab] */);
+
+ private:
+  void run_stages(std::span<const float> logits);
+  std::int32_t draw();
+
+  bool greedy_;
+  std::vector<std::unique_ptr<SamplerStage>> stages_;
+  std::mt19937_64 rng_;
+  Candidates candidates_;
+};
+
+}  // namespace pagoda::sampling

@@ -1,0 +1,74 @@
+// Shared by the model tests: open a model into a CPU executor and run one sequence through it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/cpu_model_executor.h"
+#include "models/single_sequence_batcher.h"
+#include "sampling/sampler.h"
+
+namespace pagoda::models::testing {
+
+/// A model ready to run: the executor keeps the files alive.
+inline std::unique_ptr<CpuModelExecutor> open_executor(const std::string& path,
+                                                       std::int64_t max_tokens,
+                                                       int num_threads = 2) {
+  auto files = open_model_files(path);
+  EXPECT_TRUE(files.ok()) << files.status().to_string();
+  if (!files.ok()) return nullptr;
+  auto executor =
+      CpuModelExecutor::create(std::make_shared<const ModelFiles>(std::move(*files)),
+                               {.num_threads = num_threads, .max_num_batched_tokens = max_tokens});
+  EXPECT_TRUE(executor.ok()) << executor.status().to_string();
+  return executor.ok() ? std::move(*executor) : nullptr;
+}
+
+/// One sequence fed to an executor chunk by chunk, with blocks 0..n-1.
+class SequenceRun {
+ public:
+  SequenceRun(CpuModelExecutor& executor, std::int64_t block_size, std::int64_t max_len)
+      : executor_(executor),
+        batcher_(block_size, (max_len + block_size - 1) / block_size),
+        logits_(static_cast<std::size_t>(executor.info().vocab_size)) {
+    Status s = executor.allocate_kv_cache((max_len + block_size - 1) / block_size, block_size);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  }
+
+  /// Runs `tokens` as one step; returns the logits of the rows in `rows` (default: the last),
+  /// each [vocab], concatenated.
+  std::vector<float> step(std::span<const std::int32_t> tokens,
+                          std::vector<std::int32_t> rows = {}) {
+    Status s = batcher_.next(tokens, batch_);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    if (!rows.empty()) batch_.logits_indices = std::move(rows);
+    std::vector<float> out(logits_.size() * batch_.logits_indices.size());
+    s = executor_.forward(batch_, out.data());
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return out;
+  }
+
+  /// Greedy continuation of `num_tokens` tokens after `last_logits`.
+  std::vector<std::int32_t> greedy(std::vector<float> last_logits, int num_tokens) {
+    std::vector<std::int32_t> out;
+    for (int i = 0; i < num_tokens; ++i) {
+      const std::int32_t token = sampling::argmax(last_logits);
+      out.push_back(token);
+      if (i + 1 < num_tokens) last_logits = step(std::span(&token, 1));
+    }
+    return out;
+  }
+
+ private:
+  CpuModelExecutor& executor_;
+  SingleSequenceBatcher batcher_;
+  ForwardBatch batch_;
+  std::vector<float> logits_;
+};
+
+}  // namespace pagoda::models::testing

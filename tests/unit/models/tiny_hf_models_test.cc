@@ -1,0 +1,77 @@
+// Tiny random Hugging Face checkpoints (tests/golden/forward/make_tiny_hf_models.py) against
+// transformers' fp32 logits: F32 Llama with llama3 rope scaling and tied embeddings, BF16 Qwen2
+// with QKV bias, and a Llama split over two safetensors shards.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model_test_util.h"
+
+namespace pagoda::models {
+namespace {
+
+const std::string kForwardDir = std::string(PAGODA_TEST_DATA_DIR) + "/forward/";
+
+// HF's own fp32-vs-fp64 gap on these models is ~5e-6 (logits.json "fp32_vs_fp64"); 1e-4 of the
+// row's scale leaves room for our different (but still fp32) summation order and nothing more.
+constexpr double kRelativeTolerance = 1e-4;
+
+class TinyHfModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyHfModelTest, LogitsAndGreedyMatchTransformers) {
+  const std::string dir = kForwardDir + GetParam();
+  std::ifstream in(dir + "/logits.json");
+  ASSERT_TRUE(in.good())
+      << dir << "/logits.json is missing: run tests/golden/forward/make_tiny_hf_models.py";
+  const auto golden = nlohmann::json::parse(in);
+  auto executor = testing::open_executor(dir, 256);
+  ASSERT_NE(executor, nullptr);
+  const std::int64_t vocab = executor->info().vocab_size;
+
+  for (const auto& seq : golden["sequences"]) {
+    const auto ids = seq["ids"].get<std::vector<std::int32_t>>();
+    const auto n = static_cast<std::int32_t>(ids.size());
+    SCOPED_TRACE("sequence of " + std::to_string(n) + " tokens");
+    testing::SequenceRun run(*executor, 16, n + 16);
+    std::vector<std::int32_t> rows(ids.size());
+    for (std::int32_t i = 0; i < n; ++i) rows[i] = i;
+    const std::vector<float> logits = run.step(ids, rows);  // [n, vocab]
+
+    for (std::int32_t p = 0; p < n; ++p) {
+      std::span<const float> row(logits.data() + p * vocab, vocab);
+      EXPECT_EQ(sampling::argmax(row), seq["argmax"][p].get<std::int32_t>()) << "position " << p;
+      const float max_logit = *std::max_element(row.begin(), row.end());
+      const double want_max = seq["max_logit"][p].get<double>();
+      EXPECT_NEAR(max_logit, want_max, kRelativeTolerance * std::max(1.0, std::abs(want_max)));
+    }
+    const auto& last_positions = seq["last_positions"];
+    for (std::size_t i = 0; i < last_positions.size(); ++i) {
+      const auto p = last_positions[i].get<std::int64_t>();
+      const auto want = seq["last_logits"][i].get<std::vector<double>>();
+      ASSERT_EQ(static_cast<std::int64_t>(want.size()), vocab);
+      double scale = 1.0;
+      for (double w : want) scale = std::max(scale, std::abs(w));
+      double worst = 0.0;
+      for (std::int64_t v = 0; v < vocab; ++v) {
+        worst = std::max(worst, std::abs(logits[p * vocab + v] - want[v]));
+      }
+      EXPECT_LE(worst, kRelativeTolerance * scale) << "position " << p;
+      std::printf("%s, %d tokens, position %lld: max |logit diff| = %.3g (scale %.3g)\n",
+                  GetParam().c_str(), n, static_cast<long long>(p), worst, scale);
+    }
+    const auto want_greedy = seq["greedy_ids"].get<std::vector<std::int32_t>>();
+    std::vector<float> last(logits.end() - vocab, logits.end());
+    EXPECT_EQ(run.greedy(last, static_cast<int>(want_greedy.size())), want_greedy);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, TinyHfModelTest,
+                         ::testing::Values("tiny_llama", "tiny_qwen2", "tiny_llama_sharded"));
+
+}  // namespace
+}  // namespace pagoda::models
