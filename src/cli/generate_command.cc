@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -153,7 +154,8 @@ int GenerateCommand::run(const char* argv0) const {
     const bool is_stop = std::find(stops.begin(), stops.end(), token) != stops.end();
     if (is_stop && !ignore_eos) break;
     std::cout << stream->push(token) << std::flush;
-    if (generated == max_tokens || batcher.num_cached() + 1 > batcher.capacity()) break;
+    // Like vLLM, --max-model-len bounds prompt and output together.
+    if (generated == max_tokens || num_prompt + generated >= max_len) break;
     const std::int32_t next[] = {token};
     if (Status s = batcher.next(next, batch); !s.ok()) return report_error(s);
     if (Status s = exec.forward(batch, logits.data()); !s.ok()) return report_error(s);
