@@ -1,0 +1,34 @@
+// What a request asks of output processing: the parts of vLLM's SamplingParams that act on text
+// rather than on token ids (those live in RequestOptions, for the scheduler).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pagoda/status.h"
+
+namespace pagoda::engine {
+
+/// Per-request text, stop-string and streaming settings.
+struct OutputOptions {
+  /// Generation ends when the text contains one of these; see StopStringMatcher.
+  std::vector<std::string> stop;
+  /// Keep the matched stop string (or the stop token's text) at the end of the output.
+  bool include_stop_str_in_output = false;
+  /// Leave special tokens (BOS, EOS, chat markers) out of the text.
+  bool skip_special_tokens = true;
+  /// Stop strings are not looked for in the text of the first min_tokens tokens (vLLM's rule:
+  /// a match must end in text of token min_tokens + 1 or later; it may begin earlier).
+  std::int64_t min_tokens = 0;
+  /// Top alternatives to report per token; unset reports no logprobs at all.
+  std::optional<std::int32_t> num_logprobs;
+  /// True: an output after every step with new tokens (deltas). False: one final output.
+  bool stream = false;
+
+  /// INVALID_ARGUMENT naming the field for bad stop strings, negative min_tokens or logprobs.
+  Status validate() const;
+};
+
+}  // namespace pagoda::engine
