@@ -5,20 +5,45 @@
 
 namespace pagoda::cpu {
 
-bool cpu_has_avx2() {
-  // PAGODA_CPU_BASELINE=1 forces the portable kernels, to test them on an AVX2 machine.
-  static const bool has = [] {
-    const char* force = std::getenv("PAGODA_CPU_BASELINE");
-    if (force != nullptr && std::string_view(force) == "1") return false;
+namespace {
+
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+
+Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))) {
+    return Isa::kBaseline;
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return Isa::kAvx512;
+  return Isa::kAvx2;
 #else
-    return false;
+  return Isa::kBaseline;
 #endif
+}
+
+Isa isa() {
+  static const Isa chosen = [] {
+    Isa best = detect();
+    const char* cap = std::getenv("PAGODA_CPU_ISA");
+    if (cap != nullptr && std::string_view(cap) == "baseline") best = Isa::kBaseline;
+    if (cap != nullptr && std::string_view(cap) == "avx2" && best == Isa::kAvx512) {
+      best = Isa::kAvx2;
+    }
+    return best;
   }();
-  return has;
+  return chosen;
+}
+
+}  // namespace
+
+bool cpu_has_avx2() {
+  return isa() >= Isa::kAvx2;
+}
+
+bool cpu_has_avx512() {
+  return isa() >= Isa::kAvx512;
 }
 
 }  // namespace pagoda::cpu

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_avx2.h"
+#include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
 #include "model/dequantize.h"
@@ -73,8 +74,12 @@ void matmul_direct(ThreadPool& pool, const float* x, std::int64_t m, const Tenso
     sums.resize(static_cast<std::size_t>(m * (k / 32)));
     avx2::block_sums(x, m, k, sums.data());
   }
+  const bool wide = cpu_has_avx512() && avx512::decodes(w.dtype);
   pool.parallel_for(n, [&](std::int64_t begin, std::int64_t end) {
-    if (in_registers) {
+    if (wide) {
+      avx512::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end, y,
+                            n);
+    } else if (in_registers) {
       avx2::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end, y, n);
     } else {
       direct_rows_decoded(x, m, w, begin, end, y);

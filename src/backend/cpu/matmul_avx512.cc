@@ -1,0 +1,137 @@
+#include "backend/cpu/matmul_avx512.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace pagoda::cpu::avx512 {
+
+namespace {
+
+constexpr int kBlock = 32;
+constexpr int kRowTile = 4;
+
+inline float load_half(const std::uint8_t* p) {
+  std::uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return _cvtsh_ss(bits);
+}
+
+// A block decodes to two 16-lane vectors of quants (elements 0-15, 16-31), a scale and a
+// minimum: weight = scale * q + min.
+
+struct Q8_0Block {
+  static constexpr int kBytes = 34;
+  static constexpr bool kHasMin = false;
+  static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
+    scale = load_half(b);
+    min = 0.0f;
+    for (int i = 0; i < 2; ++i) {
+      q[i] = _mm512_cvtepi32_ps(
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + 16 * i))));
+    }
+  }
+};
+
+// Byte j of qs holds element j in its low nibble and element j + 16 in its high nibble, so the
+// two nibble planes widen straight to elements 0-15 and 16-31.
+template <int kOffset>
+inline void q4_quants(const std::uint8_t* qs, __m512 q[2]) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i offset = _mm_set1_epi8(kOffset);
+  const __m128i low = _mm_sub_epi8(_mm_and_si128(packed, mask), offset);
+  const __m128i high = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), offset);
+  q[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(low));
+  q[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(high));
+}
+
+struct Q4_0Block {
+  static constexpr int kBytes = 18;
+  static constexpr bool kHasMin = false;
+  static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
+    scale = load_half(b);
+    min = 0.0f;
+    q4_quants<8>(b + 2, q);
+  }
+};
+
+struct Q4_1Block {
+  static constexpr int kBytes = 20;
+  static constexpr bool kHasMin = true;
+  static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
+    scale = load_half(b);
+    min = load_half(b + 2);
+    q4_quants<0>(b + 4, q);
+  }
+};
+
+// Same scheme as the AVX2 kernel: per block d * (q · x) + m * sum(x), so only one FMA per block
+// lands on the loop-carried accumulator.
+template <typename Block, int kRows>
+void dot_weight_row(const float* x, std::int64_t k, const float* sums, const std::uint8_t* w_row,
+                    float* y, std::int64_t ldy) {
+  const std::int64_t num_blocks = k / kBlock;
+  __m512 acc[kRows];
+  float min_acc[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    min_acc[r] = 0.0f;
+  }
+  for (std::int64_t b = 0; b < num_blocks; ++b) {
+    __m512 q[2];
+    float scale, min;
+    Block::decode(w_row + b * Block::kBytes, q, scale, min);
+    const __m512 scale_v = _mm512_set1_ps(scale);
+    for (int r = 0; r < kRows; ++r) {
+      const float* xb = x + r * k + b * kBlock;
+      __m512 t = _mm512_mul_ps(q[0], _mm512_loadu_ps(xb));
+      t = _mm512_fmadd_ps(q[1], _mm512_loadu_ps(xb + 16), t);
+      acc[r] = _mm512_fmadd_ps(scale_v, t, acc[r]);
+      if constexpr (Block::kHasMin) min_acc[r] += min * sums[r * num_blocks + b];
+    }
+  }
+  for (int r = 0; r < kRows; ++r) y[r * ldy] = _mm512_reduce_add_ps(acc[r]) + min_acc[r];
+}
+
+template <typename Block>
+void matmul_direct_typed(const float* x, std::int64_t m, std::int64_t k, const float* sums,
+                         const std::uint8_t* w, std::size_t w_stride, std::int64_t n_begin,
+                         std::int64_t n_end, float* y, std::int64_t ldy) {
+  const std::int64_t num_blocks = k / kBlock;
+  for (std::int64_t m0 = 0; m0 < m; m0 += kRowTile) {
+    const std::int64_t rows = m - m0 < kRowTile ? m - m0 : kRowTile;
+    const float* xt = x + m0 * k;
+    const float* st = sums + m0 * num_blocks;
+    for (std::int64_t n = n_begin; n < n_end; ++n) {
+      const std::uint8_t* w_row = w + static_cast<std::size_t>(n) * w_stride;
+      float* yt = y + m0 * ldy + n;
+      switch (rows) {
+        case 1: dot_weight_row<Block, 1>(xt, k, st, w_row, yt, ldy); break;
+        case 2: dot_weight_row<Block, 2>(xt, k, st, w_row, yt, ldy); break;
+        case 3: dot_weight_row<Block, 3>(xt, k, st, w_row, yt, ldy); break;
+        default: dot_weight_row<Block, 4>(xt, k, st, w_row, yt, ldy); break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_direct(DType dtype, const float* x, std::int64_t m, std::int64_t k,
+                   const float* x_block_sums, const std::uint8_t* w, std::size_t w_stride,
+                   std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
+  switch (dtype) {
+    case DType::kQ4_0:
+      return matmul_direct_typed<Q4_0Block>(x, m, k, x_block_sums, w, w_stride, n_begin, n_end, y,
+                                            ldy);
+    case DType::kQ4_1:
+      return matmul_direct_typed<Q4_1Block>(x, m, k, x_block_sums, w, w_stride, n_begin, n_end, y,
+                                            ldy);
+    default:
+      return matmul_direct_typed<Q8_0Block>(x, m, k, x_block_sums, w, w_stride, n_begin, n_end, y,
+                                            ldy);
+  }
+}
+
+}  // namespace pagoda::cpu::avx512
