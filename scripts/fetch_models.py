@@ -70,7 +70,7 @@ def distribution_url(name, filename):
 def download(url, want_sha, dest):
     if os.path.exists(dest) and sha256_of(dest) == want_sha:
         return
-    print(f"fetch_models: downloading {url.rsplit('/', 1)[-1]}", flush=True)
+    print(f"fetch_models: downloading {url.rsplit('/', 1)[-1]}", file=sys.stderr, flush=True)
     part = dest + ".part"
     try:
         with urllib.request.urlopen(url, timeout=120) as r, open(part, "wb") as out:
