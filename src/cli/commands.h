@@ -70,4 +70,21 @@ struct GenerateCommand {
   int run(const char* argv0) const;
 };
 
+/// `pagoda bench offline [MODEL] --num-prompts N --input-len I --output-len O`: throughput of
+/// N prompts through the engine against a single stream of the same lengths.
+struct BenchCommand {
+  std::string model;
+  std::int64_t num_prompts = 16;
+  std::int64_t input_len = 128;
+  std::int64_t output_len = 64;
+  std::int64_t max_num_seqs = 256;
+  std::int64_t max_num_batched_tokens = 2048;
+  std::optional<std::int64_t> kv_cache_memory;
+  std::uint64_t seed = 0;
+  int threads = 0;
+  bool no_single_stream = false;
+  CLI::App* add_to(CLI::App& app);
+  int run(const char* argv0) const;
+};
+
 }  // namespace pagoda::cli

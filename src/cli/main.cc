@@ -13,10 +13,12 @@ int main(int argc, char** argv) {
   pagoda::cli::TokenizeCommand tokenize;
   pagoda::cli::ChatTemplateCommand chat_template;
   pagoda::cli::GenerateCommand generate;
+  pagoda::cli::BenchCommand bench;
   CLI::App* inspect_app = inspect.add_to(app);
   CLI::App* tokenize_app = tokenize.add_to(app);
   CLI::App* chat_template_app = chat_template.add_to(app);
   CLI::App* generate_app = generate.add_to(app);
+  CLI::App* bench_app = bench.add_to(app);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   if (tokenize_app->parsed()) return tokenize.run(argv[0]);
   if (chat_template_app->parsed()) return chat_template.run(argv[0]);
   if (generate_app->parsed()) return generate.run(argv[0]);
+  if (bench_app->parsed()) return bench.run(argv[0]);
   std::fputs(app.help().c_str(), stderr);
   return 2;
 }

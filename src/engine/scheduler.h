@@ -64,6 +64,10 @@ class Scheduler {
   /// Call between steps (after update_from_output), as the engine loop does.
   bool abort_request(std::string_view request_id);
 
+  /// Forgets every prefix-cache key; false (and nothing changes) while any block is in use.
+  /// The engine calls it after a failed step, whose blocks were keyed but maybe never written.
+  bool reset_prefix_cache() { return kv_.reset_prefix_cache(); }
+
   /// Whether any request is waiting or running.
   bool has_unfinished_requests() const { return !requests_.empty(); }
   /// A live request, or nullptr.

@@ -1,5 +1,7 @@
 // Picks one request's next token from its logits: a chain of stages built from its
-// SamplingParams, then a draw from the request's own seeded generator.
+// SamplingParams (logits processors on the raw logits, then warpers), then a draw from the
+// request's own seeded generator. The generator advances only on this request's draws, so its
+// tokens do not depend on what else is in the batch.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +23,11 @@ std::int32_t argmax(std::span<const float> logits /* [vocab] */);
 /// the first; not thread-safe (one per request).
 class Sampler {
  public:
-  /// A sampler for `params`, which must have passed validate().
-  explicit Sampler(const SamplingParams& params);
+  /// A sampler for `params`, which must have passed validate(). The repetition penalty sees
+  /// `prompt_token_ids`; min_tokens bans `stop_token_ids` (EOS included) until it is reached.
+  explicit Sampler(const SamplingParams& params,
+                   std::span<const std::int32_t> prompt_token_ids = {},
+                   std::vector<std::int32_t> stop_token_ids = {});
 
   /// The next token for `logits`.
   std::int32_t sample(std::span<const float> logits /* [vocab] */);
@@ -38,6 +43,8 @@ class Sampler {
   std::int32_t draw();
 
   bool greedy_;
+  // Stages over the whole vocabulary by id (min_tokens, bias, penalties), then the warpers.
+  std::vector<std::unique_ptr<SamplerStage>> processors_;
   std::vector<std::unique_ptr<SamplerStage>> stages_;
   std::mt19937_64 rng_;
   Candidates candidates_;

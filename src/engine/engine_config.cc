@@ -1,0 +1,75 @@
+#include "engine/engine_config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+namespace pagoda::engine {
+
+namespace {
+
+std::int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return EngineConfig::kDefaultKvCacheBytesCap * 4;
+  return std::int64_t{pages} * page_size;
+}
+
+std::int64_t default_kv_bytes(const EngineConfig& config, std::int64_t bytes_per_block) {
+  const std::int64_t block_size = config.cache.block_size;
+  const std::int64_t blocks_per_seq =
+      (config.scheduler.max_model_len + block_size - 1) / block_size;
+  const std::int64_t wanted = config.scheduler.max_num_seqs * blocks_per_seq * bytes_per_block;
+  const std::int64_t cap =
+      std::min(EngineConfig::kDefaultKvCacheBytesCap, physical_memory_bytes() / 4);
+  return std::min(wanted, cap);
+}
+
+}  // namespace
+
+StatusOr<EngineConfig> resolve_engine_config(EngineConfig config, const ModelExecutor& executor) {
+  const ModelExecutorInfo& info = executor.info();
+  SchedulerConfig& sched = config.scheduler;
+  if (sched.max_model_len == 0) sched.max_model_len = info.max_model_len;
+  if (sched.max_model_len > info.max_model_len) {
+    return invalid_argument("--max-model-len " + std::to_string(sched.max_model_len) +
+                            " is over the model's limit of " + std::to_string(info.max_model_len));
+  }
+  if (sched.max_num_batched_tokens > info.max_num_batched_tokens) {
+    return invalid_argument("--max-num-batched-tokens " +
+                            std::to_string(sched.max_num_batched_tokens) +
+                            " is over what the executor was built for (" +
+                            std::to_string(info.max_num_batched_tokens) + ")");
+  }
+  if (config.max_waiting_requests < 0) {
+    return invalid_argument("--max-waiting-requests must be >= 0");
+  }
+  if (config.output_channel_capacity < 1) {
+    return invalid_argument("output_channel_capacity must be at least 1");
+  }
+  if (config.cache.block_size < 1 || config.cache.block_size > 1024) {
+    return invalid_argument("--block-size must be in [1, 1024] (16 is the usual choice)");
+  }
+  if (config.cache.num_blocks == 0) {
+    const std::int64_t per_block = executor.kv_cache_bytes_per_block(config.cache.block_size);
+    if (config.kv_cache_memory_bytes && *config.kv_cache_memory_bytes <= 0) {
+      return invalid_argument("--kv-cache-memory must be a positive number of bytes");
+    }
+    const std::int64_t budget =
+        config.kv_cache_memory_bytes.value_or(default_kv_bytes(config, per_block));
+    config.cache.num_blocks = budget / per_block;
+    if (config.cache.num_blocks * config.cache.block_size < sched.max_model_len) {
+      return invalid_argument("the KV cache budget of " + std::to_string(budget) + " bytes holds " +
+                              std::to_string(config.cache.num_blocks * config.cache.block_size) +
+                              " tokens, fewer than max_model_len " +
+                              std::to_string(sched.max_model_len) + " (each token takes " +
+                              std::to_string(per_block / config.cache.block_size) +
+                              " bytes); raise --kv-cache-memory or lower --max-model-len");
+    }
+  }
+  PAGODA_RETURN_IF_ERROR(sched.validate(config.cache));
+  return config;
+}
+
+}  // namespace pagoda::engine

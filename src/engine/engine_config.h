@@ -1,0 +1,51 @@
+// Settings of the engine as a whole (scheduler, cache, queues, channels) and how the KV pool is
+// sized from a memory budget.
+//
+// KV pool size, in blocks of block_size tokens (bytes per block from the executor: K and V of
+// every layer):
+//   --kv-cache-memory B given   floor(B / bytes_per_block)
+//   otherwise                   enough for max_num_seqs sequences of max_model_len tokens, capped
+//                               at min(4 GiB, a quarter of physical memory) so a CPU host keeps
+//                               room for weights, activations and everything else it runs
+// Either way the pool must hold one max_model_len sequence (SchedulerConfig::validate).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/cache_config.h"
+#include "engine/scheduler_config.h"
+#include "pagoda/model_executor.h"
+#include "pagoda/status.h"
+
+namespace pagoda::engine {
+
+/// Everything the engine needs besides the model.
+struct EngineConfig {
+  /// Token budget, sequence limits, policy. max_model_len 0 takes the executor's.
+  SchedulerConfig scheduler{.max_model_len = 0};
+  /// Block size and prefix caching; num_blocks 0 is derived from the memory budget.
+  CacheConfig cache;
+  /// Bytes for the KV pool (--kv-cache-memory); unset uses the default rule above.
+  std::optional<std::int64_t> kv_cache_memory_bytes;
+  /// Accepted requests not yet admitted beyond max_num_seqs; submit() says RESOURCE_EXHAUSTED
+  /// past it (--max-waiting-requests).
+  std::int64_t max_waiting_requests = 1024;
+  /// Outputs a request's channel holds before new deltas are merged into the last one.
+  std::size_t output_channel_capacity = 64;
+  /// The model's end-of-sequence token; extra EOS ids (generation_config) stop like it.
+  std::optional<std::int32_t> eos_token_id;
+  std::vector<std::int32_t> extra_eos_token_ids;
+
+  /// Upper bound of the default KV budget.
+  static constexpr std::int64_t kDefaultKvCacheBytesCap = std::int64_t{4} << 30;
+};
+
+/// Fills in the derived fields (max_model_len, num_blocks) for `executor` and validates them.
+/// INVALID_ARGUMENT naming the flag when the budget cannot hold one max_model_len sequence or a
+/// limit exceeds what the executor supports.
+StatusOr<EngineConfig> resolve_engine_config(EngineConfig config, const ModelExecutor& executor);
+
+}  // namespace pagoda::engine

@@ -1,0 +1,276 @@
+#include "engine/engine_core.h"
+
+#include <exception>
+#include <utility>
+
+#include "common/check.h"
+
+namespace pagoda::engine {
+
+namespace {
+
+// The final output of a request the loop never registered (it arrived after the loop ended).
+RequestOutput unregistered_final(const EngineCoreRequest& request) {
+  RequestOutput out;
+  out.request_id = request.request_id;
+  out.finished = true;
+  out.status = RequestStatus::kFinishedAborted;
+  out.usage.num_prompt_tokens = static_cast<std::int64_t>(request.prompt_token_ids.size());
+  return out;
+}
+
+Status engine_stopped() {
+  return {StatusCode::kUnavailable, "the engine shut down before the request finished"};
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(
+    const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
+    std::shared_ptr<const Tokenizer> tokenizer) {
+  PAGODA_CHECK(executor != nullptr && tokenizer != nullptr) << "executor and tokenizer required";
+  PAGODA_RETURN_IF_ERROR(config.scheduler.validate(config.cache));
+  PAGODA_RETURN_IF_ERROR(
+      executor->allocate_kv_cache(config.cache.num_blocks, config.cache.block_size));
+  std::unique_ptr<EngineCore> core(
+      new EngineCore(config, std::move(executor), std::move(tokenizer)));
+  core->publish_stats();
+  {
+    std::lock_guard lock(core->mutex_);
+    core->stats_.running = true;
+  }
+  core->thread_ = std::thread([raw = core.get()] { raw->run(); });
+  return core;
+}
+
+EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
+                       std::shared_ptr<const Tokenizer> tokenizer)
+    : config_(config),
+      executor_(std::move(executor)),
+      tokenizer_(std::move(tokenizer)),
+      scheduler_(config.scheduler, config.cache),
+      runner_(*executor_, config.cache.block_size),
+      outputs_(*tokenizer_),
+      start_time_(std::chrono::steady_clock::now()) {}
+
+EngineCore::~EngineCore() {
+  shutdown(/*drain=*/false);
+}
+
+double EngineCore::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_).count();
+}
+
+void EngineCore::add_request(EngineCoreRequest request) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stats_.running) {
+      // The loop is gone: the request still gets its one final output.
+      request.channel->push({request.index, unregistered_final(request), engine_stopped()});
+      return;
+    }
+    commands_.push_back({Command::Kind::kAdd, std::move(request)});
+  }
+  wake_.notify_one();
+}
+
+void EngineCore::abort_request(std::string request_id) {
+  {
+    std::lock_guard lock(mutex_);
+    Command& command = commands_.emplace_back();
+    command.kind = Command::Kind::kAbort;
+    command.request.request_id = std::move(request_id);
+  }
+  wake_.notify_one();
+}
+
+void EngineCore::shutdown(bool drain) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stop_requested_) drain_ = drain;
+    stop_requested_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+EngineStats EngineCore::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void EngineCore::run() {
+  while (wait_for_work()) {
+    if (!scheduler_.has_unfinished_requests()) continue;
+    try {
+      step();
+    } catch (const std::exception& e) {
+      // Last resort (allocation failure): nothing may escape the loop, and no request may be
+      // left without a final output.
+      const Status error = internal_error(std::string("engine step failed: ") + e.what());
+      std::vector<std::string> ids;
+      for (const auto& [id, live] : live_) ids.push_back(id);
+      for (const std::string& id : ids) abort(id, error);
+      scheduler_.reset_prefix_cache();
+    }
+    ++num_steps_;
+    publish_stats();
+  }
+}
+
+// Applies queued commands; sleeps while there is nothing to do. False once the loop must end,
+// after every live request got its final output.
+bool EngineCore::wait_for_work() {
+  std::vector<Command> commands;
+  bool stop = false;
+  bool drain = false;
+  {
+    std::unique_lock lock(mutex_);
+    wake_.wait(lock, [this] {
+      return !commands_.empty() || stop_requested_ || scheduler_.has_unfinished_requests();
+    });
+    commands.swap(commands_);
+    stop = stop_requested_;
+    drain = drain_;
+  }
+  for (Command& command : commands) apply(command);
+  if (!commands.empty()) publish_stats();
+  if (!stop || (drain && scheduler_.has_unfinished_requests())) return true;
+
+  std::vector<std::string> ids;
+  for (const auto& [id, live] : live_) ids.push_back(id);
+  for (const std::string& id : ids) abort(id, engine_stopped());
+  std::vector<Command> late;
+  {
+    std::lock_guard lock(mutex_);
+    stats_.running = false;
+    late.swap(commands_);
+  }
+  for (Command& command : late) {
+    if (command.kind != Command::Kind::kAdd) continue;
+    command.request.channel->push(
+        {command.request.index, unregistered_final(command.request), engine_stopped()});
+  }
+  publish_stats();
+  return false;
+}
+
+void EngineCore::apply(Command& command) {
+  if (command.kind == Command::Kind::kAbort) {
+    abort(command.request.request_id, Status::ok_status());
+  } else {
+    add(command.request);
+  }
+}
+
+void EngineCore::add(EngineCoreRequest& r) {
+  Status status = outputs_.add_request(r.request_id, r.output,
+                                       static_cast<std::int64_t>(r.prompt_token_ids.size()),
+                                       r.options.arrival_time);
+  if (!status.ok()) {
+    r.channel->push({r.index, unregistered_final(r), status});
+    return;
+  }
+  live_[r.request_id] = {r.index, r.channel};
+  std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
+  if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
+  sampler_.add(r.request_id, r.sampling, r.prompt_token_ids, std::move(stop_ids));
+  status = scheduler_.add_request(
+      std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options));
+  if (!status.ok()) abort(r.request_id, status);
+}
+
+void EngineCore::abort(std::string_view request_id, const Status& error) {
+  scheduler_.abort_request(request_id);
+  if (std::optional<RequestOutput> out = outputs_.abort(request_id, now())) {
+    deliver(std::move(*out), error);
+  }
+  sampler_.remove(request_id);
+}
+
+// The five parts of a step; each callee hides its own bookkeeping.
+void EngineCore::step() {
+  const SchedulerOutput scheduled = scheduler_.schedule();
+  outputs_.record_scheduled(scheduled, now());
+  if (Status s = runner_.execute(scheduled); !s.ok()) return fail_step(scheduled, s);
+  const SampledTokens sampled = sample(scheduled);
+  emit(scheduler_.update_from_output(scheduled, sampled));
+}
+
+SampledTokens EngineCore::sample(const SchedulerOutput& scheduled) {
+  const std::size_t n = scheduled.requests.size();
+  SampledTokens sampled;
+  sampled.token_ids.resize(n);
+  step_logprobs_.resize(n);
+  step_index_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    const ScheduledRequest& s = scheduled.requests[i];
+    step_logprobs_[i].reset();
+    if (!s.needs_sample) continue;
+    sampled.token_ids[i].push_back(
+        sampler_.sample(s.request_id, runner_.logits_for(i), step_logprobs_[i]));
+    step_index_[s.request_id] = i;
+  }
+  return sampled;
+}
+
+void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
+  std::vector<std::vector<TokenLogprobs>> logprobs(updates.size());
+  for (std::size_t u = 0; u < updates.size(); ++u) {
+    num_generated_tokens_ += static_cast<std::int64_t>(updates[u].new_token_ids.size());
+    const auto it = step_index_.find(updates[u].request_id);
+    if (it == step_index_.end() || !step_logprobs_[it->second]) continue;
+    sampling::SampledLogprobs& lp = *step_logprobs_[it->second];
+    logprobs[u].push_back({lp.token_id, lp.logprob, std::move(lp.top)});
+  }
+  ProcessedOutputs result = outputs_.process(updates, now(), logprobs);
+  for (RequestOutput& out : result.outputs) deliver(std::move(out));
+  // A stop string ended these in text; the client has its final output, the scheduler must
+  // still free their blocks.
+  for (const std::string& id : result.requests_to_abort) {
+    scheduler_.abort_request(id);
+    sampler_.remove(id);
+  }
+}
+
+// The step's blocks were keyed when scheduled, but their K/V may never have been written: fail
+// its requests, then drop every key. Resetting needs every block free, so requests that hold
+// blocks without being in this step fail too (rare: only when the budget left them out).
+void EngineCore::fail_step(const SchedulerOutput& scheduled, const Status& error) {
+  ++num_failed_steps_;
+  for (const ScheduledRequest& s : scheduled.requests) abort(s.request_id, error);
+  std::vector<std::string> holding;
+  for (std::size_t i = 0; i < scheduler_.running().size(); ++i) {
+    holding.push_back(scheduler_.running()[i]->request_id());
+  }
+  for (const std::string& id : holding) abort(id, error);
+  PAGODA_CHECK(scheduler_.reset_prefix_cache()) << "blocks still in use after a failed step";
+}
+
+void EngineCore::deliver(RequestOutput output, Status error) {
+  const auto it = live_.find(output.request_id);
+  PAGODA_CHECK(it != live_.end()) << "output for unknown request " << output.request_id;
+  const bool finished = output.finished;
+  it->second.channel->push({it->second.index, std::move(output), std::move(error)});
+  if (finished) {
+    sampler_.remove(it->first);
+    live_.erase(it);
+  }
+}
+
+void EngineCore::publish_stats() {
+  const SchedulerStats s = scheduler_.stats();
+  std::lock_guard lock(mutex_);
+  stats_.num_running = s.num_running;
+  stats_.num_waiting = s.num_waiting;
+  stats_.kv_cache_usage = s.kv_cache_usage;
+  stats_.num_kv_blocks = config_.cache.num_blocks;
+  stats_.num_preemptions = s.num_preemptions;
+  stats_.prefix_cache_queries = s.prefix_cache.queries;
+  stats_.prefix_cache_hits = s.prefix_cache.hits;
+  stats_.num_steps = num_steps_;
+  stats_.num_failed_steps = num_failed_steps_;
+  stats_.num_generated_tokens = num_generated_tokens_;
+}
+
+}  // namespace pagoda::engine

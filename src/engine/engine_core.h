@@ -1,0 +1,151 @@
+// The engine loop: one thread that owns the scheduler, the model runner, the samplers and output
+// processing, and runs steps while there is work:
+//
+//   clients --add/abort--> command queue --> [ step: schedule, execute, sample, update, emit ]
+//                                                                     |
+//                                                 per-request OutputChannel <--+
+//
+// Nothing here throws across the loop: an executor error fails the step's requests with an error
+// output and the loop goes on. With no work the thread sleeps on a condition variable.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine_config.h"
+#include "engine/model_runner.h"
+#include "engine/output_channel.h"
+#include "engine/output_options.h"
+#include "engine/output_processor.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "pagoda/model_executor.h"
+#include "pagoda/sampling_params.h"
+#include "pagoda/tokenizer.h"
+#include "sampling/batch_sampler.h"
+
+namespace pagoda::engine {
+
+/// One request as the core receives it, already validated by the EngineClient.
+struct EngineCoreRequest {
+  std::string request_id;
+  /// Sample index within its client request (n > 1), echoed in every StreamOutput.
+  std::int64_t index = 0;
+  std::vector<std::int32_t> prompt_token_ids;
+  SamplingParams sampling;
+  RequestOptions options;
+  OutputOptions output;
+  /// Where its outputs go; shared by the n samples of one client request.
+  std::shared_ptr<OutputChannel> channel;
+};
+
+/// Gauges and counters, copied out after every step.
+struct EngineStats {
+  std::int64_t num_running = 0;
+  std::int64_t num_waiting = 0;
+  double kv_cache_usage = 0.0;  ///< Used fraction of the KV pool.
+  std::int64_t num_kv_blocks = 0;
+  std::int64_t num_preemptions = 0;
+  std::int64_t prefix_cache_queries = 0;  ///< Tokens looked up at admission.
+  std::int64_t prefix_cache_hits = 0;     ///< Of those, tokens served from the cache.
+  std::int64_t num_steps = 0;
+  std::int64_t num_failed_steps = 0;  ///< Steps whose forward pass returned an error.
+  std::int64_t num_generated_tokens = 0;
+  bool running = false;  ///< The loop thread is alive.
+};
+
+/// The loop thread and everything it owns.
+class EngineCore {
+ public:
+  /// Allocates the KV pool for `config` (already resolved by resolve_engine_config) and starts
+  /// the loop thread. `tokenizer` must outlive the core.
+  static StatusOr<std::unique_ptr<EngineCore>> create(const EngineConfig& config,
+                                                      std::unique_ptr<ModelExecutor> executor,
+                                                      std::shared_ptr<const Tokenizer> tokenizer);
+  /// Aborts what is left and joins the thread.
+  ~EngineCore();
+
+  /// Queues a request (thread-safe). Its outputs, and exactly one final output, reach its
+  /// channel, even if the engine stops first.
+  void add_request(EngineCoreRequest request);
+  /// Queues an abort (thread-safe); unknown or finished ids are ignored.
+  void abort_request(std::string request_id);
+  /// Stops the loop (thread-safe, idempotent) and joins it. drain: finish every request first;
+  /// otherwise abort them. Either way each gets its final output.
+  void shutdown(bool drain);
+
+  /// A copy of the latest stats (thread-safe).
+  EngineStats stats() const;
+  /// Seconds on the engine's monotonic clock (arrival times use it).
+  double now() const;
+  /// The configuration in force.
+  const EngineConfig& config() const { return config_; }
+  /// The executor's limits.
+  const ModelExecutorInfo& model_info() const { return executor_->info(); }
+
+ private:
+  struct Command {
+    enum class Kind { kAdd, kAbort } kind;
+    EngineCoreRequest request;  // kAdd; request.request_id for kAbort
+  };
+  struct LiveRequest {
+    std::int64_t index = 0;
+    std::shared_ptr<OutputChannel> channel;
+  };
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
+             std::shared_ptr<const Tokenizer> tokenizer);
+
+  void run();
+  bool wait_for_work();
+  void apply(Command& command);
+  void add(EngineCoreRequest& request);
+  void abort(std::string_view request_id, const Status& error);
+
+  void step();
+  SampledTokens sample(const SchedulerOutput& scheduled);
+  void emit(const std::vector<RequestUpdate>& updates);
+  void fail_step(const SchedulerOutput& scheduled, const Status& error);
+  void deliver(RequestOutput output, Status error = Status::ok_status());
+  void publish_stats();
+
+  EngineConfig config_;
+  std::unique_ptr<ModelExecutor> executor_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+  sampling::BatchSampler sampler_;
+  OutputProcessor outputs_;
+  std::unordered_map<std::string, LiveRequest, StringHash, std::equal_to<>> live_;
+  // The step's logprobs by scheduled index; reused between steps.
+  std::vector<std::optional<sampling::SampledLogprobs>> step_logprobs_;
+  std::unordered_map<std::string_view, std::size_t> step_index_;
+  std::int64_t num_steps_ = 0;
+  std::int64_t num_failed_steps_ = 0;
+  std::int64_t num_generated_tokens_ = 0;
+  const std::chrono::steady_clock::time_point start_time_;
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable wake_;
+  std::vector<Command> commands_;
+  bool stop_requested_ = false;
+  bool drain_ = false;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace pagoda::engine

@@ -1,0 +1,269 @@
+// The engine loop through EngineClient over a fake executor: streams end with exactly one final
+// output, outputs do not depend on batching, prefix hits or preemption, errors and aborts free
+// every block, and shutdown leaves no request without its final output.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+#include "byte_tokenizer_for_test.h"
+#include "engine/engine_client.h"
+#include "fake_model_executor.h"
+
+namespace pagoda::engine {
+namespace {
+
+using testing::FakeModelExecutor;
+
+struct Engine {
+  std::unique_ptr<EngineClient> client;
+  FakeModelExecutor* executor = nullptr;
+};
+
+Engine make_engine(EngineConfig config = {}) {
+  auto executor = std::make_unique<FakeModelExecutor>();
+  FakeModelExecutor* raw = executor.get();
+  if (config.scheduler.max_num_batched_tokens == 2048) config.scheduler.max_num_batched_tokens = 64;
+  if (config.cache.num_blocks == 0 && !config.kv_cache_memory_bytes) config.cache.num_blocks = 256;
+  config.eos_token_id = kEos;
+  auto client = EngineClient::create(config, std::move(executor), make_byte_tokenizer());
+  EXPECT_TRUE(client.ok()) << client.status().to_string();
+  return {client.ok() ? std::move(*client) : nullptr, raw};
+}
+
+EngineRequest request(std::vector<std::int32_t> prompt, std::int64_t max_tokens) {
+  EngineRequest r;
+  r.prompt_token_ids = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0.0;
+  return r;
+}
+
+std::vector<std::int32_t> prompt_of(int seed, int len) {
+  std::vector<std::int32_t> p;
+  for (int i = 0; i < len; ++i) p.push_back((seed * 31 + i * 7) % 256);
+  return p;
+}
+
+struct Collected {
+  std::map<std::int64_t, std::vector<std::int32_t>> tokens;  // by sample index
+  std::map<std::int64_t, StreamOutput> finals;
+  int num_outputs = 0;
+};
+
+Collected collect(OutputStream& stream) {
+  Collected c;
+  while (true) {
+    auto item = stream.next(std::chrono::seconds(30));
+    if (!item.ok()) {
+      EXPECT_EQ(item.status().code(), StatusCode::kOutOfRange) << item.status().to_string();
+      break;
+    }
+    ++c.num_outputs;
+    auto& t = c.tokens[item->index];
+    t.insert(t.end(), item->output.token_ids.begin(), item->output.token_ids.end());
+    if (item->output.finished) {
+      EXPECT_FALSE(c.finals.contains(item->index)) << "two final outputs";
+      c.finals[item->index] = std::move(*item);
+    }
+  }
+  return c;
+}
+
+// Stats are published after each step, a moment after the outputs it delivered.
+EngineStats settled_stats(const EngineClient& client) {
+  for (int i = 0; i < 400 && (client.stats().kv_cache_usage > 0.0 || client.num_in_flight() > 0);
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return client.stats();
+}
+
+std::vector<std::int32_t> run_alone(std::vector<std::int32_t> prompt, std::int64_t max_tokens) {
+  Engine e = make_engine();
+  auto stream = e.client->submit(request(std::move(prompt), max_tokens));
+  EXPECT_TRUE(stream.ok());
+  return collect(**stream).tokens[0];
+}
+
+TEST(EngineCoreTest, StreamsEveryTokenAndOneFinalOutput) {
+  Engine e = make_engine();
+  auto stream = e.client->submit(request(prompt_of(1, 20), 12));
+  ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+  Collected c = collect(**stream);
+  EXPECT_EQ(c.tokens[0].size(), 12u);
+  ASSERT_TRUE(c.finals.contains(0));
+  EXPECT_EQ(c.finals[0].output.finish_reason(), "length");
+  EXPECT_EQ(c.finals[0].output.usage.num_completion_tokens, 12);
+  EXPECT_TRUE((*stream)->ended());
+  EXPECT_EQ(e.client->num_in_flight(), 0);
+}
+
+TEST(EngineCoreTest, OutputDoesNotDependOnTheBatch) {
+  const auto alone = run_alone(prompt_of(5, 40), 16);
+  EngineConfig config;
+  config.scheduler.max_num_batched_tokens = 48;  // chunked prefill beside decodes
+  Engine e = make_engine(config);
+  std::vector<std::shared_ptr<OutputStream>> streams;
+  for (int i = 0; i < 32; ++i) {
+    auto s = e.client->submit(request(prompt_of(100 + i, 3 + (i * 13) % 90), 4 + i % 20));
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  auto target = e.client->submit(request(prompt_of(5, 40), 16));
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(collect(**target).tokens[0], alone);
+  for (auto& s : streams) EXPECT_EQ(collect(*s).finals.size(), 1u);
+}
+
+TEST(EngineCoreTest, PrefixHitsAndPreemptionKeepTheOutput) {
+  const auto alone = run_alone(prompt_of(9, 64), 24);
+  EngineConfig config;
+  // 12 blocks of 16: the 4 shared prompt blocks plus 2 private blocks per 88-token sequence
+  // fit only 4 of the 8 at once.
+  config.cache.num_blocks = 12;
+  config.scheduler.max_model_len = 128;
+  Engine e = make_engine(config);
+  e.executor->hold(true);
+  std::vector<std::shared_ptr<OutputStream>> streams;
+  for (int i = 0; i < 8; ++i) {
+    auto s = e.client->submit(request(prompt_of(9, 64), 24));
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  e.executor->hold(false);
+  for (auto& s : streams) EXPECT_EQ(collect(*s).tokens[0], alone);
+  const EngineStats stats = settled_stats(*e.client);
+  EXPECT_GT(stats.prefix_cache_hits, 0);
+  EXPECT_GT(stats.num_preemptions, 0);
+  EXPECT_EQ(stats.kv_cache_usage, 0.0);
+}
+
+TEST(EngineCoreTest, ExecutorErrorFailsTheStepAndTheEngineGoesOn) {
+  Engine e = make_engine();
+  e.executor->fail_at_call(3);
+  e.executor->hold(true);
+  auto a = e.client->submit(request(prompt_of(1, 10), 20));
+  auto b = e.client->submit(request(prompt_of(2, 10), 20));
+  ASSERT_TRUE(a.ok() && b.ok());
+  e.executor->hold(false);
+  for (auto* s : {&*a, &*b}) {
+    Collected c = collect(**s);
+    ASSERT_TRUE(c.finals.contains(0));
+    EXPECT_EQ(c.finals[0].error.code(), StatusCode::kInternal);
+    EXPECT_EQ(c.finals[0].output.finish_reason(), "abort");
+  }
+  EXPECT_EQ(settled_stats(*e.client).kv_cache_usage, 0.0);
+  EXPECT_EQ(e.client->stats().num_failed_steps, 1);
+  auto later = e.client->submit(request(prompt_of(1, 10), 5));
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(collect(**later).tokens[0].size(), 5u);
+}
+
+TEST(EngineCoreTest, AbortFreesEveryBlock) {
+  Engine e = make_engine();
+  auto s = e.client->submit(request(prompt_of(3, 30), 400));
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->next(std::chrono::seconds(10)).ok());  // generating
+  e.client->abort((*s)->request_id());
+  Collected c = collect(**s);
+  ASSERT_TRUE(c.finals.contains(0));
+  EXPECT_EQ(c.finals[0].output.finish_reason(), "abort");
+  EXPECT_EQ(settled_stats(*e.client).kv_cache_usage, 0.0);
+}
+
+TEST(EngineCoreTest, ShutdownGivesEveryAcceptedRequestAFinalOutput) {
+  Engine e = make_engine();
+  std::vector<std::shared_ptr<OutputStream>> streams;
+  for (int i = 0; i < 10; ++i) streams.push_back(*e.client->submit(request(prompt_of(i, 20), 300)));
+  e.client->shutdown(/*drain=*/false);
+  for (auto& s : streams) EXPECT_EQ(collect(*s).finals.size(), 1u);
+  EXPECT_EQ(e.client->submit(request(prompt_of(1, 5), 5)).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_FALSE(e.client->healthy());
+}
+
+TEST(EngineCoreTest, DrainingShutdownFinishesRequests) {
+  Engine e = make_engine();
+  auto s = e.client->submit(request(prompt_of(4, 20), 30));
+  ASSERT_TRUE(s.ok());
+  e.client->shutdown(/*drain=*/true);
+  Collected c = collect(**s);
+  EXPECT_EQ(c.tokens[0].size(), 30u);
+  EXPECT_EQ(c.finals[0].output.finish_reason(), "length");
+}
+
+TEST(EngineCoreTest, NSamplesShareThePromptAndEndTheStreamTogether) {
+  Engine e = make_engine();
+  EngineRequest r = request(prompt_of(6, 48), 8);
+  r.sampling.temperature = 1.0;
+  r.sampling.seed = 7;
+  r.sampling.n = 3;
+  auto s = e.client->submit(r);
+  ASSERT_TRUE(s.ok());
+  Collected c = collect(**s);
+  EXPECT_EQ(c.finals.size(), 3u);
+  for (std::int64_t i = 0; i < 3; ++i) EXPECT_EQ(c.tokens[i].size(), 8u);
+  EXPECT_GT(settled_stats(*e.client).prefix_cache_hits, 0);
+}
+
+TEST(EngineCoreTest, SlowConsumerGetsCoalescedDeltasAndLosesNothing) {
+  EngineConfig config;
+  config.output_channel_capacity = 2;
+  Engine e = make_engine(config);
+  auto s = e.client->submit(request(prompt_of(8, 10), 60));
+  ASSERT_TRUE(s.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the engine run ahead
+  Collected c = collect(**s);
+  EXPECT_EQ(c.tokens[0].size(), 60u);
+  EXPECT_LT(c.num_outputs, 60);
+}
+
+TEST(EngineCoreTest, RejectsBadRequestsWithStatuses) {
+  EngineConfig config;
+  config.scheduler.max_model_len = 64;
+  config.scheduler.max_num_seqs = 1;
+  config.max_waiting_requests = 1;
+  Engine e = make_engine(config);
+  e.executor->hold(true);  // nothing finishes while the queue limit is probed
+  EXPECT_EQ(e.client->submit(request({}, 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.client->submit(request(prompt_of(1, 64), 4)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.client->submit(request(prompt_of(1, 60), 10)).status().code(),
+            StatusCode::kInvalidArgument);
+  EngineRequest bad = request(prompt_of(1, 4), 4);
+  bad.sampling.top_p = 0.0;
+  const Status s = e.client->submit(bad).status();
+  EXPECT_NE(s.message().find("top_p"), std::string::npos);
+  bad = request(prompt_of(1, 4), 4);
+  bad.sampling.logit_bias[9999] = 1.0;
+  EXPECT_EQ(e.client->submit(bad).status().code(), StatusCode::kInvalidArgument);
+  auto a = e.client->submit(request(prompt_of(1, 4), 50));
+  auto b = e.client->submit(request(prompt_of(2, 4), 50));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(e.client->submit(request(prompt_of(3, 4), 50)).status().code(),
+            StatusCode::kResourceExhausted);
+  e.executor->hold(false);
+  collect(**a);
+  collect(**b);
+}
+
+TEST(EngineConfigTest, SizesTheKvPoolFromTheBudget) {
+  FakeModelExecutor executor;  // 8 bytes per token
+  EngineConfig config;
+  config.scheduler.max_num_batched_tokens = 64;
+  config.kv_cache_memory_bytes = 16 * 8 * 100;
+  auto resolved = resolve_engine_config(config, executor);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().to_string();
+  EXPECT_EQ(resolved->cache.num_blocks, 100);
+  EXPECT_EQ(resolved->scheduler.max_model_len, 512);
+  config.kv_cache_memory_bytes = 16 * 8 * 10;  // 160 tokens < max_model_len 512
+  EXPECT_EQ(resolve_engine_config(config, executor).status().code(), StatusCode::kInvalidArgument);
+  config.kv_cache_memory_bytes.reset();  // default: max_num_seqs x max_model_len
+  resolved = resolve_engine_config(config, executor);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->cache.num_blocks, 256 * 512 / 16);
+}
+
+}  // namespace
+}  // namespace pagoda::engine
