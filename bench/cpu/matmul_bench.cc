@@ -91,6 +91,36 @@ BENCHMARK(BM_MatmulCrossover)
                    {2, 4, 8, 16, 32}})
     ->UseRealTime();
 
+// Batched decode: M rows of x (one per running sequence) on one thread, per kernel, for the
+// SmolLM2 shapes. Ideal batching costs ~1x the M = 1 time up to the point where the FLOPs, not
+// the weight decode, dominate; the direct kernel's time grows ~M/4x because it decodes every
+// block again per tile of 4 rows. Args: type, shape, kernel, m.
+void BM_MatmulBatchedDecode(benchmark::State& state) {
+  static ThreadPool single(1);
+  const DType dtype = kTypes[static_cast<std::size_t>(state.range(0))];
+  const Shape shape = kShapes[static_cast<std::size_t>(state.range(1))];
+  const auto kernel = static_cast<MatmulKernel>(state.range(2));
+  const std::int64_t m = state.range(3);
+  // 32 MiB of copies: past L2, and quick to fill for the 168 cases.
+  WeightSet weights(dtype, shape.n, shape.k, 32u << 20);
+  std::vector<float> x(static_cast<std::size_t>(m * shape.k), 0.5f);
+  std::vector<float> y(static_cast<std::size_t>(m * shape.n));
+  for (auto _ : state) {
+    matmul(single, x.data(), m, weights.next(), nullptr, y.data(), kernel);
+    benchmark::DoNotOptimize(y.data());
+  }
+  label(state, dtype, shape, m);
+}
+BENCHMARK(BM_MatmulBatchedDecode)
+    ->ArgsProduct({{3, 5},
+                   {0, 1, 2, 3},
+                   {static_cast<int>(MatmulKernel::kDirect),
+                    static_cast<int>(MatmulKernel::kPacked),
+                    static_cast<int>(MatmulKernel::kRowGroup)},
+                   {1, 2, 4, 8, 16, 32, 64}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
 constexpr std::int64_t kPrefillRows = 512;
 
 void set_flops(benchmark::State& state, const Shape& shape) {

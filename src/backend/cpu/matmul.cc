@@ -22,6 +22,12 @@ namespace {
 // of 4 rows beats decoding once into a panel (BM_MatmulCrossover, Q4_1 1536x576: direct 104 vs
 // packed 72 GFLOP/s at 16 rows, 91 vs 84 at 32).
 constexpr std::int64_t kDirectMaxRows = 32;
+// With AVX-512, rows of x from here to kRowGroupMaxRows (batched decode) go to the row-group
+// kernel: it decodes each weight once, where the direct kernel decodes it once per 4 rows
+// (BM_MatmulBatchedDecode, docs/perf/cpu.md). Past that, x no longer stays in L2 across the
+// weight groups and the K-blocked packed kernel wins.
+constexpr std::int64_t kRowGroupMinRows = 4;
+constexpr std::int64_t kRowGroupMaxRows = 64;
 // Panel depth of the packed kernel: 256 floats x 16 columns = 16 KiB stays in L1 while every
 // row of x streams past it; a multiple of 256 so K-quant super-blocks are never split.
 constexpr std::int64_t kPanelDepth = 256;
@@ -85,6 +91,28 @@ void matmul_direct(ThreadPool& pool, const float* x, std::int64_t m, const Tenso
       direct_rows_decoded(x, m, w, begin, end, y);
     }
     add_bias(bias, m, n, begin, end, y);
+  });
+}
+
+// Per thread: groups of 4 weight rows, each decoded once into an fp32 buffer (4 x K floats, in
+// L1 for SmolLM2's K) and then dotted with every row of x. The direct kernel instead decodes
+// every block again for each tile of 4 rows of x, and decoding, not loading, is what costs.
+void matmul_row_group(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
+                      const float* bias, float* y) {
+  const std::int64_t k = w.num_cols;
+  const std::int64_t n = w.num_rows;
+  const std::int64_t num_groups = (n + avx512::kRowGroup - 1) / avx512::kRowGroup;
+  pool.parallel_for(num_groups, [&](std::int64_t begin, std::int64_t end) {
+    thread_local std::vector<float> rows;
+    // Zeroed so a short last group dots finite values.
+    rows.assign(static_cast<std::size_t>(avx512::kRowGroup * k), 0.0f);
+    for (std::int64_t g = begin; g < end; ++g) {
+      const std::int64_t n0 = g * avx512::kRowGroup;
+      const std::int64_t count = std::min(avx512::kRowGroup, n - n0);
+      for (std::int64_t j = 0; j < count; ++j) decode_row(w, n0 + j, 0, k, rows.data() + j * k);
+      avx512::dot_rows(x, m, k, rows.data(), count, y + n0, n);
+    }
+    add_bias(bias, m, n, begin * avx512::kRowGroup, std::min(n, end * avx512::kRowGroup), y);
   });
 }
 
@@ -162,9 +190,14 @@ void matmul(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& 
   if (m == 0) return;
   if (kernel == MatmulKernel::kAuto) {
     kernel = m <= kDirectMaxRows ? MatmulKernel::kDirect : MatmulKernel::kPacked;
+    if (cpu_has_avx512() && m >= kRowGroupMinRows && m <= kRowGroupMaxRows) {
+      kernel = MatmulKernel::kRowGroup;
+    }
   }
+  if (kernel == MatmulKernel::kRowGroup && !cpu_has_avx512()) kernel = MatmulKernel::kPacked;
   if (kernel == MatmulKernel::kPacked && !cpu_has_avx2()) kernel = MatmulKernel::kBlasPanel;
   switch (kernel) {
+    case MatmulKernel::kRowGroup: return matmul_row_group(pool, x, m, w, bias, y);
     case MatmulKernel::kPacked: return matmul_packed(pool, x, m, w, bias, y);
     case MatmulKernel::kBlasPanel: return matmul_blas_panel(pool, x, m, w, bias, y);
     default: return matmul_direct(pool, x, m, w, bias, y);

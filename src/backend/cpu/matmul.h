@@ -17,6 +17,7 @@ enum class MatmulKernel : std::uint8_t {
   kDirect,     ///< Weight blocks decoded into registers, dotted with up to 4 rows of x at once.
   kPacked,     ///< Weights decoded into a per-thread [256, 16] fp32 panel, 6x16 register tiles.
   kBlasPanel,  ///< Weights decoded into a per-thread fp32 panel, multiplied by cblas_sgemm.
+  kRowGroup,   ///< 4 weight rows decoded once to fp32, dotted with every row of x in tiles.
 };
 
 /// y[m, N] = x[m, K] · W[N, K]^T (+ bias[N]).

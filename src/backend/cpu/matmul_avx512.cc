@@ -116,7 +116,76 @@ void matmul_direct_typed(const float* x, std::int64_t m, std::int64_t k, const f
   }
 }
 
+// The four horizontal sums of v[0..3] at once: halves added, then three hadds instead of four
+// full reductions (these run once per output, against K/16 FMAs).
+inline __m128 reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  const __m512 v[4] = {v0, v1, v2, v3};
+  __m256 h[4];
+  for (int j = 0; j < 4; ++j) {
+    const __m512d wide = _mm512_castps_pd(v[j]);
+    h[j] = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(wide, 0)),
+                         _mm256_castpd_ps(_mm512_extractf64x4_pd(wide, 1)));
+  }
+  const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+  return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+
+// kRows rows of x against the kRowGroup decoded weight rows: 4 x 4 accumulators + 4 weight
+// vectors + 1 x vector = 21 of the 32 zmm registers. Each weight vector loaded serves kRows
+// rows of x, and each weight was decoded once for all of them.
+template <int kRows>
+void dot_tile(const float* x, std::int64_t k, const float* rows, float* y, std::int64_t ldy,
+              std::int64_t num_rows) {
+  // Every loop over acc is unrolled: one left rolled makes GCC 12 keep the array on the stack and
+  // store all 16 accumulators on every step (2x slower).
+  __m512 acc[kRows][kRowGroup];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowGroup; ++j) acc[r][j] = _mm512_setzero_ps();
+  }
+  // Masked loads cost what plain ones do, so the last partial step needs no separate loop.
+  for (std::int64_t i = 0; i < k; i += 16) {
+    const __mmask16 mask =
+        i + 16 <= k ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (k - i)) - 1);
+    __m512 wv[kRowGroup];
+#pragma GCC unroll 4
+    for (int j = 0; j < kRowGroup; ++j) wv[j] = _mm512_maskz_loadu_ps(mask, rows + j * k + i);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + r * k + i);
+#pragma GCC unroll 4
+      for (int j = 0; j < kRowGroup; ++j) acc[r][j] = _mm512_fmadd_ps(xv, wv[j], acc[r][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+    const __m128 sums = reduce4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+    if (num_rows == kRowGroup) {
+      _mm_storeu_ps(y + r * ldy, sums);
+    } else {
+      alignas(16) float lanes[kRowGroup];
+      _mm_store_ps(lanes, sums);
+      for (std::int64_t j = 0; j < num_rows; ++j) y[r * ldy + j] = lanes[j];
+    }
+  }
+}
+
 }  // namespace
+
+void dot_rows(const float* x, std::int64_t m, std::int64_t k, const float* rows,
+              std::int64_t num_rows, float* y, std::int64_t ldy) {
+  for (std::int64_t m0 = 0; m0 < m; m0 += kRowTile) {
+    const float* xt = x + m0 * k;
+    float* yt = y + m0 * ldy;
+    switch (m - m0 < kRowTile ? m - m0 : kRowTile) {
+      case 1: dot_tile<1>(xt, k, rows, yt, ldy, num_rows); break;
+      case 2: dot_tile<2>(xt, k, rows, yt, ldy, num_rows); break;
+      case 3: dot_tile<3>(xt, k, rows, yt, ldy, num_rows); break;
+      default: dot_tile<4>(xt, k, rows, yt, ldy, num_rows); break;
+    }
+  }
+}
 
 void matmul_direct(DType dtype, const float* x, std::int64_t m, std::int64_t k,
                    const float* x_block_sums, const std::uint8_t* w, std::size_t w_stride,

@@ -22,4 +22,13 @@ void matmul_direct(DType dtype, const float* x /* [m, k] */, std::int64_t m, std
                    std::int64_t n_begin, std::int64_t n_end, float* y /* [m, ldy] */,
                    std::int64_t ldy);
 
+/// Weight rows per group of dot_rows.
+inline constexpr std::int64_t kRowGroup = 4;
+
+/// y[i, j] = x[i, :] · rows[j, :] for i < m, j < num_rows <= kRowGroup; `rows` holds kRowGroup
+/// weight rows already decoded to fp32 (rows past num_rows are read but their results dropped).
+void dot_rows(const float* x /* [m, k] */, std::int64_t m, std::int64_t k,
+              const float* rows /* [kRowGroup, k] */, std::int64_t num_rows,
+              float* y /* [m, ldy] */, std::int64_t ldy);
+
 }  // namespace pagoda::cpu::avx512

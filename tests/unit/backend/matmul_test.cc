@@ -65,7 +65,7 @@ void expect_matmul_matches(ThreadPool& pool, std::mt19937_64& rng, DType dtype, 
   for (std::int64_t j = 0; j < n; ++j) decode_row(w, j, 0, k, w_rows.data() + j * k);
 
   for (MatmulKernel kernel : {MatmulKernel::kAuto, MatmulKernel::kDirect, MatmulKernel::kPacked,
-                              MatmulKernel::kBlasPanel}) {
+                              MatmulKernel::kBlasPanel, MatmulKernel::kRowGroup}) {
     SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
     std::vector<float> y(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
     matmul(pool, x.data(), m, w, b, y.data(), kernel);

@@ -165,7 +165,11 @@ TEST(EngineCoreTest, AbortFreesEveryBlock) {
   auto s = e.client->submit(request(prompt_of(3, 30), 400));
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE((*s)->next(std::chrono::seconds(10)).ok());  // generating
+  // Hold the next step so the request cannot run to its length limit before the abort lands,
+  // however the test thread is scheduled.
+  e.executor->hold(true);
   e.client->abort((*s)->request_id());
+  e.executor->hold(false);
   Collected c = collect(**s);
   ASSERT_TRUE(c.finals.contains(0));
   EXPECT_EQ(c.finals[0].output.finish_reason(), "abort");
