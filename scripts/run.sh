@@ -9,6 +9,7 @@ BUILD_DIR="$("$ROOT/scripts/build.sh" | tail -n 1)"
 PAGODA="$BUILD_DIR/pagoda"
 
 echo "== pagoda inspect (first lines) =="
-"$PAGODA" inspect | head -n 18
+summary="$("$PAGODA" inspect)"
+sed -n 1,18p <<<"$summary"
 echo "== pagoda generate --chat 'What is a pagoda? Answer in two sentences.' =="
-"$PAGODA" generate --chat "What is a pagoda? Answer in two sentences." --max-tokens 96 "$@"
+"$PAGODA" generate --chat "What is a pagoda? Answer in two sentences." "$@"
