@@ -25,7 +25,22 @@ struct BenchResult {
   double decode_seconds = 0.0;
   std::int64_t decode_tokens = 0;
   double decode_rate() const { return decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0; }
+  // Steady state: the window in which every request had its first token and none had finished,
+  // so each step decodes the whole batch and carries no prefill; tokens produced inside it.
+  double steady_seconds = 0.0;
+  std::int64_t steady_tokens = 0;
+  double steady_rate() const { return steady_seconds > 0 ? steady_tokens / steady_seconds : 0.0; }
 };
+
+// Times at which a request's tokens arrived: its first token, then one step per latency.
+std::vector<double> token_times(const engine::RequestTimings& timings) {
+  std::vector<double> times;
+  if (!timings.first_token_time) return times;
+  double t = *timings.first_token_time;
+  times.push_back(t);
+  for (double gap : timings.inter_token_latencies) times.push_back(t += gap);
+  return times;
+}
 
 StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_prompts,
                                 std::int64_t input_len, std::int64_t output_len,
@@ -48,9 +63,15 @@ StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_p
   BenchResult result;
   double first_token = 1e300;
   double last_finish = 0.0;
+  double last_first_token = 0.0;
+  double first_finish = 1e300;
+  std::vector<std::vector<double>> arrivals;
   for (auto& stream : streams) {
     PAGODA_ASSIGN_OR_RETURN(engine::StreamOutput out, stream->next());
     if (!out.error.ok()) return out.error;
+    arrivals.push_back(token_times(out.output.timings));
+    last_first_token = std::max(last_first_token, out.output.timings.first_token_time.value_or(0.0));
+    first_finish = std::min(first_finish, out.output.timings.finished_time.value_or(0.0));
     result.prompt_tokens += out.output.usage.num_prompt_tokens;
     result.output_tokens += out.output.usage.num_completion_tokens;
     result.mean_ttft += out.output.timings.time_to_first_token().value_or(0.0);
@@ -59,6 +80,14 @@ StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_p
     last_finish = std::max(last_finish, out.output.timings.finished_time.value_or(0.0));
   }
   result.decode_seconds = last_finish - first_token;
+  if (first_finish > last_first_token) {
+    result.steady_seconds = first_finish - last_first_token;
+    for (const auto& times : arrivals) {
+      result.steady_tokens += std::count_if(times.begin(), times.end(), [&](double t) {
+        return t > last_first_token && t <= first_finish;
+      });
+    }
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.num_requests = num_prompts;
   result.mean_ttft /= static_cast<double>(num_prompts);
@@ -68,10 +97,10 @@ StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_p
 void print(const char* label, const BenchResult& r) {
   std::printf(
       "%-13s %3lld req in %7.2f s | %6.3f req/s | output %7.1f tok/s | total %7.1f tok/s | "
-      "mean TTFT %7.1f ms | decode %7.1f tok/s\n",
+      "mean TTFT %7.1f ms | decode %7.1f tok/s | steady decode %7.1f tok/s\n",
       label, static_cast<long long>(r.num_requests), r.seconds, r.num_requests / r.seconds,
       r.output_tokens / r.seconds, (r.prompt_tokens + r.output_tokens) / r.seconds,
-      r.mean_ttft * 1e3, r.decode_rate());
+      r.mean_ttft * 1e3, r.decode_rate(), r.steady_rate());
 }
 
 }  // namespace
@@ -126,9 +155,10 @@ int BenchCommand::run(const char* argv0) const {
   auto single = run_batch(**client, 1, input_len, output_len, seed + 2);
   if (!single.ok()) return report_error(single.status());
   print("single-stream", *single);
-  std::printf("vs single stream: output tok/s %.2fx, decode tok/s %.2fx\n",
+  std::printf("vs single stream: output tok/s %.2fx, decode tok/s %.2fx, steady decode %.2fx\n",
               (batch->output_tokens / batch->seconds) / (single->output_tokens / single->seconds),
-              batch->decode_rate() / single->decode_rate());
+              batch->decode_rate() / single->decode_rate(),
+              batch->steady_rate() / single->steady_rate());
   return 0;
 }
 

@@ -94,6 +94,22 @@ void matmul_direct(ThreadPool& pool, const float* x, std::int64_t m, const Tenso
   });
 }
 
+// How many groups ahead matmul_row_group prefetches weight rows.
+constexpr std::int64_t kPrefetchGroups = 2;
+
+// Asks for rows [first, first + count) of `w` (clipped to its end) to be brought into the cache.
+void prefetch_rows(const TensorView& w, std::int64_t first, std::int64_t count) {
+  const DTypeInfo& info = dtype_info(w.dtype);
+  const std::size_t row_bytes = static_cast<std::size_t>(w.num_cols / info.block_size) *
+                                static_cast<std::size_t>(info.block_bytes);
+  for (std::int64_t r = first; r < std::min(first + count, w.num_rows); ++r) {
+    const char* p = reinterpret_cast<const char*>(w.row(r));
+    for (std::size_t offset = 0; offset < row_bytes; offset += 64) {
+      __builtin_prefetch(p + offset, /*rw=*/0, /*locality=*/3);
+    }
+  }
+}
+
 // Per thread: groups of 4 weight rows, each decoded once into an fp32 buffer (4 x K floats, in
 // L1 for SmolLM2's K) and then dotted with every row of x. The direct kernel instead decodes
 // every block again for each tile of 4 rows of x, and decoding, not loading, is what costs.
@@ -110,6 +126,11 @@ void matmul_row_group(ThreadPool& pool, const float* x, std::int64_t m, const Te
       const std::int64_t n0 = g * avx512::kRowGroup;
       const std::int64_t count = std::min(avx512::kRowGroup, n - n0);
       for (std::int64_t j = 0; j < count; ++j) decode_row(w, n0 + j, 0, k, rows.data() + j * k);
+      // The dots touch no weight memory, so the hardware prefetcher stalls between groups and
+      // each decode would start on cold misses: fetch the next group while this one computes.
+      if (g + kPrefetchGroups < end) {
+        prefetch_rows(w, n0 + kPrefetchGroups * avx512::kRowGroup, avx512::kRowGroup);
+      }
       avx512::dot_rows(x, m, k, rows.data(), count, y + n0, n);
     }
     add_bias(bias, m, n, begin * avx512::kRowGroup, std::min(n, end * avx512::kRowGroup), y);

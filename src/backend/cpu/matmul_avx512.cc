@@ -10,6 +10,9 @@ namespace {
 
 constexpr int kBlock = 32;
 constexpr int kRowTile = 4;
+// Rows of x per dot_tile: 6 x 4 accumulators + 4 weight vectors + 1 x vector = 29 of the 32 zmm
+// registers, 10 loads per 24 FMAs (a 4 x 4 tile needs 8 per 16).
+constexpr int kDotRowTile = 6;
 
 inline float load_half(const std::uint8_t* p) {
   std::uint16_t bits;
@@ -130,8 +133,8 @@ inline __m128 reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
   return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
-// kRows rows of x against the kRowGroup decoded weight rows: 4 x 4 accumulators + 4 weight
-// vectors + 1 x vector = 21 of the 32 zmm registers. Each weight vector loaded serves kRows
+// kRows rows of x against the kRowGroup decoded weight rows: kRows x 4 accumulators + 4 weight
+// vectors + 1 x vector (29 zmm registers at kRows = 6). Each weight vector loaded serves kRows
 // rows of x, and each weight was decoded once for all of them.
 template <int kRows>
 void dot_tile(const float* x, std::int64_t k, const float* rows, float* y, std::int64_t ldy,
@@ -139,7 +142,7 @@ void dot_tile(const float* x, std::int64_t k, const float* rows, float* y, std::
   // Every loop over acc is unrolled: one left rolled makes GCC 12 keep the array on the stack and
   // store all 16 accumulators on every step (2x slower).
   __m512 acc[kRows][kRowGroup];
-#pragma GCC unroll 4
+#pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 4
     for (int j = 0; j < kRowGroup; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -151,14 +154,14 @@ void dot_tile(const float* x, std::int64_t k, const float* rows, float* y, std::
     __m512 wv[kRowGroup];
 #pragma GCC unroll 4
     for (int j = 0; j < kRowGroup; ++j) wv[j] = _mm512_maskz_loadu_ps(mask, rows + j * k + i);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int r = 0; r < kRows; ++r) {
       const __m512 xv = _mm512_maskz_loadu_ps(mask, x + r * k + i);
 #pragma GCC unroll 4
       for (int j = 0; j < kRowGroup; ++j) acc[r][j] = _mm512_fmadd_ps(xv, wv[j], acc[r][j]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r) {
     const __m128 sums = reduce4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
     if (num_rows == kRowGroup) {
@@ -171,19 +174,48 @@ void dot_tile(const float* x, std::int64_t k, const float* rows, float* y, std::
   }
 }
 
+
+// Weight rows to fp32 with the reference's rounding: scale * q, then + min (two roundings, no
+// FMA: this translation unit is built without FP contraction, as the reference is).
+template <typename Block>
+void decode_typed(const std::uint8_t* src, std::int64_t count, float* dst) {
+  const std::int64_t num_blocks = count / kBlock;
+  for (std::int64_t b = 0; b < num_blocks; ++b) {
+    __m512 q[2];
+    float scale, min;
+    Block::decode(src + b * Block::kBytes, q, scale, min);
+    const __m512 scale_v = _mm512_set1_ps(scale);
+    for (int i = 0; i < 2; ++i) {
+      __m512 v = _mm512_mul_ps(scale_v, q[i]);
+      if constexpr (Block::kHasMin) v = _mm512_add_ps(v, _mm512_set1_ps(min));
+      _mm512_storeu_ps(dst + b * kBlock + 16 * i, v);
+    }
+  }
+}
+
 }  // namespace
 
 void dot_rows(const float* x, std::int64_t m, std::int64_t k, const float* rows,
               std::int64_t num_rows, float* y, std::int64_t ldy) {
-  for (std::int64_t m0 = 0; m0 < m; m0 += kRowTile) {
+  for (std::int64_t m0 = 0; m0 < m; m0 += kDotRowTile) {
     const float* xt = x + m0 * k;
     float* yt = y + m0 * ldy;
-    switch (m - m0 < kRowTile ? m - m0 : kRowTile) {
+    switch (m - m0 < kDotRowTile ? m - m0 : kDotRowTile) {
       case 1: dot_tile<1>(xt, k, rows, yt, ldy, num_rows); break;
       case 2: dot_tile<2>(xt, k, rows, yt, ldy, num_rows); break;
       case 3: dot_tile<3>(xt, k, rows, yt, ldy, num_rows); break;
-      default: dot_tile<4>(xt, k, rows, yt, ldy, num_rows); break;
+      case 4: dot_tile<4>(xt, k, rows, yt, ldy, num_rows); break;
+      case 5: dot_tile<5>(xt, k, rows, yt, ldy, num_rows); break;
+      default: dot_tile<6>(xt, k, rows, yt, ldy, num_rows); break;
     }
+  }
+}
+
+void decode(DType dtype, const std::uint8_t* src, std::int64_t count, float* dst) {
+  switch (dtype) {
+    case DType::kQ4_0: return decode_typed<Q4_0Block>(src, count, dst);
+    case DType::kQ4_1: return decode_typed<Q4_1Block>(src, count, dst);
+    default: return decode_typed<Q8_0Block>(src, count, dst);
   }
 }
 

@@ -22,6 +22,10 @@ void matmul_direct(DType dtype, const float* x /* [m, k] */, std::int64_t m, std
                    std::int64_t n_begin, std::int64_t n_end, float* y /* [m, ldy] */,
                    std::int64_t ldy);
 
+/// Decodes `count` (a multiple of 32) weights of a `decodes(dtype)` type to fp32, rounded as
+/// the reference dequantizer rounds them (scale * q, then + min).
+void decode(DType dtype, const std::uint8_t* src, std::int64_t count, float* dst /* [count] */);
+
 /// Weight rows per group of dot_rows.
 inline constexpr std::int64_t kRowGroup = 4;
 

@@ -4,6 +4,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_avx2.h"
+#include "backend/cpu/matmul_avx512.h"
 #include "common/check.h"
 #include "model/dequantize.h"
 
@@ -19,6 +20,10 @@ void decode_row(const TensorView& t, std::int64_t row, std::int64_t col_begin, s
       << ", " << t.num_cols << "]";
   const std::uint8_t* src = t.row(row) + static_cast<std::size_t>(col_begin / info.block_size) *
                                              static_cast<std::size_t>(info.block_bytes);
+  if (cpu_has_avx512() && avx512::decodes(t.dtype)) {
+    avx512::decode(t.dtype, src, count, dst);
+    return;
+  }
   if (cpu_has_avx2() && avx2::decodes(t.dtype)) {
     avx2::decode(t.dtype, src, count, dst);
     return;
