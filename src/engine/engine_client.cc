@@ -144,6 +144,15 @@ StatusOr<std::shared_ptr<OutputStream>> EngineClient::submit(EngineRequest reque
   if (!request.ignore_eos) {
     for (const std::int32_t eos : config.extra_eos_token_ids) options.stop_token_ids.push_back(eos);
   }
+  bool traced = false;
+  if (config.trace_sink) {
+    traced = request.trace;
+    if (!traced && config.trace_sample_rate > 0.0) {
+      std::lock_guard lock(trace_rng_mutex_);
+      traced = std::uniform_real_distribution<double>(0.0, 1.0)(trace_rng_) <
+               config.trace_sample_rate;
+    }
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     SamplingParams sampling = request.sampling;
     // Each sample draws its own tokens; a seeded request stays reproducible (vLLM: seed + i).
@@ -154,7 +163,8 @@ StatusOr<std::shared_ptr<OutputStream>> EngineClient::submit(EngineRequest reque
                         .sampling = std::move(sampling),
                         .options = options,
                         .output = output,
-                        .channel = channel});
+                        .channel = channel,
+                        .traced = traced});
   }
   return std::make_shared<OutputStream>(id, n, std::move(channel));
 }

@@ -10,9 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +52,9 @@ struct EngineRequest {
   std::int32_t priority = 0;
   /// Requests with different salts never share cached prefix blocks.
   std::string cache_salt;
+  /// Trace this request (X-Pagoda-Trace, gRPC metadata) when a trace sink is configured; the
+  /// sample rate (EngineConfig::trace_sample_rate) may trace others too.
+  bool trace = false;
 };
 
 /// The outputs of one submitted request; thread-safe.
@@ -69,6 +74,11 @@ class OutputStream {
   std::optional<StreamOutput> try_next();
   /// Whether every final output has been taken.
   bool ended() const { return channel_->ended(); }
+  /// Wakes an asynchronous consumer after each new output (OutputChannel::set_listener); the
+  /// consumer then drains with try_next() on its own thread.
+  void set_listener(std::function<void()> listener) {
+    channel_->set_listener(std::move(listener));
+  }
 
  private:
   std::string request_id_;
@@ -125,6 +135,9 @@ class EngineClient {
   std::shared_ptr<SharedState> state_ = std::make_shared<SharedState>();
   std::atomic<bool> accepting_{true};
   std::atomic<std::uint64_t> next_id_{0};
+  // Draws for trace_sample_rate.
+  std::mutex trace_rng_mutex_;
+  std::mt19937_64 trace_rng_{std::random_device{}()};
 };
 
 /// The engine request id of sample `index` of client request `request_id` (vLLM's "i_id").

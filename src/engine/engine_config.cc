@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "pagoda/sampling_params.h"
+
 namespace pagoda::engine {
 
 namespace {
@@ -44,6 +46,13 @@ StatusOr<EngineConfig> resolve_engine_config(EngineConfig config, const ModelExe
   }
   if (config.max_waiting_requests < 0) {
     return invalid_argument("--max-waiting-requests must be >= 0");
+  }
+  if (!(config.trace_sample_rate >= 0.0 && config.trace_sample_rate <= 1.0)) {
+    return invalid_argument("--trace-sample-rate must be in [0, 1]");
+  }
+  if (config.trace_top_n < 0 || config.trace_top_n > SamplingParams::kMaxLogprobs) {
+    return invalid_argument("--trace-top-n must be in [0, " +
+                            std::to_string(SamplingParams::kMaxLogprobs) + "]");
   }
   if (config.output_channel_capacity < 1) {
     return invalid_argument("output_channel_capacity must be at least 1");

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "engine/scheduler_config.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/status.h"
+#include "trace/trace_sink.h"
 
 namespace pagoda::engine {
 
@@ -38,6 +40,13 @@ struct EngineConfig {
   /// The model's end-of-sequence token; extra EOS ids (generation_config) stop like it.
   std::optional<std::int32_t> eos_token_id;
   std::vector<std::int32_t> extra_eos_token_ids;
+
+  /// Reasoning traces: where events go (null: tracing off, every hook is one branch).
+  std::shared_ptr<trace::TraceSink> trace_sink;
+  /// Fraction of requests traced besides those that ask (--trace-sample-rate), in [0, 1].
+  double trace_sample_rate = 0.0;
+  /// Alternatives captured per traced token (--trace-top-n), in [0, kMaxLogprobs].
+  std::int64_t trace_top_n = 5;
 
   /// Upper bound of the default KV budget.
   static constexpr std::int64_t kDefaultKvCacheBytesCap = std::int64_t{4} << 30;

@@ -51,6 +51,9 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor
       scheduler_(config.scheduler, config.cache),
       runner_(*executor_, config.cache.block_size),
       outputs_(*tokenizer_),
+      tracer_(config.trace_sink, config.trace_top_n, *tokenizer_,
+              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                  .count()),
       start_time_(std::chrono::steady_clock::now()) {}
 
 EngineCore::~EngineCore() {
@@ -171,9 +174,16 @@ void EngineCore::add(EngineCoreRequest& r) {
     r.channel->push({r.index, unregistered_final(r), status});
     return;
   }
-  live_[r.request_id] = {r.index, r.channel};
+  live_[r.request_id] = {r.index, r.channel, r.sampling.logprobs};
+  tracer_.admitted(r.request_id, r.traced, static_cast<std::int64_t>(r.prompt_token_ids.size()),
+                   now());
   std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
   if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
+  // A trace wants the alternatives even when the client does not; emit() trims them back.
+  if (const std::int64_t top_n = tracer_.top_n_for(r.request_id);
+      top_n > 0 && r.sampling.logprobs.value_or(-1) < top_n) {
+    r.sampling.logprobs = top_n;
+  }
   sampler_.add(r.request_id, r.sampling, r.prompt_token_ids, std::move(stop_ids));
   status = scheduler_.add_request(
       std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options));
@@ -192,6 +202,8 @@ void EngineCore::abort(std::string_view request_id, const Status& error) {
 void EngineCore::step() {
   const SchedulerOutput scheduled = scheduler_.schedule();
   outputs_.record_scheduled(scheduled, now());
+  tracer_.begin_step(num_steps_ + 1, static_cast<std::int64_t>(scheduled.requests.size()));
+  tracer_.scheduled(scheduled, scheduler_, now());
   if (Status s = runner_.execute(scheduled); !s.ok()) return fail_step(scheduled, s);
   const SampledTokens sampled = sample(scheduled);
   emit(scheduler_.update_from_output(scheduled, sampled));
@@ -207,9 +219,15 @@ SampledTokens EngineCore::sample(const SchedulerOutput& scheduled) {
     const ScheduledRequest& s = scheduled.requests[i];
     step_logprobs_[i].reset();
     if (!s.needs_sample) continue;
-    sampled.token_ids[i].push_back(
-        sampler_.sample(s.request_id, runner_.logits_for(i), step_logprobs_[i]));
+    const std::int32_t token =
+        sampler_.sample(s.request_id, runner_.logits_for(i), step_logprobs_[i]);
+    sampled.token_ids[i].push_back(token);
     step_index_[s.request_id] = i;
+    if (tracer_.is_traced(s.request_id)) {
+      const Request* request = scheduler_.find_request(s.request_id);
+      tracer_.token(s.request_id, request != nullptr ? request->num_output_tokens() : 0, token,
+                    step_logprobs_[i] ? &*step_logprobs_[i] : nullptr, now());
+    }
   }
   return sampled;
 }
@@ -220,7 +238,12 @@ void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
     num_generated_tokens_ += static_cast<std::int64_t>(updates[u].new_token_ids.size());
     const auto it = step_index_.find(updates[u].request_id);
     if (it == step_index_.end() || !step_logprobs_[it->second]) continue;
+    // Only what the client asked for: a trace may have made the sampler compute more.
+    const auto live = live_.find(updates[u].request_id);
+    if (live == live_.end() || !live->second.client_logprobs) continue;
     sampling::SampledLogprobs& lp = *step_logprobs_[it->second];
+    const auto keep = static_cast<std::size_t>(*live->second.client_logprobs);
+    if (lp.top.size() > keep) lp.top.resize(keep);
     logprobs[u].push_back({lp.token_id, lp.logprob, std::move(lp.top)});
   }
   ProcessedOutputs result = outputs_.process(updates, now(), logprobs);
@@ -251,6 +274,7 @@ void EngineCore::deliver(RequestOutput output, Status error) {
   const auto it = live_.find(output.request_id);
   PAGODA_CHECK(it != live_.end()) << "output for unknown request " << output.request_id;
   const bool finished = output.finished;
+  if (finished) tracer_.finished(output, /*num_reasoning_tokens=*/0, now());
   it->second.channel->push({it->second.index, std::move(output), std::move(error)});
   if (finished) {
     sampler_.remove(it->first);
@@ -271,6 +295,11 @@ void EngineCore::publish_stats() {
   stats_.num_steps = num_steps_;
   stats_.num_failed_steps = num_failed_steps_;
   stats_.num_generated_tokens = num_generated_tokens_;
+  const trace::TraceSinkStats trace = tracer_.sink_stats();
+  stats_.trace_events_written = trace.events_written;
+  stats_.trace_events_dropped = trace.events_dropped;
+  stats_.trace_bytes_written = trace.bytes_written;
+  stats_.trace_seconds = tracer_.seconds_spent();
 }
 
 }  // namespace pagoda::engine

@@ -27,6 +27,7 @@
 #include "engine/output_channel.h"
 #include "engine/output_options.h"
 #include "engine/output_processor.h"
+#include "engine/request_tracer.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "pagoda/model_executor.h"
@@ -47,6 +48,8 @@ struct EngineCoreRequest {
   OutputOptions output;
   /// Where its outputs go; shared by the n samples of one client request.
   std::shared_ptr<OutputChannel> channel;
+  /// Emit trace events for it (EngineConfig::trace_sink must be set).
+  bool traced = false;
 };
 
 /// Gauges and counters, copied out after every step.
@@ -61,6 +64,11 @@ struct EngineStats {
   std::int64_t num_steps = 0;
   std::int64_t num_failed_steps = 0;  ///< Steps whose forward pass returned an error.
   std::int64_t num_generated_tokens = 0;
+  // Reasoning traces (zeros without a trace sink).
+  std::int64_t trace_events_written = 0;
+  std::int64_t trace_events_dropped = 0;
+  std::int64_t trace_bytes_written = 0;
+  double trace_seconds = 0.0;  ///< Engine time spent producing trace data.
   bool running = false;  ///< The loop thread is alive.
 };
 
@@ -101,6 +109,8 @@ class EngineCore {
   struct LiveRequest {
     std::int64_t index = 0;
     std::shared_ptr<OutputChannel> channel;
+    // Top logprobs the client asked for (the sampler may compute more for a trace).
+    std::optional<std::int64_t> client_logprobs;
   };
   struct StringHash {
     using is_transparent = void;
@@ -130,6 +140,7 @@ class EngineCore {
   ModelRunner runner_;
   sampling::BatchSampler sampler_;
   OutputProcessor outputs_;
+  RequestTracer tracer_;
   std::unordered_map<std::string, LiveRequest, StringHash, std::equal_to<>> live_;
   // The step's logprobs by scheduled index; reused between steps.
   std::vector<std::optional<sampling::SampledLogprobs>> step_logprobs_;

@@ -32,8 +32,11 @@ OutputChannel::OutputChannel(std::size_t capacity, std::int64_t num_samples,
 
 void OutputChannel::push(StreamOutput item) {
   if (item.output.finished && on_final_) on_final_();
+  std::shared_ptr<const std::function<void()>> listener;
+  bool merged = false;
   {
     std::lock_guard lock(mutex_);
+    listener = listener_;
     if (queue_.size() >= capacity_) {
       // Newest queued output of the same sample; with n > 1 there may be none, and then the
       // queue grows past capacity by at most one output per sample.
@@ -41,13 +44,29 @@ void OutputChannel::push(StreamOutput item) {
         if (it->index == item.index && !it->output.finished) {
           merge_stream_output(*it, std::move(item));
           ++num_coalesced_;
-          return;
+          merged = true;
+          break;
         }
       }
     }
-    queue_.push_back(std::move(item));
+    if (!merged) queue_.push_back(std::move(item));
   }
-  ready_.notify_all();
+  if (!merged) ready_.notify_all();
+  if (listener) (*listener)();
+}
+
+void OutputChannel::set_listener(std::function<void()> listener) {
+  std::shared_ptr<const std::function<void()>> installed;
+  if (listener) installed = std::make_shared<const std::function<void()>>(std::move(listener));
+  bool pending = false;
+  {
+    std::lock_guard lock(mutex_);
+    listener_ = installed;
+    pending = !queue_.empty() || finals_left_ == 0;
+  }
+  // Outputs pushed before the listener was installed would otherwise wait for the next push,
+  // which may never come.
+  if (installed && pending) (*installed)();
 }
 
 StreamOutput OutputChannel::take_front() {

@@ -6,6 +6,9 @@
 // sees fewer, larger deltas and loses nothing. Final outputs are merged the same way, so a
 // stream always ends with exactly one final output per sample. Memory per request is therefore
 // bounded by `capacity` outputs plus the request's own text.
+//
+// An asynchronous consumer (the HTTP server) cannot block in pop(); it registers a listener that
+// push() calls after queuing, and then drains with try_pop() on its own thread.
 #pragma once
 
 #include <chrono>
@@ -14,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -57,6 +61,11 @@ class OutputChannel {
   bool ended() const;
   /// Outputs merged into others because the channel was full.
   std::int64_t num_coalesced() const;
+  /// Calls `listener` on the producer's thread after every push, outside the channel's lock; it
+  /// must not block and may run after the consumer has already taken the output (wake-ups can
+  /// be spurious). When outputs are already queued, or the stream has ended, it is also called
+  /// once right away on the caller's thread, so no wake-up is lost. nullptr removes it.
+  void set_listener(std::function<void()> listener);
 
  private:
   StreamOutput take_front();  // mutex_ held, queue_ not empty
@@ -68,6 +77,8 @@ class OutputChannel {
   std::deque<StreamOutput> queue_;
   std::int64_t finals_left_;
   std::int64_t num_coalesced_ = 0;
+  // Shared so push() can call it outside the lock while set_listener() replaces it.
+  std::shared_ptr<const std::function<void()>> listener_;
 };
 
 }  // namespace pagoda::engine

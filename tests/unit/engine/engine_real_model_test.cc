@@ -126,6 +126,10 @@ TEST_F(EngineRealModelTest, AbortMidGenerationFreesEveryBlock) {
   ASSERT_NE(client, nullptr);
   auto stream = submit(*client, prompt(3, 50), 150);
   ASSERT_TRUE(stream->next(std::chrono::seconds(30)).ok());
+  // Stats are published after the step that delivered the output: give them a moment.
+  for (int i = 0; i < 200 && client->stats().kv_cache_usage == 0.0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_GT(client->stats().kv_cache_usage, 0.0);
   client->abort(stream->request_id());
   auto [tokens, final_output] = drain(*stream);

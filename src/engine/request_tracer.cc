@@ -1,0 +1,175 @@
+#include "engine/request_tracer.h"
+
+#include <chrono>
+#include <span>
+#include <utility>
+
+namespace pagoda::engine {
+
+namespace {
+
+// Adds the wall time of its scope to `total`.
+class CostTimer {
+ public:
+  explicit CostTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~CostTimer() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  CostTimer(const CostTimer&) = delete;
+  CostTimer& operator=(const CostTimer&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+RequestTracer::RequestTracer(std::shared_ptr<trace::TraceSink> sink, std::int64_t top_n,
+                             const Tokenizer& tokenizer, double unix_origin)
+    : sink_(std::move(sink)), top_n_(top_n), tokenizer_(tokenizer), unix_origin_(unix_origin) {}
+
+bool RequestTracer::is_traced(std::string_view request_id) const {
+  return !traced_.empty() && traced_.find(request_id) != traced_.end();
+}
+
+std::int64_t RequestTracer::top_n_for(std::string_view request_id) const {
+  return is_traced(request_id) ? top_n_ : 0;
+}
+
+RequestTracer::Traced* RequestTracer::find(std::string_view request_id) {
+  if (traced_.empty()) return nullptr;
+  const auto it = traced_.find(request_id);
+  return it == traced_.end() ? nullptr : &it->second;
+}
+
+trace::TraceEvent RequestTracer::event(trace::TraceEventKind kind, std::string_view request_id,
+                                       double now) const {
+  trace::TraceEvent e;
+  e.kind = kind;
+  e.request_id = std::string(request_id);
+  e.time = unix_origin_ + now;
+  e.step = step_;
+  return e;
+}
+
+std::string RequestTracer::token_text(std::int32_t token_id) const {
+  return tokenizer_.decode(std::span(&token_id, 1), DecodeOptions{.skip_special_tokens = false});
+}
+
+void RequestTracer::admitted(const std::string& request_id, bool traced,
+                             std::int64_t num_prompt_tokens, double now) {
+  if (!sink_ || !traced) return;
+  CostTimer timer(seconds_spent_);
+  traced_[request_id] = {.num_prompt_tokens = num_prompt_tokens};
+  trace::TraceEvent e = event(trace::TraceEventKind::kAdmitted, request_id, now);
+  e.num_prompt_tokens = num_prompt_tokens;
+  emit(e);
+}
+
+void RequestTracer::begin_step(std::int64_t step, std::int64_t batch_size) {
+  step_ = step;
+  batch_size_ = batch_size;
+}
+
+void RequestTracer::scheduled(const SchedulerOutput& output, const Scheduler& scheduler,
+                              double now) {
+  if (traced_.empty()) return;
+  CostTimer timer(seconds_spent_);
+  for (const std::string& id : output.preempted_request_ids) {
+    if (find(id) == nullptr) continue;
+    trace::TraceEvent e = event(trace::TraceEventKind::kPreempted, id, now);
+    if (const Request* r = scheduler.find_request(id)) e.num_output_tokens = r->num_output_tokens();
+    emit(e);
+  }
+  for (const ScheduledRequest& s : output.requests) {
+    Traced* t = find(s.request_id);
+    if (t == nullptr) continue;
+    const Request* r = scheduler.find_request(s.request_id);
+    const std::int64_t num_outputs = r != nullptr ? r->num_output_tokens() : 0;
+    if (s.is_new && !t->scheduled) {
+      t->scheduled = true;
+      trace::TraceEvent e = event(trace::TraceEventKind::kScheduled, s.request_id, now);
+      e.num_prompt_tokens = t->num_prompt_tokens;
+      e.num_cached_tokens = s.num_computed_tokens;  // a fresh request starts at its cache hit
+      emit(e);
+    } else if (s.resumed_from_preemption) {
+      trace::TraceEvent e = event(trace::TraceEventKind::kResumed, s.request_id, now);
+      e.num_output_tokens = num_outputs;
+      emit(e);
+    }
+    // Known tokens are prompt + outputs; a step that computes any but the newest is (re)filling.
+    const std::int64_t known = t->num_prompt_tokens + num_outputs;
+    if (s.num_computed_tokens < known - 1 || s.num_computed_tokens < t->num_prompt_tokens) {
+      trace::TraceEvent e = event(trace::TraceEventKind::kPrefillChunk, s.request_id, now);
+      e.num_chunk_tokens = s.num_scheduled_tokens();
+      e.num_computed_tokens = s.num_computed_tokens + s.num_scheduled_tokens();
+      e.num_prompt_tokens = t->num_prompt_tokens;
+      emit(e);
+    }
+  }
+}
+
+void RequestTracer::token(std::string_view request_id, std::int64_t index, std::int32_t token_id,
+                          const sampling::SampledLogprobs* logprobs, double now) {
+  if (find(request_id) == nullptr) return;
+  CostTimer timer(seconds_spent_);
+  trace::TraceEvent e = event(trace::TraceEventKind::kToken, request_id, now);
+  e.index = index;
+  e.token_id = token_id;
+  e.text = token_text(token_id);
+  e.batch_size = batch_size_;
+  if (logprobs != nullptr) {
+    e.logprob = logprobs->logprob;
+    const std::size_t n = std::min(logprobs->top.size(), static_cast<std::size_t>(top_n_));
+    e.alternatives.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& [id, lp] = logprobs->top[i];
+      e.alternatives.push_back({id, token_text(id), lp});
+    }
+  }
+  emit(e);
+}
+
+void RequestTracer::reasoning_start(std::string_view request_id, std::int64_t index, double now) {
+  if (find(request_id) == nullptr) return;
+  CostTimer timer(seconds_spent_);
+  trace::TraceEvent e = event(trace::TraceEventKind::kReasoningStart, request_id, now);
+  e.index = index;
+  emit(e);
+}
+
+void RequestTracer::reasoning_end(std::string_view request_id, std::int64_t index,
+                                  std::int64_t num_tokens, bool forced, double now) {
+  if (find(request_id) == nullptr) return;
+  CostTimer timer(seconds_spent_);
+  trace::TraceEvent e = event(trace::TraceEventKind::kReasoningEnd, request_id, now);
+  e.index = index;
+  e.num_reasoning_tokens = num_tokens;
+  e.forced = forced;
+  emit(e);
+}
+
+void RequestTracer::finished(const RequestOutput& output, std::int64_t num_reasoning_tokens,
+                             double now) {
+  const auto it = traced_.empty() ? traced_.end() : traced_.find(output.request_id);
+  if (it == traced_.end()) return;
+  CostTimer timer(seconds_spent_);
+  trace::TraceEvent e = event(trace::TraceEventKind::kFinished, output.request_id, now);
+  e.finish_reason = std::string(output.finish_reason());
+  e.num_prompt_tokens = output.usage.num_prompt_tokens;
+  e.num_cached_tokens = output.usage.num_cached_prompt_tokens;
+  e.num_output_tokens = output.usage.num_completion_tokens;
+  e.num_reasoning_tokens = num_reasoning_tokens;
+  e.queue_time = output.timings.queue_time();
+  e.time_to_first_token = output.timings.time_to_first_token();
+  e.end_to_end_latency = output.timings.end_to_end_latency();
+  emit(e);
+  traced_.erase(it);
+}
+
+trace::TraceSinkStats RequestTracer::sink_stats() const {
+  return sink_ ? sink_->stats() : trace::TraceSinkStats{};
+}
+
+}  // namespace pagoda::engine

@@ -1,0 +1,88 @@
+// The engine's side of reasoning traces: which live requests are traced, and the events it
+// hands to the trace sink as their lives unfold. Runs on the engine thread only.
+//
+// Cost model: with no sink every hook returns at its first branch. With a sink, only traced
+// requests cost anything, and the time spent building and handing over their events is
+// accumulated (EngineStats::trace_seconds), so the price of tracing is measured, not guessed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "engine/request_output.h"
+#include "engine/scheduler.h"
+#include "engine/scheduler_output.h"
+#include "pagoda/tokenizer.h"
+#include "sampling/logprobs.h"
+#include "trace/trace_sink.h"
+
+namespace pagoda::engine {
+
+class RequestTracer {
+ public:
+  /// `sink` null: tracing off. `top_n`: alternatives captured per token. `unix_origin`: Unix
+  /// time of the engine clock's zero. `tokenizer` must outlive the tracer.
+  RequestTracer(std::shared_ptr<trace::TraceSink> sink, std::int64_t top_n,
+                const Tokenizer& tokenizer, double unix_origin);
+
+  /// Whether a sink is attached.
+  bool enabled() const { return sink_ != nullptr; }
+  /// Whether `request_id` is traced.
+  bool is_traced(std::string_view request_id) const;
+  /// Alternatives the sampler must compute for `request_id` for the trace (0 when untraced).
+  std::int64_t top_n_for(std::string_view request_id) const;
+
+  /// A request entered the engine; `traced` starts tracing it.
+  void admitted(const std::string& request_id, bool traced, std::int64_t num_prompt_tokens,
+                double now);
+  /// The start of step `step` (1-based); `batch_size` requests run in it.
+  void begin_step(std::int64_t step, std::int64_t batch_size);
+  /// What the scheduler planned: scheduled / resumed / prefill_chunk / preempted events.
+  void scheduled(const SchedulerOutput& output, const Scheduler& scheduler, double now);
+  /// A token sampled for `request_id` at output position `index`; `logprobs` when computed.
+  void token(std::string_view request_id, std::int64_t index, std::int32_t token_id,
+             const sampling::SampledLogprobs* logprobs, double now);
+  /// A thinking span opened (at output position `index`; 0 when the prompt opened it).
+  void reasoning_start(std::string_view request_id, std::int64_t index, double now);
+  /// The thinking span closed after `num_tokens` tokens; `forced` by the budget.
+  void reasoning_end(std::string_view request_id, std::int64_t index, std::int64_t num_tokens,
+                     bool forced, double now);
+  /// The final output; forgets the request.
+  void finished(const RequestOutput& output, std::int64_t num_reasoning_tokens, double now);
+
+  /// Engine seconds spent producing trace data so far.
+  double seconds_spent() const { return seconds_spent_; }
+  /// The sink's counters (zeros when off).
+  trace::TraceSinkStats sink_stats() const;
+
+ private:
+  struct Traced {
+    std::int64_t num_prompt_tokens = 0;
+    bool scheduled = false;
+  };
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  trace::TraceEvent event(trace::TraceEventKind kind, std::string_view request_id,
+                          double now) const;
+  void emit(const trace::TraceEvent& event) { sink_->write(event); }
+  std::string token_text(std::int32_t token_id) const;
+  Traced* find(std::string_view request_id);
+
+  std::shared_ptr<trace::TraceSink> sink_;
+  std::int64_t top_n_;
+  const Tokenizer& tokenizer_;
+  double unix_origin_;
+  std::int64_t step_ = 0;
+  std::int64_t batch_size_ = 0;
+  double seconds_spent_ = 0.0;
+  std::unordered_map<std::string, Traced, StringHash, std::equal_to<>> traced_;
+};
+
+}  // namespace pagoda::engine

@@ -1,0 +1,120 @@
+#include "trace/jsonl_trace_sink.h"
+
+#include <spdlog/logger.h>
+#include <spdlog/sinks/rotating_file_sink.h>
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+namespace pagoda::trace {
+
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<JsonlTraceSink>> JsonlTraceSink::open(JsonlTraceSinkOptions options) {
+  if (options.max_queue_bytes == 0) return invalid_argument("trace queue bytes must be > 0");
+  if (options.max_file_bytes == 0) return invalid_argument("trace file size must be > 0");
+  spdlog::sink_ptr sink = options.sink_override;
+  if (!sink) {
+    if (options.path.empty()) return invalid_argument("--trace-file: empty path");
+    try {
+      sink = std::make_shared<spdlog::sinks::rotating_file_sink_st>(
+          options.path, options.max_file_bytes, options.max_files);
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kUnavailable,
+                    "cannot open trace file " + options.path + ": " + e.what());
+    }
+  }
+  auto logger = std::make_shared<spdlog::logger>("pagoda-trace", std::move(sink));
+  logger->set_pattern("%v");  // the JSON line and nothing else
+  logger->set_level(spdlog::level::info);
+  logger->flush_on(spdlog::level::off);
+  return std::unique_ptr<JsonlTraceSink>(new JsonlTraceSink(std::move(options), std::move(logger)));
+}
+
+JsonlTraceSink::JsonlTraceSink(JsonlTraceSinkOptions options, std::shared_ptr<spdlog::logger> logger)
+    : options_(std::move(options)),
+      logger_(std::move(logger)),
+      start_(steady_seconds()),
+      limiter_(options_.max_bytes_per_second) {
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+JsonlTraceSink::~JsonlTraceSink() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  work_.notify_one();
+  writer_.join();
+  logger_->flush();
+}
+
+bool JsonlTraceSink::write(const TraceEvent& event) {
+  std::string line = to_json_line(event);
+  line.push_back('\n');
+  {
+    std::lock_guard lock(mutex_);
+    const bool fits = !stop_ && queued_bytes_ + line.size() <= options_.max_queue_bytes;
+    if (!fits || !limiter_.allow(line.size(), steady_seconds() - start_)) {
+      events_dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    queued_bytes_ += line.size();
+    queue_.push_back(std::move(line));
+  }
+  work_.notify_one();
+  return true;
+}
+
+void JsonlTraceSink::writer_loop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    work_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stop_ and nothing left
+    std::deque<std::string> batch;
+    batch.swap(queue_);
+    writing_ = true;
+    lock.unlock();
+    std::size_t bytes = 0;
+    for (std::string& line : batch) {
+      bytes += line.size();
+      line.pop_back();  // the logger's pattern adds the newline
+      logger_->log(spdlog::level::info, line);
+    }
+    logger_->flush();
+    events_written_.fetch_add(static_cast<std::int64_t>(batch.size()), std::memory_order_relaxed);
+    bytes_written_.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    lock.lock();
+    queued_bytes_ -= bytes;
+    writing_ = false;
+    if (queue_.empty()) idle_.notify_all();
+  }
+  writing_ = false;
+  idle_.notify_all();
+}
+
+TraceSinkStats JsonlTraceSink::stats() const {
+  return {events_written_.load(std::memory_order_relaxed),
+          events_dropped_.load(std::memory_order_relaxed),
+          bytes_written_.load(std::memory_order_relaxed)};
+}
+
+void JsonlTraceSink::flush() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [this] { return (queue_.empty() && !writing_) || stop_; });
+}
+
+std::size_t JsonlTraceSink::queued_bytes() const {
+  std::lock_guard lock(mutex_);
+  return queued_bytes_;
+}
+
+}  // namespace pagoda::trace
