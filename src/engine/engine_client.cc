@@ -79,6 +79,16 @@ Status EngineClient::validate(const EngineRequest& r) const {
     return invalid_argument("min_tokens (" + std::to_string(r.sampling.min_tokens) +
                             ") is greater than max_tokens (" + std::to_string(max_tokens) + ")");
   }
+  if (r.max_reasoning_tokens) {
+    if (!core_->config().reasoning) {
+      return invalid_argument(
+          "max_reasoning_tokens needs a reasoning model: start the server with --reasoning-parser");
+    }
+    if (*r.max_reasoning_tokens < 0) {
+      return invalid_argument("max_reasoning_tokens must be >= 0, got " +
+                              std::to_string(*r.max_reasoning_tokens));
+    }
+  }
   for (const std::int32_t id : r.stop_token_ids) {
     if (id < 0 || id >= vocab_size_) {
       return invalid_argument("stop_token_ids holds " + std::to_string(id) +
@@ -96,7 +106,9 @@ StatusOr<std::shared_ptr<OutputStream>> EngineClient::submit(EngineRequest reque
                        .include_stop_str_in_output = request.include_stop_str_in_output,
                        .skip_special_tokens = request.skip_special_tokens,
                        .min_tokens = request.sampling.min_tokens,
-                       .stream = request.stream};
+                       .stream = request.stream,
+                       .reasoning = config.reasoning,
+                       .separate_reasoning = request.separate_reasoning};
   if (request.sampling.logprobs) {
     output.num_logprobs = static_cast<std::int32_t>(*request.sampling.logprobs);
   }
@@ -164,7 +176,8 @@ StatusOr<std::shared_ptr<OutputStream>> EngineClient::submit(EngineRequest reque
                         .options = options,
                         .output = output,
                         .channel = channel,
-                        .traced = traced});
+                        .traced = traced,
+                        .max_reasoning_tokens = request.max_reasoning_tokens});
   }
   return std::make_shared<OutputStream>(id, n, std::move(channel));
 }

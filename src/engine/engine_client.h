@@ -52,6 +52,12 @@ struct EngineRequest {
   std::int32_t priority = 0;
   /// Requests with different salts never share cached prefix blocks.
   std::string cache_salt;
+  /// Return the thinking span as RequestOutput::reasoning_text instead of inside `text` (chat;
+  /// needs EngineConfig::reasoning, ignored without).
+  bool separate_reasoning = false;
+  /// Reasoning budget: after this many tokens inside the thinking span the engine closes it by
+  /// forcing the end tag (needs EngineConfig::reasoning). Unset: no budget.
+  std::optional<std::int64_t> max_reasoning_tokens;
   /// Trace this request (X-Pagoda-Trace, gRPC metadata) when a trace sink is configured; the
   /// sample rate (EngineConfig::trace_sample_rate) may trace others too.
   bool trace = false;

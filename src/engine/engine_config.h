@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/cache_config.h"
+#include "engine/reasoning_tags.h"
 #include "engine/scheduler_config.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/status.h"
@@ -47,6 +48,12 @@ struct EngineConfig {
   double trace_sample_rate = 0.0;
   /// Alternatives captured per traced token (--trace-top-n), in [0, kMaxLogprobs].
   std::int64_t trace_top_n = 5;
+
+  /// The thinking span's tags (--reasoning-parser); unset: the model does not think, all
+  /// output is text and max_reasoning_tokens is refused.
+  std::optional<ReasoningTags> reasoning;
+  /// What reasoning_effort low / medium / high mean, in tokens.
+  ReasoningEffortBudgets reasoning_effort_budgets;
 
   /// Upper bound of the default KV budget.
   static constexpr std::int64_t kDefaultKvCacheBytesCap = std::int64_t{4} << 30;

@@ -54,7 +54,13 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor
       tracer_(config.trace_sink, config.trace_top_n, *tokenizer_,
               std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                   .count()),
-      start_time_(std::chrono::steady_clock::now()) {}
+      start_time_(std::chrono::steady_clock::now()) {
+  if (config_.reasoning) {
+    // The end tag as the model would spell it; a special token (Qwen3's </think>) is one id.
+    end_tag_ids_ = tokenizer_->encode(config_.reasoning->end,
+                                      {.add_special_tokens = false, .parse_special = true});
+  }
+}
 
 EngineCore::~EngineCore() {
   shutdown(/*drain=*/false);
@@ -167,6 +173,11 @@ void EngineCore::apply(Command& command) {
 }
 
 void EngineCore::add(EngineCoreRequest& r) {
+  if (r.output.reasoning) {
+    r.output.reasoning_starts_inside = ends_inside_span(
+        tokenizer_->decode(r.prompt_token_ids, {.skip_special_tokens = false}),
+        *r.output.reasoning);
+  }
   Status status = outputs_.add_request(r.request_id, r.output,
                                        static_cast<std::int64_t>(r.prompt_token_ids.size()),
                                        r.options.arrival_time);
@@ -177,6 +188,16 @@ void EngineCore::add(EngineCoreRequest& r) {
   live_[r.request_id] = {r.index, r.channel, r.sampling.logprobs};
   tracer_.admitted(r.request_id, r.traced, static_cast<std::int64_t>(r.prompt_token_ids.size()),
                    now());
+  if (r.output.reasoning_starts_inside) tracer_.reasoning_start(r.request_id, 0, now());
+  if (r.max_reasoning_tokens) {
+    ReasoningBudget& budget = budgets_[r.request_id];
+    budget.max_tokens = *r.max_reasoning_tokens;
+    // A zero budget in a span the prompt opened: the very first tokens close it.
+    if (budget.max_tokens == 0 && r.output.reasoning_starts_inside) {
+      budget.spent = true;
+      budget.forced.assign(end_tag_ids_.begin(), end_tag_ids_.end());
+    }
+  }
   std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
   if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
   // A trace wants the alternatives even when the client does not; emit() trims them back.
@@ -196,6 +217,7 @@ void EngineCore::abort(std::string_view request_id, const Status& error) {
     deliver(std::move(*out), error);
   }
   sampler_.remove(request_id);
+  if (const auto it = budgets_.find(request_id); it != budgets_.end()) budgets_.erase(it);
 }
 
 // The five parts of a step; each callee hides its own bookkeeping.
@@ -219,8 +241,15 @@ SampledTokens EngineCore::sample(const SchedulerOutput& scheduled) {
     const ScheduledRequest& s = scheduled.requests[i];
     step_logprobs_[i].reset();
     if (!s.needs_sample) continue;
-    const std::int32_t token =
-        sampler_.sample(s.request_id, runner_.logits_for(i), step_logprobs_[i]);
+    std::int32_t token;
+    const auto budget = budgets_.empty() ? budgets_.end() : budgets_.find(s.request_id);
+    if (budget != budgets_.end() && !budget->second.forced.empty()) {
+      token = budget->second.forced.front();
+      budget->second.forced.pop_front();
+      sampler_.force(s.request_id, runner_.logits_for(i), token, step_logprobs_[i]);
+    } else {
+      token = sampler_.sample(s.request_id, runner_.logits_for(i), step_logprobs_[i]);
+    }
     sampled.token_ids[i].push_back(token);
     step_index_[s.request_id] = i;
     if (tracer_.is_traced(s.request_id)) {
@@ -247,12 +276,34 @@ void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
     logprobs[u].push_back({lp.token_id, lp.logprob, std::move(lp.top)});
   }
   ProcessedOutputs result = outputs_.process(updates, now(), logprobs);
+  follow_reasoning(result.reasoning);
   for (RequestOutput& out : result.outputs) deliver(std::move(out));
   // A stop string ended these in text; the client has its final output, the scheduler must
   // still free their blocks.
   for (const std::string& id : result.requests_to_abort) {
     scheduler_.abort_request(id);
     sampler_.remove(id);
+    if (const auto it = budgets_.find(id); it != budgets_.end()) budgets_.erase(it);
+  }
+}
+
+// Trace events for spans that opened or closed, and budgets: once a request has spent its
+// reasoning tokens inside an open span, its next tokens are the end tag.
+void EngineCore::follow_reasoning(const std::vector<ReasoningProgress>& progress) {
+  for (const ReasoningProgress& p : progress) {
+    const auto budget = budgets_.find(p.request_id);
+    if (p.opened) tracer_.reasoning_start(p.request_id, p.num_output_tokens, now());
+    if (p.closed) {
+      const bool forced = budget != budgets_.end() && budget->second.spent;
+      tracer_.reasoning_end(p.request_id, p.num_output_tokens, p.num_reasoning_tokens, forced,
+                            now());
+    }
+    if (budget == budgets_.end()) continue;
+    ReasoningBudget& b = budget->second;
+    if (p.inside && !b.spent && p.num_reasoning_tokens >= b.max_tokens) {
+      b.spent = true;
+      b.forced.assign(end_tag_ids_.begin(), end_tag_ids_.end());
+    }
   }
 }
 
@@ -274,7 +325,10 @@ void EngineCore::deliver(RequestOutput output, Status error) {
   const auto it = live_.find(output.request_id);
   PAGODA_CHECK(it != live_.end()) << "output for unknown request " << output.request_id;
   const bool finished = output.finished;
-  if (finished) tracer_.finished(output, /*num_reasoning_tokens=*/0, now());
+  if (finished) {
+    tracer_.finished(output, output.usage.num_reasoning_tokens, now());
+    budgets_.erase(output.request_id);
+  }
   it->second.channel->push({it->second.index, std::move(output), std::move(error)});
   if (finished) {
     sampler_.remove(it->first);

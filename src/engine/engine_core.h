@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,6 +51,8 @@ struct EngineCoreRequest {
   std::shared_ptr<OutputChannel> channel;
   /// Emit trace events for it (EngineConfig::trace_sink must be set).
   bool traced = false;
+  /// Tokens inside the thinking span before the engine closes it; unset: no budget.
+  std::optional<std::int64_t> max_reasoning_tokens;
 };
 
 /// Gauges and counters, copied out after every step.
@@ -129,6 +132,7 @@ class EngineCore {
   void step();
   SampledTokens sample(const SchedulerOutput& scheduled);
   void emit(const std::vector<RequestUpdate>& updates);
+  void follow_reasoning(const std::vector<ReasoningProgress>& progress);
   void fail_step(const SchedulerOutput& scheduled, const Status& error);
   void deliver(RequestOutput output, Status error = Status::ok_status());
   void publish_stats();
@@ -145,6 +149,14 @@ class EngineCore {
   // The step's logprobs by scheduled index; reused between steps.
   std::vector<std::optional<sampling::SampledLogprobs>> step_logprobs_;
   std::unordered_map<std::string_view, std::size_t> step_index_;
+  // Reasoning budgets of live requests that have one; the end tag's ids once a budget is spent.
+  struct ReasoningBudget {
+    std::int64_t max_tokens = 0;
+    bool spent = false;
+    std::deque<std::int32_t> forced;
+  };
+  std::unordered_map<std::string, ReasoningBudget, StringHash, std::equal_to<>> budgets_;
+  std::vector<std::int32_t> end_tag_ids_;
   std::int64_t num_steps_ = 0;
   std::int64_t num_failed_steps_ = 0;
   std::int64_t num_generated_tokens_ = 0;

@@ -12,6 +12,7 @@ void merge_stream_output(StreamOutput& into, StreamOutput&& next) {
   RequestOutput& a = into.output;
   RequestOutput& b = next.output;
   a.text += b.text;
+  a.reasoning_text += b.reasoning_text;
   a.token_ids.insert(a.token_ids.end(), b.token_ids.begin(), b.token_ids.end());
   a.logprobs.insert(a.logprobs.end(), std::make_move_iterator(b.logprobs.begin()),
                     std::make_move_iterator(b.logprobs.end()));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/reasoning_tags.h"
 #include "pagoda/status.h"
 
 namespace pagoda::engine {
@@ -26,6 +27,14 @@ struct OutputOptions {
   std::optional<std::int32_t> num_logprobs;
   /// True: an output after every step with new tokens (deltas). False: one final output.
   bool stream = false;
+  /// The thinking span's tags (the engine's --reasoning-parser): the span is followed (for
+  /// reasoning budgets, traces and usage); unset: the model does not think.
+  std::optional<ReasoningTags> reasoning;
+  /// Move the span's text out of `text` into RequestOutput::reasoning_text (chat's
+  /// reasoning_content), tags dropped. False keeps the raw text, tags included (completions).
+  bool separate_reasoning = false;
+  /// The prompt ended inside an open span, so the output starts in it.
+  bool reasoning_starts_inside = false;
 
   /// INVALID_ARGUMENT naming the field for bad stop strings, negative min_tokens or logprobs.
   Status validate() const;

@@ -42,6 +42,14 @@ ProcessedOutputs OutputProcessor::process(std::span<const RequestUpdate> updates
     std::optional<RequestOutput> output =
         state.apply(update, logprobs.empty() ? std::span<const TokenLogprobs>() : logprobs[i], now);
     if (output) result.outputs.push_back(std::move(*output));
+    if (state.has_reasoning()) {
+      result.reasoning.push_back({.request_id = update.request_id,
+                                  .inside = state.in_reasoning(),
+                                  .opened = state.reasoning_opened(),
+                                  .closed = state.reasoning_closed(),
+                                  .num_reasoning_tokens = state.num_reasoning_tokens(),
+                                  .num_output_tokens = update.num_output_tokens});
+    }
     if (!state.finished()) continue;
     if (state.stopped_by_string() && !update.finished()) {
       result.requests_to_abort.push_back(update.request_id);

@@ -37,9 +37,21 @@
 namespace pagoda::engine {
 
 /// What one step produced for the clients.
+/// Where a request with a reasoning parser stands after a step (budgets and traces use it).
+struct ReasoningProgress {
+  std::string request_id;
+  bool inside = false;  ///< The span is open now.
+  bool opened = false;  ///< It opened during this step.
+  bool closed = false;  ///< It closed during this step.
+  std::int64_t num_reasoning_tokens = 0;
+  std::int64_t num_output_tokens = 0;
+};
+
 struct ProcessedOutputs {
   /// Outputs to deliver, in update order.
   std::vector<RequestOutput> outputs;
+  /// One entry per updated request that has a reasoning parser, in update order.
+  std::vector<ReasoningProgress> reasoning;
   /// Requests a stop string finished that the scheduler still runs: abort them there.
   std::vector<std::string> requests_to_abort;
 };

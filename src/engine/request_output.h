@@ -23,6 +23,9 @@ struct RequestUsage {
   std::int64_t num_completion_tokens = 0;
   /// Prompt tokens served from the prefix cache (usage.prompt_tokens_details.cached_tokens).
   std::int64_t num_cached_prompt_tokens = 0;
+  /// Of the completion tokens, those generated inside the thinking span
+  /// (usage.completion_tokens_details.reasoning_tokens).
+  std::int64_t num_reasoning_tokens = 0;
 };
 
 /// One output of one request. In streaming mode every step with new tokens yields one (a delta);
@@ -32,6 +35,9 @@ struct RequestOutput {
   /// Text since this request's previous output: whole UTF-8 characters only, stop-string
   /// candidates held back until they can no longer match.
   std::string text;
+  /// With a reasoning parser: the thinking-span text since the previous output (OpenAI-style
+  /// `reasoning_content`), held back the same way; `text` then holds only the answer.
+  std::string reasoning_text;
   /// Token ids since the previous output (the stopping token included, even when its text is
   /// not part of `text`).
   std::vector<std::int32_t> token_ids;

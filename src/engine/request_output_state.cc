@@ -25,6 +25,10 @@ RequestOutputState::RequestOutputState(std::string request_id, const Tokenizer& 
       matcher_(options_.stop, options_.include_stop_str_in_output) {
   usage_.num_prompt_tokens = num_prompt_tokens;
   timings_.arrival_time = arrival_time;
+  if (options_.reasoning) {
+    splitter_ =
+        std::make_unique<ReasoningSplitter>(*options_.reasoning, options_.reasoning_starts_inside);
+  }
 }
 
 std::optional<RequestOutput> RequestOutputState::apply(const RequestUpdate& update,
@@ -45,7 +49,14 @@ std::optional<RequestOutput> RequestOutputState::apply(const RequestUpdate& upda
     }
   }
 
+  // Tokens of an update that starts inside the span count as reasoning (the closing tag's
+  // tokens included).
+  const bool was_in_reasoning = in_reasoning();
+  reasoning_opened_ = reasoning_closed_ = false;
   detokenize(update);
+  if (was_in_reasoning || reasoning_opened_) {
+    usage_.num_reasoning_tokens += static_cast<std::int64_t>(ids.size());
+  }
   // A stop string outranks what the scheduler saw (length, or the EOS after it), as in vLLM.
   if (!finished() && update.finished()) {
     status_ = update.status;
@@ -71,15 +82,41 @@ void RequestOutputState::detokenize(const RequestUpdate& update) {
   if (!update.finished()) return;
   // The decoder's held-back bytes belong to the last token and may still complete a stop string.
   if (feed(decoder_->finish())) return;
-  text_ += matcher_.flush();
+  release(matcher_.flush());
+  release_held_reasoning();
+}
+
+void RequestOutputState::release(std::string_view text) {
+  if (!splitter_) {
+    text_ += text;
+    return;
+  }
+  ReasoningSplitter::Split split = splitter_->feed(text);
+  reasoning_opened_ = reasoning_opened_ || split.opened;
+  reasoning_closed_ = reasoning_closed_ || split.closed;
+  if (!options_.separate_reasoning) {
+    text_ += text;  // followed, not split: the raw text goes out as it came
+    return;
+  }
+  reasoning_text_ += split.reasoning;
+  text_ += split.content;
+}
+
+void RequestOutputState::release_held_reasoning() {
+  if (!splitter_) return;
+  ReasoningSplitter::Split split = splitter_->finish();
+  if (!options_.separate_reasoning) return;  // release() already passed the raw text on
+  reasoning_text_ += split.reasoning;
+  text_ += split.content;
 }
 
 bool RequestOutputState::feed(std::string_view text) {
   if (text.empty()) return false;
   const bool detect = num_decoded_tokens_ > options_.min_tokens;
   StopStringMatcher::Result result = matcher_.feed(text, detect);
-  text_ += result.released;
+  release(result.released);
   if (!result.matched) return false;
+  release_held_reasoning();
   status_ = RequestStatus::kFinishedStopped;
   stop_string_ = matcher_.stop_strings()[*result.matched];
   stop_token_id_.reset();
@@ -89,8 +126,9 @@ bool RequestOutputState::feed(std::string_view text) {
 RequestOutput RequestOutputState::abort(double now) {
   PAGODA_CHECK(!finished()) << request_id_ << " aborted after its final output";
   // An aborted request has no stop to find any more: everything decoded so far goes out.
-  text_ += matcher_.feed(decoder_->finish(), /*detect=*/false).released;
-  text_ += matcher_.flush();
+  release(matcher_.feed(decoder_->finish(), /*detect=*/false).released);
+  release(matcher_.flush());
+  release_held_reasoning();
   status_ = RequestStatus::kFinishedAborted;
   return make_output(now);
 }
@@ -99,6 +137,7 @@ RequestOutput RequestOutputState::make_output(double now) {
   RequestOutput out;
   out.request_id = request_id_;
   out.text = std::exchange(text_, std::string());
+  out.reasoning_text = std::exchange(reasoning_text_, std::string());
   out.token_ids = std::exchange(token_ids_, {});
   out.logprobs = std::exchange(logprobs_, {});
   out.status = status_;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/output_options.h"
+#include "engine/reasoning_splitter.h"
 #include "engine/request_output.h"
 #include "engine/request_timings.h"
 #include "engine/request_update.h"
@@ -51,8 +52,21 @@ class RequestOutputState {
   /// Whether a stop string ended the request (the scheduler may still be running it).
   bool stopped_by_string() const { return stop_string_.has_value(); }
 
+  /// Whether the request splits out a thinking span.
+  bool has_reasoning() const { return splitter_ != nullptr; }
+  /// With a reasoning parser: whether the thinking span is open after the latest update.
+  bool in_reasoning() const { return splitter_ && splitter_->inside(); }
+  /// Output tokens generated inside the span so far.
+  std::int64_t num_reasoning_tokens() const { return usage_.num_reasoning_tokens; }
+  /// Whether the span opened / closed during the latest update.
+  bool reasoning_opened() const { return reasoning_opened_; }
+  bool reasoning_closed() const { return reasoning_closed_; }
+
  private:
   void detokenize(const RequestUpdate& update);
+  // Appends released text to the answer or, inside the thinking span, to the reasoning.
+  void release(std::string_view text);
+  void release_held_reasoning();
   // Passes decoded text through the stop matcher; true when a stop string ended the request.
   bool feed(std::string_view text);
   RequestOutput make_output(double now);
@@ -61,11 +75,15 @@ class RequestOutputState {
   OutputOptions options_;
   std::unique_ptr<DecodeStream> decoder_;
   StopStringMatcher matcher_;
+  std::unique_ptr<ReasoningSplitter> splitter_;  // with a reasoning parser only
+  bool reasoning_opened_ = false;
+  bool reasoning_closed_ = false;
   // Output tokens run through the decoder: the min_tokens count for stop strings.
   std::int64_t num_decoded_tokens_ = 0;
 
   // Not yet delivered.
   std::string text_;
+  std::string reasoning_text_;
   std::vector<std::int32_t> token_ids_;
   std::vector<TokenLogprobs> logprobs_;
 

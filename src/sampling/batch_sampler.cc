@@ -38,4 +38,17 @@ std::int32_t BatchSampler::sample(std::string_view request_id, std::span<const f
   return token;
 }
 
+void BatchSampler::force(std::string_view request_id, std::span<const float> logits,
+                         std::int32_t token, std::optional<SampledLogprobs>& logprobs) {
+  const auto it = samplers_.find(request_id);
+  PAGODA_CHECK(it != samplers_.end()) << "no sampler for " << request_id;
+  Entry& entry = it->second;
+  entry.sampler.accept(token);
+  if (entry.num_logprobs) {
+    compute_logprobs(logits, token, *entry.num_logprobs, logprobs.emplace());
+  } else {
+    logprobs.reset();
+  }
+}
+
 }  // namespace pagoda::sampling

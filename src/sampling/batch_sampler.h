@@ -36,6 +36,11 @@ class BatchSampler {
   /// sets `logprobs` when the request asked for them (resets it otherwise).
   std::int32_t sample(std::string_view request_id, std::span<const float> logits /* [vocab] */,
                       std::optional<SampledLogprobs>& logprobs);
+  /// Takes `token` as `request_id`'s next token without drawing (a reasoning budget closing the
+  /// span): the stateful stages see it as if sampled, and `logprobs` (when asked for) are the
+  /// model's own for it.
+  void force(std::string_view request_id, std::span<const float> logits /* [vocab] */,
+             std::int32_t token, std::optional<SampledLogprobs>& logprobs);
 
  private:
   struct Entry {
