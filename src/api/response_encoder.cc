@@ -1,0 +1,286 @@
+#include "api/response_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "api/token_spelling.h"
+#include "common/check.h"
+
+namespace pagoda::api {
+
+namespace {
+
+// vLLM's stand-in for -inf, which JSON cannot carry.
+constexpr double kMinLogprob = -9999.0;
+
+double json_logprob(float logprob) {
+  return std::isfinite(logprob) ? std::max(static_cast<double>(logprob), kMinLogprob) : kMinLogprob;
+}
+
+Json byte_list(const std::string& bytes) {
+  Json list = Json::array();
+  for (const char c : bytes) list.push_back(static_cast<unsigned char>(c));
+  return list;
+}
+
+std::int64_t num_code_points(const std::string& text) {
+  return std::count_if(text.begin(), text.end(),
+                       [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+}
+
+std::string dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string sse_event(const Json& json) {
+  return "data: " + dump(json) + "\n\n";
+}
+
+}  // namespace
+
+ResponseEncoder::ResponseEncoder(ResponseOptions options,
+                                 std::shared_ptr<const Tokenizer> tokenizer)
+    : options_(std::move(options)), tokenizer_(std::move(tokenizer)) {
+  PAGODA_CHECK(options_.n >= 1) << "n = " << options_.n;
+  PAGODA_CHECK(!options_.num_prompt_tokens.empty()) << "a job without prompts";
+  const std::size_t num_prompts = options_.num_prompt_tokens.size();
+  options_.echo_texts.resize(num_prompts);
+  choices_.resize(num_prompts * static_cast<std::size_t>(options_.n));
+  for (Choice& choice : choices_) choice.logprobs = empty_logprobs();
+  cached_prompt_tokens_.assign(num_prompts, 0);
+}
+
+bool ResponseEncoder::finished() const {
+  return num_finished_ == choices_.size();
+}
+
+Json ResponseEncoder::empty_logprobs() const {
+  if (options_.endpoint == ApiEndpoint::kChatCompletions) return Json::array();
+  return {{"tokens", Json::array()},
+          {"token_logprobs", Json::array()},
+          {"top_logprobs", Json::array()},
+          {"text_offset", Json::array()}};
+}
+
+std::string ResponseEncoder::add(std::size_t prompt_index, const engine::StreamOutput& output) {
+  PAGODA_CHECK(prompt_index < options_.num_prompt_tokens.size())
+      << "prompt " << prompt_index << " of " << options_.num_prompt_tokens.size();
+  PAGODA_CHECK(output.index >= 0 && output.index < options_.n)
+      << "sample " << output.index << " of n = " << options_.n;
+  const std::size_t choice_index =
+      prompt_index * static_cast<std::size_t>(options_.n) + static_cast<std::size_t>(output.index);
+  Choice& choice = choices_[choice_index];
+  PAGODA_CHECK(!choice.finished) << "an output after the final one of choice " << choice_index;
+  if (output.output.finished) {
+    cached_prompt_tokens_[prompt_index] =
+        std::max(cached_prompt_tokens_[prompt_index], output.output.usage.num_cached_prompt_tokens);
+  }
+  if (!output.error.ok()) {
+    choice.finished = true;
+    ++num_finished_;
+    const bool first_error = !error_.has_value();
+    if (first_error) error_ = ApiError::from_status(output.error);
+    // One error event tells a streaming client; later failures of the same job add nothing.
+    return options_.stream && first_error ? error_event(*error_) : std::string();
+  }
+  if (options_.stream) return stream_output(choice_index, output);
+  gather_output(choice_index, output);
+  return "";
+}
+
+void ResponseEncoder::finish_choice(Choice& choice, const engine::StreamOutput& output) {
+  const engine::RequestOutput& out = output.output;
+  choice.finished = true;
+  ++num_finished_;
+  choice.finish_reason = std::string(out.finish_reason());
+  choice.num_completion_tokens = out.usage.num_completion_tokens;
+  choice.num_reasoning_tokens = out.usage.num_reasoning_tokens;
+  if (out.stop_string) {
+    choice.stop_reason = *out.stop_string;
+  } else if (out.stop_token_id) {
+    choice.stop_reason = *out.stop_token_id;
+  } else {
+    choice.stop_reason = nullptr;
+  }
+}
+
+Json ResponseEncoder::chunk_header() const {
+  const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
+  return {{"id", options_.id},
+          {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", options_.created},
+          {"model", options_.model}};
+}
+
+std::string ResponseEncoder::stream_output(std::size_t choice_index,
+                                           const engine::StreamOutput& output) {
+  const engine::RequestOutput& out = output.output;
+  const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
+  Choice& choice = choices_[choice_index];
+  std::string events;
+  std::string text = out.text;
+  if (!choice.started) {
+    choice.started = true;
+    if (chat) {
+      Json chunk = chunk_header();
+      chunk["choices"] = Json::array({{{"index", choice_index},
+                                       {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                       {"logprobs", nullptr},
+                                       {"finish_reason", nullptr}}});
+      events += sse_event(chunk);
+    } else {
+      const std::size_t prompt_index = choice_index / static_cast<std::size_t>(options_.n);
+      text = options_.echo_texts[prompt_index] + text;
+    }
+  }
+  const bool with_logprobs = options_.logprobs.has_value();
+  const std::string& reasoning = out.reasoning_text;
+  if (text.empty() && reasoning.empty() && !out.finished &&
+      !(with_logprobs && !out.logprobs.empty())) {
+    return events;
+  }
+  if (out.finished) finish_choice(choice, output);
+
+  Json logprobs = nullptr;
+  if (with_logprobs) {
+    Json entries = empty_logprobs();
+    append_logprobs(out.logprobs, choice, entries);
+    logprobs = chat ? Json{{"content", std::move(entries)}} : std::move(entries);
+  }
+  Json item = {{"index", choice_index}};
+  if (chat) {
+    Json delta = Json::object();
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+    if (!text.empty() || (reasoning.empty() && !out.finished)) delta["content"] = text;
+    item["delta"] = std::move(delta);
+  } else {
+    item["text"] = text;
+  }
+  item["logprobs"] = std::move(logprobs);
+  item["finish_reason"] = out.finished ? Json(choice.finish_reason) : Json(nullptr);
+  if (out.finished) item["stop_reason"] = choice.stop_reason;
+  Json chunk = chunk_header();
+  chunk["choices"] = Json::array({std::move(item)});
+  return events + sse_event(chunk);
+}
+
+void ResponseEncoder::gather_output(std::size_t choice_index, const engine::StreamOutput& output) {
+  Choice& choice = choices_[choice_index];
+  if (!choice.started) {
+    choice.started = true;
+    const std::size_t prompt_index = choice_index / static_cast<std::size_t>(options_.n);
+    choice.text = options_.echo_texts[prompt_index];
+  }
+  choice.text += output.output.text;
+  choice.reasoning += output.output.reasoning_text;
+  if (options_.logprobs) append_logprobs(output.output.logprobs, choice, choice.logprobs);
+  if (output.output.finished) finish_choice(choice, output);
+}
+
+void ResponseEncoder::append_logprobs(const std::vector<engine::TokenLogprobs>& logprobs,
+                                      Choice& choice, Json& into) const {
+  const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
+  for (const engine::TokenLogprobs& entry : logprobs) {
+    const TokenSpelling sampled = spell_token(*tokenizer_, entry.token_id);
+    if (chat) {
+      Json top = Json::array();
+      for (const auto& [id, logprob] : entry.top) {
+        const TokenSpelling alt = spell_token(*tokenizer_, id);
+        top.push_back({{"token", alt.text},
+                       {"logprob", json_logprob(logprob)},
+                       {"bytes", byte_list(alt.bytes)}});
+      }
+      into.push_back({{"token", sampled.text},
+                      {"logprob", json_logprob(entry.logprob)},
+                      {"bytes", byte_list(sampled.bytes)},
+                      {"top_logprobs", std::move(top)}});
+      continue;
+    }
+    // Completions: the alternatives as a {token: logprob} map that includes the sampled token.
+    Json top = Json::object();
+    for (const auto& [id, logprob] : entry.top) {
+      const std::string text = spell_token(*tokenizer_, id).text;
+      if (!top.contains(text)) top[text] = json_logprob(logprob);
+    }
+    if (!top.contains(sampled.text)) top[sampled.text] = json_logprob(entry.logprob);
+    into["tokens"].push_back(sampled.text);
+    into["token_logprobs"].push_back(json_logprob(entry.logprob));
+    into["top_logprobs"].push_back(std::move(top));
+    into["text_offset"].push_back(choice.text_offset);
+    choice.text_offset += num_code_points(sampled.text);
+  }
+}
+
+Json ResponseEncoder::usage_json() const {
+  std::int64_t prompt = 0;
+  std::int64_t cached = 0;
+  std::int64_t completion = 0;
+  for (const std::int64_t n : options_.num_prompt_tokens) prompt += n;
+  for (const std::int64_t n : cached_prompt_tokens_) cached += n;
+  std::int64_t reasoning = 0;
+  for (const Choice& choice : choices_) {
+    completion += choice.num_completion_tokens;
+    reasoning += choice.num_reasoning_tokens;
+  }
+  Json usage = {{"prompt_tokens", prompt},
+                {"completion_tokens", completion},
+                {"total_tokens", prompt + completion},
+                {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  if (options_.reasoning) usage["completion_tokens_details"] = {{"reasoning_tokens", reasoning}};
+  return usage;
+}
+
+std::string ResponseEncoder::finish_stream() {
+  PAGODA_CHECK(options_.stream) << "finish_stream() on a non-streaming job";
+  std::string events;
+  if (options_.include_usage) {
+    Json chunk = chunk_header();
+    chunk["choices"] = Json::array();
+    chunk["usage"] = usage_json();
+    events += sse_event(chunk);
+  }
+  return events + "data: [DONE]\n\n";
+}
+
+Json ResponseEncoder::choice_json(std::size_t choice_index, const Choice& choice) const {
+  const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
+  Json item = {{"index", choice_index}};
+  if (chat) {
+    item["message"] = {{"role", "assistant"}, {"content", choice.text}};
+    if (options_.reasoning) {
+      item["message"]["reasoning_content"] =
+          choice.reasoning.empty() ? Json(nullptr) : Json(choice.reasoning);
+    }
+  } else {
+    item["text"] = choice.text;
+  }
+  if (!options_.logprobs) {
+    item["logprobs"] = nullptr;
+  } else {
+    item["logprobs"] = chat ? Json{{"content", choice.logprobs}} : choice.logprobs;
+  }
+  item["finish_reason"] = choice.finished ? Json(choice.finish_reason) : Json(nullptr);
+  item["stop_reason"] = choice.stop_reason;
+  return item;
+}
+
+EncodedBody ResponseEncoder::finish_body() {
+  PAGODA_CHECK(!options_.stream) << "finish_body() on a streaming job";
+  if (error_) return {error_->http_status, error_->body()};
+  const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
+  Json body = {{"id", options_.id},
+               {"object", chat ? "chat.completion" : "text_completion"},
+               {"created", options_.created},
+               {"model", options_.model}};
+  Json choices = Json::array();
+  for (std::size_t i = 0; i < choices_.size(); ++i) choices.push_back(choice_json(i, choices_[i]));
+  body["choices"] = std::move(choices);
+  body["usage"] = usage_json();
+  return {200, dump(body)};
+}
+
+std::string ResponseEncoder::error_event(const ApiError& error) {
+  return sse_event(error.to_json());
+}
+
+}  // namespace pagoda::api

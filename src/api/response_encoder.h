@@ -1,0 +1,99 @@
+// Engine outputs to OpenAI response bytes, for one chat or completion job. In streaming mode each
+// output becomes complete server-sent events; otherwise the outputs are gathered into the final
+// JSON body. Transport independent: the caller writes the strings it gets.
+//
+//   streaming, n = 2, include_usage:
+//     data: {choices:[{index:0, delta:{role:"assistant", content:""}}]}     first output of 0
+//     data: {choices:[{index:0, delta:{content:"Hi"}}]}
+//     data: {choices:[{index:1, delta:{role:"assistant", content:""}}]}     first output of 1
+//     data: {choices:[{index:1, delta:{content:"Yo"}, finish_reason:"stop"}]}
+//     data: {choices:[{index:0, delta:{content:"!"}, finish_reason:"length"}]}
+//     data: {choices:[], usage:{prompt_tokens, completion_tokens, total_tokens, ...}}  finish
+//     data: [DONE]                                                                      finish
+//
+// Choice index = prompt_index * n + StreamOutput::index. An output carrying an engine error
+// becomes an error event (streaming) or makes the body an error (non-streaming): a request never
+// ends in a silent truncation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/api_error.h"
+#include "api/generation_job.h"
+#include "engine/output_channel.h"
+#include "pagoda/tokenizer.h"
+
+namespace pagoda::api {
+
+/// The non-streaming result: what to send, with which HTTP status.
+struct EncodedBody {
+  int http_status = 200;
+  std::string body;
+};
+
+/// Encodes one job's outputs. Not thread-safe: one consumer per job.
+class ResponseEncoder {
+ public:
+  /// `tokenizer` spells the tokens of logprobs.
+  ResponseEncoder(ResponseOptions options, std::shared_ptr<const Tokenizer> tokenizer);
+
+  /// Takes one output of prompt `prompt_index`'s stream. Streaming: returns the SSE events to
+  /// send now (possibly empty). Non-streaming: gathers it and returns "".
+  std::string add(std::size_t prompt_index, const engine::StreamOutput& output);
+
+  /// Whether every choice has had its final output.
+  bool finished() const;
+
+  /// Streaming only: the usage chunk (when include_usage) and "data: [DONE]\n\n". Call once,
+  /// after the last add().
+  std::string finish_stream();
+
+  /// Non-streaming only: the chat.completion / text_completion body, or the error body when an
+  /// output carried an engine error. Call once, after the last add().
+  EncodedBody finish_body();
+
+  /// The usage so far (prompt tokens of every prompt, completion tokens of every choice).
+  Json usage_json() const;
+
+  /// One SSE event carrying `error` (for errors after the stream has started).
+  static std::string error_event(const ApiError& error);
+
+ private:
+  // What one choice has produced so far.
+  struct Choice {
+    bool started = false;   // first output seen (role / echo sent)
+    bool finished = false;  // final output seen
+    std::string text;       // non-streaming: the whole text
+    std::string reasoning;  // non-streaming: the whole reasoning_content
+    Json logprobs;          // non-streaming: the entries gathered (chat content / completions)
+    std::string finish_reason;
+    Json stop_reason;  // null, the stop token id, or the stop string
+    std::int64_t num_completion_tokens = 0;
+    std::int64_t num_reasoning_tokens = 0;
+    std::int64_t text_offset = 0;  // completions logprobs: code points before the next token
+  };
+
+  Json chunk_header() const;
+  std::string stream_output(std::size_t choice_index, const engine::StreamOutput& output);
+  void gather_output(std::size_t choice_index, const engine::StreamOutput& output);
+  void finish_choice(Choice& choice, const engine::StreamOutput& output);
+  // Appends the entries for `logprobs` to `into` (chat: content list; completions: the four
+  // parallel lists).
+  void append_logprobs(const std::vector<engine::TokenLogprobs>& logprobs, Choice& choice,
+                       Json& into) const;
+  Json empty_logprobs() const;
+  Json choice_json(std::size_t choice_index, const Choice& choice) const;
+
+  ResponseOptions options_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::vector<Choice> choices_;
+  std::vector<std::int64_t> cached_prompt_tokens_;  // per prompt
+  std::optional<ApiError> error_;
+  std::size_t num_finished_ = 0;
+};
+
+}  // namespace pagoda::api
