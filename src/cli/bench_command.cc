@@ -30,6 +30,15 @@ struct BenchResult {
   double steady_seconds = 0.0;
   std::int64_t steady_tokens = 0;
   double steady_rate() const { return steady_seconds > 0 ? steady_tokens / steady_seconds : 0.0; }
+  // Every gap between consecutive tokens of a request, all requests (ITL).
+  std::vector<double> inter_token_latencies;
+  double itl_percentile(double p) const {
+    if (inter_token_latencies.empty()) return 0.0;
+    std::vector<double> sorted = inter_token_latencies;
+    std::sort(sorted.begin(), sorted.end());
+    const auto at = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+    return sorted[std::min(at, sorted.size() - 1)];
+  }
 };
 
 // Times at which a request's tokens arrived: its first token, then one step per latency.
@@ -70,6 +79,8 @@ StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_p
     PAGODA_ASSIGN_OR_RETURN(engine::StreamOutput out, stream->next());
     if (!out.error.ok()) return out.error;
     arrivals.push_back(token_times(out.output.timings));
+    const auto& itl = out.output.timings.inter_token_latencies;
+    result.inter_token_latencies.insert(result.inter_token_latencies.end(), itl.begin(), itl.end());
     last_first_token = std::max(last_first_token, out.output.timings.first_token_time.value_or(0.0));
     first_finish = std::min(first_finish, out.output.timings.finished_time.value_or(0.0));
     result.prompt_tokens += out.output.usage.num_prompt_tokens;
@@ -97,10 +108,12 @@ StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_p
 void print(const char* label, const BenchResult& r) {
   std::printf(
       "%-13s %3lld req in %7.2f s | %6.3f req/s | output %7.1f tok/s | total %7.1f tok/s | "
-      "mean TTFT %7.1f ms | decode %7.1f tok/s | steady decode %7.1f tok/s\n",
+      "mean TTFT %7.1f ms | decode %7.1f tok/s | steady decode %7.1f tok/s | ITL p50 %.2f ms "
+      "p99 %.2f ms\n",
       label, static_cast<long long>(r.num_requests), r.seconds, r.num_requests / r.seconds,
       r.output_tokens / r.seconds, (r.prompt_tokens + r.output_tokens) / r.seconds,
-      r.mean_ttft * 1e3, r.decode_rate(), r.steady_rate());
+      r.mean_ttft * 1e3, r.decode_rate(), r.steady_rate(), r.itl_percentile(0.5) * 1e3,
+      r.itl_percentile(0.99) * 1e3);
 }
 
 }  // namespace
@@ -122,6 +135,7 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
   sub->add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
   sub->add_option("--threads", threads, "Threads (default: all cores)");
   sub->add_flag("--no-single-stream", no_single_stream, "Skip the single-stream baseline");
+  trace.add_to(*sub);
   return sub;
 }
 
@@ -138,6 +152,7 @@ int BenchCommand::run(const char* argv0) const {
   options.engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
   options.engine.scheduler.max_model_len = input_len + output_len;
   options.engine.kv_cache_memory_bytes = kv_cache_memory;
+  if (Status s = trace.apply(options.engine); !s.ok()) return report_error(s);
   auto client = engine::open_cpu_engine(options);
   if (!client.ok()) return report_error(client.status());
   std::printf("model %s, %lld prompts x (%lld in + %lld out), max_num_seqs %lld, %lld KV blocks\n",
@@ -151,6 +166,13 @@ int BenchCommand::run(const char* argv0) const {
   auto batch = run_batch(**client, num_prompts, input_len, output_len, seed);
   if (!batch.ok()) return report_error(batch.status());
   print("concurrent", *batch);
+  if (options.engine.trace_sink) {
+    const engine::EngineStats stats = (*client)->stats();
+    std::printf("trace: %lld events written, %lld dropped, %lld bytes, engine time %.1f ms\n",
+                static_cast<long long>(stats.trace_events_written),
+                static_cast<long long>(stats.trace_events_dropped),
+                static_cast<long long>(stats.trace_bytes_written), stats.trace_seconds * 1e3);
+  }
   if (no_single_stream) return 0;
   auto single = run_batch(**client, 1, input_len, output_len, seed + 2);
   if (!single.ok()) return report_error(single.status());

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/trace_options.h"
 #include "pagoda/status.h"
 
 namespace pagoda::cli {
@@ -83,6 +84,7 @@ struct BenchCommand {
   std::uint64_t seed = 0;
   int threads = 0;
   bool no_single_stream = false;
+  TraceOptions trace;
   CLI::App* add_to(CLI::App& app);
   int run(const char* argv0) const;
 };
