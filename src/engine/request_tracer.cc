@@ -53,8 +53,13 @@ trace::TraceEvent RequestTracer::event(trace::TraceEventKind kind, std::string_v
   return e;
 }
 
-std::string RequestTracer::token_text(std::int32_t token_id) const {
-  return tokenizer_.decode(std::span(&token_id, 1), DecodeOptions{.skip_special_tokens = false});
+const std::string& RequestTracer::token_text(std::int32_t token_id) {
+  auto [it, inserted] = token_texts_.try_emplace(token_id);
+  if (inserted) {
+    it->second =
+        tokenizer_.decode(std::span(&token_id, 1), DecodeOptions{.skip_special_tokens = false});
+  }
+  return it->second;
 }
 
 void RequestTracer::admitted(const std::string& request_id, bool traced,

@@ -72,7 +72,7 @@ class RequestTracer {
   trace::TraceEvent event(trace::TraceEventKind kind, std::string_view request_id,
                           double now) const;
   void emit(const trace::TraceEvent& event) { sink_->write(event); }
-  std::string token_text(std::int32_t token_id) const;
+  const std::string& token_text(std::int32_t token_id);
   Traced* find(std::string_view request_id);
 
   std::shared_ptr<trace::TraceSink> sink_;
@@ -83,6 +83,8 @@ class RequestTracer {
   std::int64_t batch_size_ = 0;
   double seconds_spent_ = 0.0;
   std::unordered_map<std::string, Traced, StringHash, std::equal_to<>> traced_;
+  // Each token's text, decoded once: a traced step spells 1 + top_n tokens per request.
+  std::unordered_map<std::int32_t, std::string> token_texts_;
 };
 
 }  // namespace pagoda::engine

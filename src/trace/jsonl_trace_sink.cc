@@ -11,6 +11,9 @@ namespace pagoda::trace {
 
 namespace {
 
+// How long events may wait for the writer when the queue is far from full.
+constexpr std::chrono::milliseconds kWriteInterval{50};
+
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -57,18 +60,27 @@ JsonlTraceSink::~JsonlTraceSink() {
   logger_->flush();
 }
 
+std::size_t JsonlTraceSink::footprint(const TraceEvent& event) {
+  // Sizes, not capacities: the queued copy must count what the original counted.
+  std::size_t bytes = sizeof(TraceEvent) + event.request_id.size() + event.text.size() +
+                      event.finish_reason.size();
+  for (const TraceAlternative& a : event.alternatives) bytes += sizeof(a) + a.text.size();
+  return bytes;
+}
+
 bool JsonlTraceSink::write(const TraceEvent& event) {
-  std::string line = to_json_line(event);
-  line.push_back('\n');
+  const std::size_t bytes = footprint(event);
   {
     std::lock_guard lock(mutex_);
-    const bool fits = !stop_ && queued_bytes_ + line.size() <= options_.max_queue_bytes;
-    if (!fits || !limiter_.allow(line.size(), steady_seconds() - start_)) {
+    if (stop_ || queued_bytes_ + bytes > options_.max_queue_bytes) {
       events_dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    queued_bytes_ += line.size();
-    queue_.push_back(std::move(line));
+    queued_bytes_ += bytes;
+    queue_.push_back(event);
+    // Waking the writer for every event would switch threads on the engine's core at every
+    // token; it wakes on its own every kWriteInterval, or early once the queue fills up.
+    if (queued_bytes_ <= options_.max_queue_bytes / 4) return true;
   }
   work_.notify_one();
   return true;
@@ -77,23 +89,41 @@ bool JsonlTraceSink::write(const TraceEvent& event) {
 void JsonlTraceSink::writer_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
-    work_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) break;  // stop_ and nothing left
-    std::deque<std::string> batch;
+    work_.wait_for(lock, kWriteInterval, [this] {
+      return stop_ || flush_requested_ || queued_bytes_ > options_.max_queue_bytes / 4;
+    });
+    if (queue_.empty()) {
+      if (stop_) break;
+      flush_requested_ = false;
+      idle_.notify_all();
+      continue;
+    }
+    std::deque<TraceEvent> batch;
     batch.swap(queue_);
     writing_ = true;
     lock.unlock();
-    std::size_t bytes = 0;
-    for (std::string& line : batch) {
-      bytes += line.size();
-      line.pop_back();  // the logger's pattern adds the newline
+    std::size_t memory = 0;
+    std::int64_t written = 0;
+    std::int64_t dropped = 0;
+    std::int64_t bytes = 0;
+    for (const TraceEvent& event : batch) {
+      memory += footprint(event);
+      const std::string line = to_json_line(event);
+      // The file gets the line and a newline (the logger's pattern adds it).
+      if (!limiter_.allow(line.size() + 1, steady_seconds() - start_)) {
+        ++dropped;
+        continue;
+      }
       logger_->log(spdlog::level::info, line);
+      ++written;
+      bytes += static_cast<std::int64_t>(line.size()) + 1;
     }
     logger_->flush();
-    events_written_.fetch_add(static_cast<std::int64_t>(batch.size()), std::memory_order_relaxed);
-    bytes_written_.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    events_written_.fetch_add(written, std::memory_order_relaxed);
+    events_dropped_.fetch_add(dropped, std::memory_order_relaxed);
+    bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
     lock.lock();
-    queued_bytes_ -= bytes;
+    queued_bytes_ -= memory;
     writing_ = false;
     if (queue_.empty()) idle_.notify_all();
   }
@@ -109,6 +139,8 @@ TraceSinkStats JsonlTraceSink::stats() const {
 
 void JsonlTraceSink::flush() {
   std::unique_lock lock(mutex_);
+  flush_requested_ = true;
+  work_.notify_one();
   idle_.wait(lock, [this] { return (queue_.empty() && !writing_) || stop_; });
 }
 

@@ -1,10 +1,14 @@
 // The trace file: one JSON object per line, written by spdlog's rotating file sink on a writer
 // thread of its own, behind a queue bounded in bytes.
 //
-//   engine thread                              writer thread
-//   write(event) -> to_json_line -> limits --> queue (<= max_queue_bytes) --> spdlog rotating
-//                                  | over the byte rate or the queue's memory: dropped, counted
+//   engine thread                      writer thread
+//   write(event) --> queue of events --> to_json_line --> byte rate? --> spdlog rotating file
+//                    (<= max_queue_bytes                  | over it: dropped, counted
+//                     of event memory; past it the new event is dropped, counted)
 //
+// Serializing on the writer keeps JSON's cost off the engine thread, which only copies the
+// event. The queue is bounded by the events' memory (estimated per event), the byte rate by the
+// bytes actually written.
 // Why not spdlog's async_logger: its queue is bounded in messages rather than bytes, and its only
 // non-blocking overflow policy (spdlog 1.10, Debian 12) overwrites the oldest message, silently.
 // Here the newest event is refused instead, and the engine learns it was dropped.
@@ -39,7 +43,7 @@ struct JsonlTraceSinkOptions {
   std::size_t max_file_bytes = std::size_t{64} << 20;
   /// Rotated files kept besides the current one.
   std::size_t max_files = 4;
-  /// Bytes of serialized events waiting for the writer; past it new events are dropped.
+  /// Memory of events waiting for the writer; past it new events are dropped.
   std::size_t max_queue_bytes = std::size_t{8} << 20;
   /// Average bytes per second accepted (bursts of one second); <= 0: unlimited.
   double max_bytes_per_second = 0.0;
@@ -59,8 +63,11 @@ class JsonlTraceSink final : public TraceSink {
   TraceSinkStats stats() const override;
   void flush() override;
 
-  /// Bytes queued and not yet written.
+  /// Memory held by queued events not yet written.
   std::size_t queued_bytes() const;
+
+  /// The memory one queued event holds (its strings and alternatives included).
+  static std::size_t footprint(const TraceEvent& event);
 
  private:
   JsonlTraceSink(JsonlTraceSinkOptions options, std::shared_ptr<spdlog::logger> logger);
@@ -73,11 +80,13 @@ class JsonlTraceSink final : public TraceSink {
   mutable std::mutex mutex_;  // guards the queue, the limiter and the flags below
   std::condition_variable work_;
   std::condition_variable idle_;
-  std::deque<std::string> queue_;
+  std::deque<TraceEvent> queue_;
   std::size_t queued_bytes_ = 0;
   bool writing_ = false;
+  bool flush_requested_ = false;
   bool stop_ = false;
-  ByteRateLimiter limiter_;
+
+  ByteRateLimiter limiter_;  // the writer thread's alone
 
   std::atomic<std::int64_t> events_written_{0};
   std::atomic<std::int64_t> events_dropped_{0};
