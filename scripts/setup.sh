@@ -27,6 +27,7 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libboost1.74-dev libpcre2-dev libcli11-dev libyaml-cpp-dev libxxhash-dev libopenblas-dev libutf8proc-dev
+  prometheus  # promtool: the e2e suite checks /metrics with `promtool check metrics`
 )
 
 install_apt() {

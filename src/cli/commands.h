@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/trace_options.h"
 #include "pagoda/status.h"
@@ -87,6 +88,36 @@ struct BenchCommand {
   TraceOptions trace;
   CLI::App* add_to(CLI::App& app);
   int run(const char* argv0) const;
+};
+
+/// `pagoda serve [MODEL] [--host H] [--port P] [vLLM flags...] [--config FILE.yaml]`: the
+/// OpenAI-compatible HTTP server on the CPU engine, until SIGTERM or SIGINT.
+struct ServeCommand {
+  std::string model;
+  std::string config_path;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  /// gRPC API port (built with gRPC only); 0 turns the gRPC server off.
+  int grpc_port = 50051;
+  std::vector<std::string> served_model_names;
+  std::string api_key;
+  std::string chat_template_path;
+  std::int64_t max_model_len = 0;
+  std::int64_t max_num_seqs = 256;
+  std::int64_t max_num_batched_tokens = 2048;
+  std::int64_t max_waiting_requests = 1024;
+  std::int64_t block_size = 16;
+  std::optional<std::int64_t> kv_cache_memory;
+  int threads = 0;
+  int http_threads = 2;
+  std::int64_t max_request_body_bytes = 8 * 1024 * 1024;
+  double header_timeout_seconds = 10;
+  double idle_timeout_seconds = 60;
+  double shutdown_grace_seconds = 30;
+  bool disable_log_requests = false;
+  CLI::App* app = nullptr;
+  CLI::App* add_to(CLI::App& parent);
+  int run(const char* argv0);
 };
 
 }  // namespace pagoda::cli

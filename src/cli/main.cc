@@ -14,11 +14,13 @@ int main(int argc, char** argv) {
   pagoda::cli::ChatTemplateCommand chat_template;
   pagoda::cli::GenerateCommand generate;
   pagoda::cli::BenchCommand bench;
+  pagoda::cli::ServeCommand serve;
   CLI::App* inspect_app = inspect.add_to(app);
   CLI::App* tokenize_app = tokenize.add_to(app);
   CLI::App* chat_template_app = chat_template.add_to(app);
   CLI::App* generate_app = generate.add_to(app);
   CLI::App* bench_app = bench.add_to(app);
+  CLI::App* serve_app = serve.add_to(app);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
   if (chat_template_app->parsed()) return chat_template.run(argv[0]);
   if (generate_app->parsed()) return generate.run(argv[0]);
   if (bench_app->parsed()) return bench.run(argv[0]);
+  if (serve_app->parsed()) return serve.run(argv[0]);
   std::fputs(app.help().c_str(), stderr);
   return 2;
 }

@@ -42,3 +42,156 @@ def run_pagoda_json(run_pagoda):
         assert proc.returncode == 0, f"pagoda {' '.join(map(str, args))} failed:\n{proc.stderr}"
         return json.loads(proc.stdout)
     return run
+
+
+# ---- `pagoda serve` -------------------------------------------------------------------------
+
+import re
+import signal
+import socket
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+
+class PagodaServer:
+    """A running `pagoda serve` on a free port; its log goes to a temporary file."""
+
+    def __init__(self, proc, port, log_path):
+        self.proc = proc
+        self.port = port
+        self.log_path = log_path
+        self.base_url = f"http://127.0.0.1:{port}"
+
+    def url(self, path):
+        return self.base_url + path
+
+    def log(self):
+        return Path(self.log_path).read_text(errors="replace")
+
+    def get(self, path, timeout=30):
+        """(status, headers, body bytes) of a GET, error statuses included."""
+        try:
+            with urllib.request.urlopen(self.url(path), timeout=timeout) as resp:
+                return resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
+
+    def post_json(self, path, body, timeout=60, headers=None):
+        """(status, parsed JSON body) of a POST with a JSON body."""
+        data = json.dumps(body).encode()
+        req = urllib.request.Request(self.url(path), data=data, method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def metric(self, name):
+        """The value of the first sample of metric `name` in /metrics."""
+        status, _, body = self.get("/metrics")
+        assert status == 200
+        for line in body.decode().splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"{name} is not in /metrics")
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Sends `sig` and returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"pagoda serve did not exit within {timeout}s after {sig!r}")
+
+
+def launch_server(pagoda_bin, *args, wait_ready=True, timeout=60):
+    """Starts `pagoda serve --port 0 ARGS...`, reads the bound port from its log, and (unless
+    wait_ready is false) waits for /health to answer 200."""
+    log = tempfile.NamedTemporaryFile(prefix="pagoda-serve-", suffix=".log", delete=False)
+    args = [str(a) for a in args]
+    # Each server gets its own gRPC port (the default 50051 would collide between servers).
+    if "--grpc-port" not in args:
+        args += ["--grpc-port", str(free_port())]
+    grpc_port = int(args[args.index("--grpc-port") + 1])
+    proc = subprocess.Popen([str(pagoda_bin), "serve", "--port", "0", *args],
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    port = None
+    while port is None:
+        text = Path(log.name).read_text(errors="replace")
+        match = re.search(r"listening on http://[^:]+:(\d+)", text)
+        if match:
+            port = int(match.group(1))
+        elif proc.poll() is not None:
+            raise AssertionError(f"pagoda serve exited with {proc.returncode}:\n{text}")
+        elif time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"pagoda serve did not start listening:\n{text}")
+        else:
+            time.sleep(0.02)
+    server = PagodaServer(proc, port, log.name)
+    server.grpc_target = f"127.0.0.1:{grpc_port}" if grpc_port else None
+    while wait_ready:
+        status, _, _ = server.get("/health", timeout=5)
+        if status == 200:
+            break
+        if proc.poll() is not None or time.monotonic() > deadline:
+            server.stop(signal.SIGKILL)
+            raise AssertionError(f"pagoda serve never became healthy:\n{server.log()}")
+        time.sleep(0.05)
+    return server
+
+
+@pytest.fixture(scope="session")
+def start_server(pagoda_bin, default_model):
+    """A factory: start_server(*flags) launches a server on the default model and stops it at the
+    end of the session (tests that stop it themselves may)."""
+    servers = []
+
+    def start(*args, **kwargs):
+        server = launch_server(pagoda_bin, *args, **kwargs)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        if server.proc.poll() is None:
+            server.stop(signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def server(start_server):
+    """The shared server: the default model, a short context so the KV pool is small."""
+    return start_server("--max-model-len", "1024", "--served-model-name", "smollm2",
+                        "--served-model-name", "SmolLM2-135M-Instruct")
+
+
+@pytest.fixture(scope="session")
+def model_name():
+    return "smollm2"
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    """The official OpenAI client (sync) pointed at the shared server."""
+    import openai
+    return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0, timeout=60)
+
+
+def async_client_for(server):
+    """The official OpenAI client (async) for `server`; create it inside the running event loop."""
+    import openai
+    return openai.AsyncOpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0,
+                              timeout=120)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,333 @@
+// `pagoda serve`: listen first (so /health can answer 503), load the model on a helper thread
+// while the main thread reports progress, then wait for SIGTERM/SIGINT and drain.
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "api/served_model.h"
+#include "cli/commands.h"
+#include "cli/config_file.h"
+#include "cli/model_assets.h"
+#include "engine/cpu_engine.h"
+#include "server/http_server.h"
+#include "server/openai_service.h"
+#if PAGODA_HAVE_GRPC
+#include "grpc/grpc_server.h"
+#endif
+
+namespace pagoda::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Thousands of keep-alive connections need as many descriptors; the soft limit is often 1024.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) return;
+  spdlog::warn("could not raise the open-file limit: at most {} connections", limit.rlim_cur);
+}
+
+// The name clients put in `model` when none is given: the MODEL argument as typed (vLLM's
+// rule), or for the default model its file name without the extension.
+std::vector<std::string> served_names(const ServeCommand& cmd, const std::string& path) {
+  if (!cmd.served_model_names.empty()) return cmd.served_model_names;
+  if (!cmd.model.empty()) return {cmd.model};
+  return {std::filesystem::path(path).stem().string()};
+}
+
+// Everything that needs the model, run off the main thread while /health says 503.
+struct ModelLoader {
+  std::unique_ptr<engine::EngineClient> engine;
+  std::shared_ptr<server::OpenAiService> service;
+  std::string architecture;  // for gRPC GetModelInfo
+  Status status;
+  std::atomic<bool> done{false};
+
+  void load(const ServeCommand& cmd, const std::string& path) {
+    status = try_load(cmd, path);
+    done.store(true);
+  }
+
+  Status try_load(const ServeCommand& cmd, const std::string& path) {
+    const auto start = Clock::now();
+    spdlog::info("loading {}: model files, tokenizer and chat template", path);
+    PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(path));
+    architecture = opened.config.architecture;
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_model_tokenizer(opened));
+    std::optional<ChatTemplate> chat_template;
+    auto loaded_template = load_model_chat_template(opened, cmd.chat_template_path);
+    if (loaded_template.ok()) {
+      chat_template = std::move(*loaded_template);
+    } else if (!cmd.chat_template_path.empty() || opened.chat_template) {
+      return loaded_template.status();  // a template that exists but does not compile
+    } else {
+      spdlog::warn("{}: no chat template; /v1/chat/completions will answer 400", path);
+    }
+
+    spdlog::info("loading weights and allocating the KV cache");
+    engine::CpuEngineOptions options{.model_path = path, .num_threads = cmd.threads};
+    engine::EngineConfig& config = options.engine;
+    config.scheduler.max_model_len = cmd.max_model_len;
+    config.scheduler.max_num_seqs = cmd.max_num_seqs;
+    config.scheduler.max_num_batched_tokens = cmd.max_num_batched_tokens;
+    config.cache.block_size = cmd.block_size;
+    config.kv_cache_memory_bytes = cmd.kv_cache_memory;
+    config.max_waiting_requests = cmd.max_waiting_requests;
+    PAGODA_ASSIGN_OR_RETURN(engine, engine::open_cpu_engine(std::move(options)));
+    const engine::EngineConfig& resolved = engine->config();
+
+    PAGODA_ASSIGN_OR_RETURN(
+        api::ServedModel model,
+        api::make_served_model(served_names(cmd, path), path, std::move(tokenizer),
+                               std::move(chat_template), resolved.scheduler.max_model_len,
+                               opened.generation));
+    spdlog::info(
+        "model ready in {:.1f}s: {} KV blocks of {} tokens, max_model_len {}, "
+        "max_num_seqs {}",
+        seconds_since(start), resolved.cache.num_blocks, resolved.cache.block_size,
+        resolved.scheduler.max_model_len, resolved.scheduler.max_num_seqs);
+    service = std::make_shared<server::OpenAiService>(std::move(model), *engine);
+    return Status::ok_status();
+  }
+};
+
+// The gRPC server where it is built; a stand-in with nothing to do where it is not.
+#if PAGODA_HAVE_GRPC
+using GrpcServerHandle = grpc::GrpcServer;
+std::int64_t grpc_num_active_calls(GrpcServerHandle* s) {
+  return s ? s->num_active_calls() : 0;
+}
+void grpc_begin_drain(GrpcServerHandle* s) {
+  if (s) s->begin_drain();
+}
+// Streams the engine has just ended get a few seconds to send their last message.
+void grpc_stop(GrpcServerHandle* s) {
+  if (s) s->stop(std::chrono::seconds(5));
+}
+#else
+struct GrpcServerHandle {};
+std::int64_t grpc_num_active_calls(GrpcServerHandle*) {
+  return 0;
+}
+void grpc_begin_drain(GrpcServerHandle*) {}
+void grpc_stop(GrpcServerHandle*) {}
+#endif
+
+// Waits up to `timeout` for SIGTERM or SIGINT (blocked in every thread); the signal or 0.
+int wait_for_signal(const sigset_t& signals, std::chrono::milliseconds timeout) {
+  timespec wait{.tv_sec = static_cast<time_t>(timeout.count() / 1000),
+                .tv_nsec = static_cast<long>(timeout.count() % 1000) * 1'000'000};
+  const int signal = sigtimedwait(&signals, nullptr, &wait);
+  return signal > 0 ? signal : 0;
+}
+
+// Stop accepting, let accepted requests finish within the grace period, abort the rest (their
+// clients still get a final event or body), close everything. A second signal cuts it short.
+// `grpc_server` (may be null) drains beside HTTP and stops before the engine does.
+void drain(server::HttpServer& server, GrpcServerHandle* grpc_server, engine::EngineClient* engine,
+           const sigset_t& signals, std::chrono::milliseconds grace) {
+  server.begin_drain();
+  const auto grpc_calls = [grpc_server] { return grpc_num_active_calls(grpc_server); };
+  grpc_begin_drain(grpc_server);
+  const auto deadline = Clock::now() + grace;
+  while ((server.num_active_requests() > 0 || grpc_calls() > 0) && Clock::now() < deadline) {
+    if (wait_for_signal(signals, std::chrono::milliseconds(50)) != 0) {
+      spdlog::warn("second signal: aborting the requests in flight");
+      break;
+    }
+  }
+  if ((server.num_active_requests() > 0 || grpc_calls() > 0) && engine != nullptr) {
+    spdlog::warn("aborting {} requests still in flight",
+                 server.num_active_requests() + grpc_calls());
+    engine->shutdown(/*drain=*/false);
+    server.wait_until_idle(std::chrono::seconds(5));
+  }
+  grpc_stop(grpc_server);
+  server.stop();
+  if (engine != nullptr) engine->shutdown(/*drain=*/false);
+}
+
+}  // namespace
+
+CLI::App* ServeCommand::add_to(CLI::App& parent) {
+  app = parent.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
+  CLI::App* sub = app;
+  sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
+  sub->add_option("--config", config_path,
+                  "YAML file of flags (max-num-seqs: 8 or max_num_seqs: 8); flags override it");
+  sub->add_option("--host", host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", port, "Port to listen on (0: any free port)")->capture_default_str();
+#if PAGODA_HAVE_GRPC
+  sub->add_option("--grpc-port", grpc_port, "Port of the gRPC API (0: no gRPC server)")
+      ->capture_default_str();
+#endif
+  sub->add_option("--served-model-name", served_model_names,
+                  "Names clients use in `model` (default: MODEL as given)");
+  sub->add_option("--api-key", api_key,
+                  "Require 'Authorization: Bearer KEY' on /v1 endpoints (default: $PAGODA_API_KEY)")
+      ->envname("PAGODA_API_KEY");
+  sub->add_option("--chat-template", chat_template_path,
+                  "A Jinja chat template file to use instead of the model's");
+  sub->add_option("--max-model-len", max_model_len,
+                  "Longest prompt + completion in tokens (default: the model's context length)");
+  sub->add_option("--max-num-seqs", max_num_seqs, "Most requests running at once")
+      ->capture_default_str();
+  sub->add_option("--max-num-batched-tokens", max_num_batched_tokens,
+                  "Token budget of one engine step")
+      ->capture_default_str();
+  sub->add_option("--max-waiting-requests", max_waiting_requests,
+                  "Requests queued beyond --max-num-seqs before new ones get 429")
+      ->capture_default_str();
+  sub->add_option("--block-size", block_size, "KV cache block size in tokens")
+      ->capture_default_str();
+  sub->add_option("--kv-cache-memory", kv_cache_memory,
+                  "Bytes for the KV cache (default: enough for max-num-seqs full sequences, "
+                  "capped at 4 GiB or a quarter of memory)");
+  sub->add_option("--threads", threads, "Threads for the model (default: all cores)");
+  sub->add_option("--http-threads", http_threads, "Threads for HTTP connections")
+      ->capture_default_str();
+  sub->add_option("--max-request-body-bytes", max_request_body_bytes,
+                  "Largest request body; larger gets 413")
+      ->capture_default_str();
+  sub->add_option("--http-header-timeout", header_timeout_seconds,
+                  "Seconds a client has to send a request's header (slow clients get 408)")
+      ->capture_default_str();
+  sub->add_option("--http-keep-alive-timeout", idle_timeout_seconds,
+                  "Seconds an idle keep-alive connection stays open")
+      ->capture_default_str();
+  sub->add_option("--shutdown-grace-seconds", shutdown_grace_seconds,
+                  "On SIGTERM/SIGINT, how long requests in flight may take to finish")
+      ->capture_default_str();
+  sub->add_flag("--disable-log-requests", disable_log_requests, "No log line per finished request");
+  return sub;
+}
+
+int ServeCommand::run(const char* argv0) {
+  if (!config_path.empty()) {
+    if (Status s = apply_config_file(config_path, *app); !s.ok()) return report_error(s);
+  }
+  if (max_num_seqs < 1) return report_error(invalid_argument("--max-num-seqs must be at least 1"));
+  if (max_num_batched_tokens < 1) {
+    return report_error(invalid_argument("--max-num-batched-tokens must be at least 1"));
+  }
+  if (max_waiting_requests < 0) {
+    return report_error(invalid_argument("--max-waiting-requests must not be negative"));
+  }
+  if (block_size < 1) return report_error(invalid_argument("--block-size must be at least 1"));
+  if (max_model_len < 0) return report_error(invalid_argument("--max-model-len must be >= 0"));
+  if (!(header_timeout_seconds > 0) || !(idle_timeout_seconds > 0)) {
+    return report_error(invalid_argument("HTTP timeouts must be positive"));
+  }
+  if (!(shutdown_grace_seconds >= 0)) {
+    return report_error(invalid_argument("--shutdown-grace-seconds must not be negative"));
+  }
+  auto path = resolve_model_path(model, argv0);
+  if (!path.ok()) return report_error(path.status());
+  std::error_code ec;
+  if (!std::filesystem::exists(*path, ec)) {
+    return report_error(not_found(*path + ": no such file or folder"));
+  }
+
+  server::ServerConfig config{.host = host,
+                              .port = port,
+                              .num_threads = http_threads,
+                              .api_key = api_key,
+                              .max_body_bytes = max_request_body_bytes,
+                              .header_timeout = milliseconds(header_timeout_seconds),
+                              .idle_timeout = milliseconds(idle_timeout_seconds),
+                              .shutdown_grace = milliseconds(shutdown_grace_seconds),
+                              .log_requests = !disable_log_requests};
+  if (Status s = config.validate(); !s.ok()) return report_error(s);
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  // Every thread started from here on inherits the mask; only sigtimedwait sees the signals.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  raise_open_file_limit();
+
+  // Declared first so it is destroyed last: the server's connections reference the engine.
+  ModelLoader loader;
+  server::HttpServer server(config);
+  if (Status s = server.start(); !s.ok()) return report_error(s);
+  spdlog::info("listening on http://{}:{} (/health answers 503 until the model is loaded)", host,
+               server.port());
+  std::unique_ptr<GrpcServerHandle> grpc_server;
+#if PAGODA_HAVE_GRPC
+  if (grpc_port != 0) {
+    grpc_server = std::make_unique<grpc::GrpcServer>(
+        grpc::GrpcServerConfig{.host = host,
+                               .port = grpc_port,
+                               .api_key = api_key,
+                               .max_receive_message_bytes = max_request_body_bytes});
+    if (Status s = grpc_server->start(); !s.ok()) return report_error(s);
+    spdlog::info("listening for gRPC on {}:{} (UNAVAILABLE until the model is loaded)", host,
+                 grpc_server->port());
+  }
+#endif
+
+  const auto load_start = Clock::now();
+  std::thread loading([&] { loader.load(*this, *path); });
+  auto next_progress = load_start + std::chrono::seconds(2);
+  int signal = 0;
+  while (!loader.done.load() && signal == 0) {
+    signal = wait_for_signal(signals, std::chrono::milliseconds(100));
+    if (Clock::now() >= next_progress && !loader.done.load()) {
+      spdlog::info("still loading ({:.0f}s)", seconds_since(load_start));
+      next_progress += std::chrono::seconds(2);
+    }
+  }
+  // Loading cannot be interrupted half-way; a signal during it stops the server right after.
+  loading.join();
+  if (!loader.status.ok()) {
+    grpc_stop(grpc_server.get());
+    server.stop();
+    return report_error(loader.status);
+  }
+  if (signal == 0) {
+    server.set_service(loader.service);
+#if PAGODA_HAVE_GRPC
+    if (grpc_server) {
+      // The aliasing pointer keeps the service, which owns the served model, alive.
+      grpc_server->set_backend({.model = std::shared_ptr<const api::ServedModel>(
+                                    loader.service, &loader.service->served_model()),
+                                .engine = loader.engine.get(),
+                                .architecture = loader.architecture});
+    }
+#endif
+    spdlog::info("ready: serving '{}' on http://{}:{}", loader.service->served_model().name(), host,
+                 server.port());
+    while (signal == 0) signal = wait_for_signal(signals, std::chrono::seconds(1));
+  }
+  spdlog::info("{}: stopping; requests in flight have {:g}s to finish",
+               signal == SIGINT ? "SIGINT" : "SIGTERM", shutdown_grace_seconds);
+  drain(server, grpc_server.get(), loader.engine.get(), signals, config.shutdown_grace);
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,82 @@
+// One Generate call in flight: streams its engine outputs to the client without a thread of its
+// own, and aborts the request in the engine when the client cancels, its deadline passes or the
+// connection drops, so its KV blocks are freed within one engine step.
+//
+//   engine thread:    channel.push ──listener──> executor.post(pump)      (never calls gRPC)
+//   executor thread:  pump: try_next ──> StartWrite          (one write in flight at a time)
+//   gRPC thread:      OnWriteDone ──> pump ...   last output ──> StartWriteAndFinish
+//                     OnCancel ──> EngineClient::abort, then Finish(CANCELLED)
+//                     OnDone ──> released once the engine has sent the final output too
+//
+// The request id stays in the registry until both gRPC and the engine are done with it, so a
+// new call cannot reuse the id of a request the engine is still aborting.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "api/served_model.h"
+#include "engine/engine_client.h"
+#include "grpc/request_registry.h"
+#include "grpc/serial_executor.h"
+#include "pagoda/v1/generate.pb.h"
+
+namespace pagoda::grpc {
+
+/// The server side of one Generate stream. Owns itself until it is released (see above).
+class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  /// Starts streaming `stream`, whose request id is already in `registry`. `engine` must
+  /// outlive the reactor.
+  static GenerateReactor* start(std::shared_ptr<engine::OutputStream> stream,
+                                std::shared_ptr<const api::ServedModel> model,
+                                engine::EngineClient& engine,
+                                std::shared_ptr<SerialExecutor> executor,
+                                std::shared_ptr<RequestRegistry> registry);
+  ~GenerateReactor() override;
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  GenerateReactor(std::shared_ptr<engine::OutputStream> stream,
+                  std::shared_ptr<const api::ServedModel> model, engine::EngineClient& engine,
+                  std::shared_ptr<SerialExecutor> executor,
+                  std::shared_ptr<RequestRegistry> registry);
+
+  // Engine thread: hands a pump to the executor, at most one queued at a time.
+  void wake();
+  // Starts the next write if none is in flight and an output is ready; finishes the call after
+  // the last output or once cancelled; after OnDone, discards outputs until the final one.
+  void pump();
+  void abort_in_engine();
+
+  const std::shared_ptr<engine::OutputStream> stream_;
+  const std::shared_ptr<const api::ServedModel> model_;
+  engine::EngineClient& engine_;
+  const std::shared_ptr<SerialExecutor> executor_;
+  const std::shared_ptr<RequestRegistry> registry_;
+  std::atomic<bool> wake_posted_{false};
+
+  std::mutex mutex_;  // guards everything below
+  bool writing_ = false;
+  bool cancelled_ = false;
+  bool finished_ = false;          // Finish (or StartWriteAndFinish) has been called
+  bool grpc_done_ = false;         // OnDone has been called
+  v1::GenerateResponse response_;  // the message being written
+  // Keeps the reactor alive until released; pumps posted earlier hold weak references.
+  std::shared_ptr<GenerateReactor> self_;
+};
+
+/// A Generate call refused before it started: finishes with `status` at once.
+class RefusedGenerate final : public ::grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  explicit RefusedGenerate(const ::grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace pagoda::grpc

@@ -1,0 +1,35 @@
+#include "grpc/request_registry.h"
+
+namespace pagoda::grpc {
+
+bool RequestRegistry::add(const std::string& request_id) {
+  std::lock_guard lock(mutex_);
+  return ids_.insert(request_id).second;
+}
+
+void RequestRegistry::remove(const std::string& request_id) {
+  bool empty = false;
+  {
+    std::lock_guard lock(mutex_);
+    ids_.erase(request_id);
+    empty = ids_.empty();
+  }
+  if (empty) emptied_.notify_all();
+}
+
+bool RequestRegistry::contains(const std::string& request_id) const {
+  std::lock_guard lock(mutex_);
+  return ids_.contains(request_id);
+}
+
+std::size_t RequestRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return ids_.size();
+}
+
+bool RequestRegistry::wait_until_empty(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return emptied_.wait_for(lock, timeout, [this] { return ids_.empty(); });
+}
+
+}  // namespace pagoda::grpc

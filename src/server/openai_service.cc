@@ -1,0 +1,56 @@
+#include "server/openai_service.h"
+
+#include <utility>
+
+#include "api/chat_request.h"
+#include "api/completion_request.h"
+#include "api/model_list.h"
+#include "api/prometheus_writer.h"
+#include "api/tokenize_api.h"
+
+namespace pagoda::server {
+
+namespace {
+
+HttpReply json_or_error(const api::ApiErrorOr<api::Json>& result) {
+  return result.ok() ? HttpReply::json(*result) : HttpReply::error(result.error());
+}
+
+}  // namespace
+
+OpenAiService::OpenAiService(api::ServedModel model, engine::EngineClient& engine)
+    : model_(std::move(model)), engine_(engine), metrics_(model_.name(), model_.max_model_len) {}
+
+HttpReply OpenAiService::models() const {
+  return HttpReply::json(api::models_response(model_));
+}
+
+HttpReply OpenAiService::model(std::string_view name) const {
+  return json_or_error(api::model_response(model_, name));
+}
+
+HttpReply OpenAiService::metrics() const {
+  HttpReply reply;
+  reply.content_type = std::string(api::kPrometheusContentType);
+  reply.body = metrics_.render(engine_.stats());
+  return reply;
+}
+
+HttpReply OpenAiService::tokenize(const api::Json& body) const {
+  return json_or_error(api::tokenize_response(body, model_));
+}
+
+HttpReply OpenAiService::detokenize(const api::Json& body) const {
+  return json_or_error(api::detokenize_response(body, model_));
+}
+
+api::ApiErrorOr<std::unique_ptr<GenerationCall>> OpenAiService::start_generation(
+    Endpoint endpoint, const api::Json& body) {
+  api::ApiErrorOr<api::GenerationJob> job = endpoint == Endpoint::kChatCompletions
+                                                ? api::parse_chat_request(body, model_)
+                                                : api::parse_completion_request(body, model_);
+  if (!job.ok()) return job.error();
+  return GenerationCall::start(std::move(*job), engine_, model_.tokenizer, metrics_);
+}
+
+}  // namespace pagoda::server

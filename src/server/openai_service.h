@@ -1,0 +1,47 @@
+// The endpoints' work once a request is routed, authenticated and its body parsed: the protocol
+// layer (src/api) over one served model and its engine. Thread-safe; shared by every session
+// once the model has loaded.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "api/api_error.h"
+#include "api/served_model.h"
+#include "api/serving_metrics.h"
+#include "engine/engine_client.h"
+#include "server/generation_call.h"
+#include "server/http_reply.h"
+#include "server/router.h"
+
+namespace pagoda::server {
+
+/// What the HTTP endpoints answer with, for one model.
+class OpenAiService {
+ public:
+  /// `engine` must outlive the service.
+  OpenAiService(api::ServedModel model, engine::EngineClient& engine);
+
+  /// GET /v1/models, /v1/models/{name}, /metrics; POST /tokenize, /detokenize.
+  HttpReply models() const;
+  HttpReply model(std::string_view name) const;
+  HttpReply metrics() const;
+  HttpReply tokenize(const api::Json& body) const;
+  HttpReply detokenize(const api::Json& body) const;
+
+  /// Validates a chat or completion body and submits it to the engine.
+  api::ApiErrorOr<std::unique_ptr<GenerationCall>> start_generation(Endpoint endpoint,
+                                                                    const api::Json& body);
+  /// Counts a generation request refused before it reached the engine.
+  void record_rejected(int http_status) { metrics_.record_rejected(http_status); }
+
+  const api::ServedModel& served_model() const { return model_; }
+  engine::EngineClient& engine() const { return engine_; }
+
+ private:
+  const api::ServedModel model_;
+  engine::EngineClient& engine_;
+  api::ServingMetrics metrics_;
+};
+
+}  // namespace pagoda::server

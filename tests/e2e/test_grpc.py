@@ -1,0 +1,428 @@
+"""The gRPC API end to end: a grpcio client whose stubs are generated from proto/ at test time,
+against the real `pagoda serve` on the default model (the same server as the HTTP tests)."""
+import asyncio
+import importlib
+import importlib.resources
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import grpc
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTO_ROOT = ROOT / "proto"
+PROMPT = "The capital of France is"
+SERVICE = "pagoda.v1.InferenceService"
+
+
+@pytest.fixture(scope="session")
+def pb(tmp_path_factory):
+    """Python modules generated from proto/pagoda/v1/*.proto by grpcio-tools, as a user would."""
+    from grpc_tools import protoc
+    out = tmp_path_factory.mktemp("grpc_stubs")
+    well_known = importlib.resources.files("grpc_tools") / "_proto"
+    protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "pagoda/v1").glob("*.proto"))
+    rc = protoc.main(["grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{well_known}",
+                      f"--python_out={out}", f"--grpc_python_out={out}", *protos])
+    assert rc == 0, "protoc failed on proto/pagoda/v1"
+    sys.path.insert(0, str(out))
+    try:
+        return SimpleNamespace(
+            chat=importlib.import_module("pagoda.v1.chat_pb2"),
+            gen=importlib.import_module("pagoda.v1.generate_pb2"),
+            tok=importlib.import_module("pagoda.v1.tokenize_pb2"),
+            info=importlib.import_module("pagoda.v1.model_info_pb2"),
+            svc=importlib.import_module("pagoda.v1.inference_service_pb2"),
+            svc_grpc=importlib.import_module("pagoda.v1.inference_service_pb2_grpc"))
+    finally:
+        sys.path.remove(str(out))
+
+
+def open_stub(pb, target):
+    channel = grpc.insecure_channel(target)
+    grpc.channel_ready_future(channel).result(timeout=30)
+    return channel, pb.svc_grpc.InferenceServiceStub(channel)
+
+
+@pytest.fixture(scope="session")
+def stub(pb, server):
+    channel, stub = open_stub(pb, server.grpc_target)
+    yield stub
+    channel.close()
+
+
+def text_request(pb, text=PROMPT, max_tokens=8, temperature=0.0, **fields):
+    return pb.gen.GenerateRequest(text=text, sampling=pb.gen.SamplingParams(temperature=temperature),
+                                  stopping=pb.gen.StoppingCriteria(max_tokens=max_tokens), **fields)
+
+
+def chat_request(pb, content, max_tokens=8, **fields):
+    chat = pb.chat.ChatInput(messages=[pb.chat.ChatMessage(role="user", content=content)])
+    return pb.gen.GenerateRequest(chat=chat, sampling=pb.gen.SamplingParams(temperature=0.0),
+                                  stopping=pb.gen.StoppingCriteria(max_tokens=max_tokens), **fields)
+
+
+def ids_and_text(messages):
+    messages = list(messages)
+    return [i for m in messages for i in m.token_ids], "".join(m.text for m in messages)
+
+
+def rpc_error(call):
+    with pytest.raises(grpc.RpcError) as info:
+        result = call()
+        if not isinstance(result, (bytes, str)) and hasattr(result, "__iter__"):
+            list(result)
+    return info.value
+
+
+def wait_idle(stub, pb, timeout=10.0):
+    """Polls GetLoad until nothing runs or waits and no KV block is in use; returns the load."""
+    deadline = time.monotonic() + timeout
+    while True:
+        load = stub.GetLoad(pb.info.GetLoadRequest())
+        if load.num_running_requests == 0 and load.num_waiting_requests == 0 and load.kv_cache_usage == 0:
+            return load
+        assert time.monotonic() < deadline, f"the engine is not idle: {load}"
+        time.sleep(0.02)
+
+
+# ---- streaming and unary calls ------------------------------------------------------------------
+
+def test_generate_streams_deltas_then_usage_and_timings(stub, pb):
+    messages = list(stub.Generate(text_request(pb, request_id="stream-1")))
+    assert len(messages) >= 2, "a streamed generation arrives in several messages"
+    assert all(m.request_id == "stream-1" and m.index == 0 for m in messages)
+    *deltas, last = messages
+    assert all(m.finish_reason == pb.gen.FINISH_REASON_UNSPECIFIED for m in deltas)
+    assert not any(m.HasField("usage") for m in deltas)
+    assert last.finish_reason in (pb.gen.FINISH_REASON_LENGTH, pb.gen.FINISH_REASON_STOP)
+    ids, text = ids_and_text(messages)
+    assert last.usage.completion_tokens == len(ids) <= 8
+    prompt_ids = stub.Tokenize(pb.tok.TokenizeRequest(text=PROMPT)).token_ids
+    assert last.usage.prompt_tokens == len(prompt_ids)
+    t = last.timings
+    assert 0 <= t.queue_seconds <= t.time_to_first_token_seconds <= t.end_to_end_seconds < 60
+    assert stub.Detokenize(pb.tok.DetokenizeRequest(token_ids=ids)).text == text
+
+
+def test_token_id_input_generates_like_the_same_text(stub, pb):
+    prompt_ids = list(stub.Tokenize(pb.tok.TokenizeRequest(text=PROMPT)).token_ids)
+    from_text = ids_and_text(stub.Generate(text_request(pb)))
+    from_ids = ids_and_text(stub.Generate(pb.gen.GenerateRequest(
+        token_ids=pb.gen.TokenIds(ids=prompt_ids), sampling=pb.gen.SamplingParams(temperature=0.0),
+        stopping=pb.gen.StoppingCriteria(max_tokens=8))))
+    assert from_ids == from_text
+
+
+def test_same_greedy_request_over_http_and_grpc_is_identical(stub, pb, server, model_name):
+    """Chat through the shared validator on both transports: same text, and the same token at
+    every position (its exact vocabulary bytes, which name one id in a byte-level BPE)."""
+    content = "Name three colors."
+    status, body = server.post_json("/v1/chat/completions", {
+        "model": model_name, "messages": [{"role": "user", "content": content}],
+        "max_tokens": 12, "temperature": 0, "logprobs": True, "top_logprobs": 0})
+    assert status == 200, body
+    http_text = body["choices"][0]["message"]["content"]
+    http_tokens = body["choices"][0]["logprobs"]["content"]
+
+    messages = list(stub.Generate(chat_request(pb, content, max_tokens=12, logprobs=0)))
+    ids, text = ids_and_text(messages)
+    logprobs = [lp for m in messages for lp in m.logprobs]
+    assert text == http_text
+    assert len(ids) == body["usage"]["completion_tokens"] == messages[-1].usage.completion_tokens
+    assert [lp.token_id for lp in logprobs] == ids
+    # HTTP lists the tokens whose text is part of the content (the EOS that stops is not).
+    assert [bytes(t["bytes"]) for t in http_tokens] == [lp.token_bytes for lp in logprobs][:len(http_tokens)]
+    assert len(http_tokens) >= len(ids) - 1
+    for h, g in zip(http_tokens, logprobs):
+        assert h["logprob"] == pytest.approx(g.logprob, abs=1e-4)
+
+
+def test_logprobs_and_top_logprobs(stub, pb):
+    messages = list(stub.Generate(text_request(pb, max_tokens=6, logprobs=3)))
+    for m in messages:
+        assert len(m.logprobs) == len(m.token_ids)
+        for token_id, lp in zip(m.token_ids, m.logprobs):
+            assert lp.token_id == token_id and lp.logprob <= 0
+            assert len(lp.top_logprobs) == 3
+            tops = [t.logprob for t in lp.top_logprobs]
+            assert tops == sorted(tops, reverse=True)
+            # Greedy: the sampled token is the most likely one.
+            assert lp.top_logprobs[0].token_id == token_id
+    assert not any(m.logprobs for m in stub.Generate(text_request(pb, max_tokens=3)))
+
+
+def test_stop_string_ends_the_stream(stub, pb):
+    _, free_text = ids_and_text(stub.Generate(text_request(pb, max_tokens=12)))
+    words = free_text.split()
+    assert len(words) >= 3, free_text
+    stop = words[2]
+    messages = list(stub.Generate(pb.gen.GenerateRequest(
+        text=PROMPT, sampling=pb.gen.SamplingParams(temperature=0.0),
+        stopping=pb.gen.StoppingCriteria(max_tokens=12, stop=[stop]))))
+    _, text = ids_and_text(messages)
+    assert messages[-1].finish_reason == pb.gen.FINISH_REASON_STOP
+    assert messages[-1].stop_string == stop
+    assert stop not in text and free_text.startswith(text)
+
+
+def test_n_samples_each_end_with_their_own_final_message(stub, pb):
+    request = pb.gen.GenerateRequest(text=PROMPT, sampling=pb.gen.SamplingParams(temperature=1.0, seed=7, n=2),
+                                     stopping=pb.gen.StoppingCriteria(max_tokens=5, ignore_eos=True))
+    messages = list(stub.Generate(request))
+    for index in (0, 1):
+        mine = [m for m in messages if m.index == index]
+        assert mine and mine[-1].finish_reason == pb.gen.FINISH_REASON_LENGTH
+        assert sum(len(m.token_ids) for m in mine) == 5 == mine[-1].usage.completion_tokens
+    # Seeded: the same request draws the same tokens again.
+    again = list(stub.Generate(request))
+    for index in (0, 1):
+        assert ids_and_text([m for m in again if m.index == index]) == \
+            ids_and_text([m for m in messages if m.index == index])
+
+
+def test_tokenize_and_detokenize_match_http(stub, pb, server):
+    response = stub.Tokenize(pb.tok.TokenizeRequest(text="Hello, gRPC world!", return_token_strs=True))
+    status, body = server.post_json("/tokenize", {"prompt": "Hello, gRPC world!", "return_token_strs": True})
+    assert status == 200
+    assert list(response.token_ids) == body["tokens"]
+    assert list(response.token_strs) == body["token_strs"]
+    assert response.max_model_len == body["max_model_len"]
+    text = stub.Detokenize(pb.tok.DetokenizeRequest(token_ids=response.token_ids)).text
+    assert text == "Hello, gRPC world!"
+    chat = pb.chat.ChatInput(messages=[pb.chat.ChatMessage(role="user", content="Hi")])
+    status, body = server.post_json("/tokenize", {"messages": [{"role": "user", "content": "Hi"}]})
+    assert list(stub.Tokenize(pb.tok.TokenizeRequest(chat=chat)).token_ids) == body["tokens"]
+
+
+def test_model_info(stub, pb, model_name):
+    info = stub.GetModelInfo(pb.info.GetModelInfoRequest())
+    assert info.name == model_name
+    assert list(info.served_names) == ["smollm2", "SmolLM2-135M-Instruct"]
+    assert info.architecture == "llama"
+    assert info.max_model_len == 1024  # the shared server's --max-model-len
+    assert info.vocab_size == 49152
+    assert info.has_chat_template
+    assert info.root.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+# ---- cancellation, deadlines, abort -------------------------------------------------------------
+
+def long_request(pb, request_id=None, max_tokens=400):
+    return pb.gen.GenerateRequest(request_id=request_id or "", text=PROMPT,
+                                  sampling=pb.gen.SamplingParams(temperature=0.0),
+                                  stopping=pb.gen.StoppingCriteria(max_tokens=max_tokens, ignore_eos=True))
+
+
+def test_cancel_mid_stream_frees_the_kv_blocks(stub, pb):
+    wait_idle(stub, pb)
+    call = stub.Generate(long_request(pb))
+    first = next(call)
+    assert first.token_ids
+    try:
+        # The engine publishes its gauges after the step that produced the first token.
+        deadline = time.monotonic() + 5
+        while True:
+            busy = stub.GetLoad(pb.info.GetLoadRequest())
+            if busy.num_running_requests == 1 and busy.kv_cache_usage > 0:
+                break
+            assert time.monotonic() < deadline, f"the request never showed as running: {busy}"
+            time.sleep(0.005)
+    finally:
+        call.cancel()
+    error = rpc_error(lambda: call)
+    assert error.code() == grpc.StatusCode.CANCELLED
+    cancelled_at = time.monotonic()
+    wait_idle(stub, pb, timeout=5)
+    # Freed within a step or so (a decode step of the 135M model takes milliseconds), not after
+    # the 400 tokens the request asked for.
+    assert time.monotonic() - cancelled_at < 2
+
+
+def test_deadline_expires_and_frees_the_kv_blocks(stub, pb):
+    wait_idle(stub, pb)
+    started = time.monotonic()
+    error = rpc_error(lambda: stub.Generate(long_request(pb), timeout=0.5))
+    assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert time.monotonic() - started < 5
+    wait_idle(stub, pb, timeout=5)
+
+
+def test_abort_by_request_id(stub, pb):
+    call = stub.Generate(long_request(pb, request_id="abort-me"))
+    assert next(call).request_id == "abort-me"
+    # A second call may not reuse a live id.
+    error = rpc_error(lambda: stub.Generate(long_request(pb, request_id="abort-me", max_tokens=2)))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "already in flight" in error.details()
+    stub.Abort(pb.svc.AbortRequest(request_id="abort-me"))
+    rest = list(call)
+    assert rest[-1].finish_reason == pb.gen.FINISH_REASON_ABORT
+    wait_idle(stub, pb, timeout=5)
+    error = rpc_error(lambda: stub.Abort(pb.svc.AbortRequest(request_id="abort-me")))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+
+
+# ---- bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("request_fields, http_body, param", [
+    ({"sampling": {"temperature": 5.0}}, {"temperature": 5}, "temperature"),
+    ({"sampling": {"top_p": 0.0}}, {"top_p": 0}, "top_p"),
+    ({"stopping": {"max_tokens": 5000}}, {"max_tokens": 5000}, "max_tokens"),
+    ({"logprobs": 21}, {"logprobs": 21}, "logprobs"),
+    ({"sampling": {"logit_bias": {-4: 1.0}}}, {"logit_bias": {"-4": 1.0}}, "logit_bias"),
+    ({"stopping": {"stop_token_ids": [49152]}}, {"stop_token_ids": [49152]}, "stop_token_ids"),
+])
+def test_invalid_argument_with_the_http_message(stub, pb, server, model_name, request_fields, http_body, param):
+    from google.protobuf import json_format
+    request = pb.gen.GenerateRequest(text=PROMPT)
+    json_format.ParseDict(request_fields, request)
+    error = rpc_error(lambda: stub.Generate(request))
+    status, body = server.post_json("/v1/completions", {"model": model_name, "prompt": PROMPT, **http_body})
+    assert status == 400
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.details() == body["error"]["message"]
+    assert body["error"]["param"] == param
+
+
+def test_other_invalid_inputs(stub, pb):
+    cases = [
+        pb.gen.GenerateRequest(),  # no input
+        pb.gen.GenerateRequest(token_ids=pb.gen.TokenIds(ids=[1, 49152])),
+        pb.gen.GenerateRequest(token_ids=pb.gen.TokenIds(ids=[])),
+        pb.gen.GenerateRequest(text=""),
+        pb.gen.GenerateRequest(text=PROMPT, request_id="x" * 129),
+        pb.gen.GenerateRequest(chat=pb.chat.ChatInput()),
+        pb.gen.GenerateRequest(chat=pb.chat.ChatInput(messages=[pb.chat.ChatMessage(role="robot", content="hi")])),
+    ]
+    for request in cases:
+        error = rpc_error(lambda: stub.Generate(request))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, request
+        assert error.details()
+    error = rpc_error(lambda: stub.Detokenize(pb.tok.DetokenizeRequest(token_ids=[-1])))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    error = rpc_error(lambda: stub.Tokenize(pb.tok.TokenizeRequest()))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_unknown_model_is_not_found(stub, pb):
+    error = rpc_error(lambda: stub.Generate(text_request(pb, model="no-such-model")))
+    assert error.code() == grpc.StatusCode.NOT_FOUND and "no-such-model" in error.details()
+    error = rpc_error(lambda: stub.Tokenize(pb.tok.TokenizeRequest(text="a", model="no-such-model")))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_api_key_queue_limit_and_drain(start_server, pb):
+    """A server with an API key and room for one request: UNAUTHENTICATED, RESOURCE_EXHAUSTED,
+    then UNAVAILABLE (and health NOT_SERVING) while it drains on SIGTERM."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    server = start_server("--max-model-len", "512", "--api-key", "sesame",
+                          "--max-num-seqs", "1", "--max-waiting-requests", "0")
+    channel, stub = open_stub(pb, server.grpc_target)
+    health = health_pb2_grpc.HealthStub(channel)
+    good = [("authorization", "Bearer sesame")]
+    try:
+        for metadata in (None, [("authorization", "Bearer wrong")], [("authorization", "sesame")]):
+            error = rpc_error(lambda: stub.GetModelInfo(pb.info.GetModelInfoRequest(), metadata=metadata))
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+            error = rpc_error(lambda: stub.Generate(text_request(pb), metadata=metadata))
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert stub.GetModelInfo(pb.info.GetModelInfoRequest(), metadata=good).name
+        # Health stays open, as /health does.
+        assert health.Check(health_pb2.HealthCheckRequest(service=SERVICE)).status == \
+            health_pb2.HealthCheckResponse.SERVING
+
+        # n = 2 needs two places; the server has one.
+        request = pb.gen.GenerateRequest(text=PROMPT, sampling=pb.gen.SamplingParams(n=2),
+                                         stopping=pb.gen.StoppingCriteria(max_tokens=2))
+        error = rpc_error(lambda: stub.Generate(request, metadata=good))
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "queue is full" in error.details()
+
+        # A stream in flight when SIGTERM comes finishes; new calls are refused meanwhile.
+        call = stub.Generate(long_request(pb, max_tokens=96), metadata=good)
+        first = next(call)
+        server.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while health.Check(health_pb2.HealthCheckRequest()).status == health_pb2.HealthCheckResponse.SERVING:
+            assert time.monotonic() < deadline, "health never said NOT_SERVING"
+            time.sleep(0.01)
+        error = rpc_error(lambda: stub.Generate(text_request(pb), metadata=good))
+        assert error.code() == grpc.StatusCode.UNAVAILABLE and "shutting down" in error.details()
+        rest = list(call)
+        assert rest[-1].finish_reason == pb.gen.FINISH_REASON_LENGTH
+        assert len(first.token_ids) + sum(len(m.token_ids) for m in rest) == 96
+        assert server.stop() == 0
+    finally:
+        channel.close()
+
+
+# ---- many streams at once -----------------------------------------------------------------------
+
+def test_64_concurrent_streams(server, pb, stub):
+    async def one(aio_stub, i):
+        request = pb.gen.GenerateRequest(
+            request_id=f"many-{i}", text=f"{PROMPT} {i}", sampling=pb.gen.SamplingParams(temperature=0.0),
+            stopping=pb.gen.StoppingCriteria(max_tokens=8, ignore_eos=True))
+        return [m async for m in aio_stub.Generate(request)]
+
+    async def run_all():
+        async with grpc.aio.insecure_channel(server.grpc_target) as channel:
+            aio_stub = pb.svc_grpc.InferenceServiceStub(channel)
+            return await asyncio.gather(*(one(aio_stub, i) for i in range(64)))
+
+    def num_threads():
+        return len(list(Path(f"/proc/{server.proc.pid}/task").iterdir()))
+
+    idle_threads = num_threads()
+    peak_threads = idle_threads
+    sampling = True
+
+    def sample():
+        nonlocal peak_threads
+        while sampling:
+            peak_threads = max(peak_threads, num_threads())
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        results = asyncio.run(run_all())
+    finally:
+        sampling = False
+        sampler.join()
+    print(f"server threads: {idle_threads} idle, {peak_threads} at most with 64 streams")
+    assert len(results) == 64
+    for i, messages in enumerate(results):
+        assert {m.request_id for m in messages} == {f"many-{i}"}
+        assert messages[-1].finish_reason == pb.gen.FINISH_REASON_LENGTH
+        assert sum(len(m.token_ids) for m in messages) == 8 == messages[-1].usage.completion_tokens
+    # No thread per stream: gRPC's pollers and callback pool do not grow with the streams.
+    assert peak_threads - idle_threads < 16
+    wait_idle(stub, pb)
+
+
+# ---- health and reflection ----------------------------------------------------------------------
+
+def test_health_and_reflection(server, stub, pb):
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import \
+        ProtoReflectionDescriptorDatabase
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", SERVICE):
+            response = health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert response.status == health_pb2.HealthCheckResponse.SERVING
+        error = rpc_error(lambda: health.Check(health_pb2.HealthCheckRequest(service="no.Such")))
+        assert error.code() == grpc.StatusCode.NOT_FOUND
+
+        database = ProtoReflectionDescriptorDatabase(channel)
+        services = set(database.get_services())
+        assert {SERVICE, "grpc.health.v1.Health"} <= services
+        # The descriptors come with it, so generic clients (grpcurl) can build requests.
+        from google.protobuf.descriptor_pool import DescriptorPool
+        pool = DescriptorPool(database)
+        methods = {m.name for m in pool.FindServiceByName(SERVICE).methods}
+        assert methods == {"Generate", "Tokenize", "Detokenize", "GetModelInfo", "GetLoad", "Abort"}
