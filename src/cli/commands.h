@@ -51,7 +51,8 @@ struct ChatTemplateCommand {
   int run(const char* argv0) const;
 };
 
-/// `pagoda generate [MODEL] (--prompt TEXT | --chat TEXT)`: one sequence on the CPU, streamed.
+/// `pagoda generate [MODEL] (--prompt TEXT | --chat TEXT)`: one sequence on the GPU or the CPU,
+/// streamed.
 struct GenerateCommand {
   std::string model;
   std::string prompt;
@@ -68,6 +69,9 @@ struct GenerateCommand {
   int threads = 0;
   std::int64_t block_size = 16;
   std::int64_t max_model_len = 0;
+  std::string device;          ///< "cuda" or "cpu"; empty: cuda when a GPU is present
+  std::string dtype = "bf16";  ///< CUDA weights/activations: bf16, f16 or f32
+  double gpu_memory_utilization = 0.9;
   CLI::App* add_to(CLI::App& app);
   int run(const char* argv0) const;
 };
@@ -115,6 +119,8 @@ struct ServeCommand {
   double idle_timeout_seconds = 60;
   double shutdown_grace_seconds = 30;
   bool disable_log_requests = false;
+  TraceOptions trace;
+  ReasoningOptions reasoning;
   CLI::App* app = nullptr;
   CLI::App* add_to(CLI::App& parent);
   int run(const char* argv0);

@@ -9,6 +9,10 @@
 #include "cli/model_assets.h"
 #include "models/cpu_model_executor.h"
 #include "models/single_sequence_batcher.h"
+#if PAGODA_HAVE_CUDA
+#include "backend/cuda/cuda_device.h"
+#include "models/cuda_model_executor.h"
+#endif
 #include "pagoda/sampling_params.h"
 #include "sampling/sampler.h"
 
@@ -65,10 +69,71 @@ std::vector<std::int32_t> stop_ids(const ModelFiles& files, const Tokenizer& tok
   return ids;
 }
 
+// The executor `--device` asks for, and the most KV blocks it may hold (-1: no limit beyond the
+// sequence's own need).
+struct GenerateExecutor {
+  std::unique_ptr<ModelExecutor> executor;
+  std::int64_t max_kv_blocks = -1;
+  std::string description;  // for the speed line on stderr
+};
+
+StatusOr<std::string> chosen_device(const GenerateCommand& cmd) {
+  if (!cmd.device.empty() && cmd.device != "cuda" && cmd.device != "cpu") {
+    return invalid_argument("--device must be cuda or cpu, got \"" + cmd.device + "\"");
+  }
+#if PAGODA_HAVE_CUDA
+  if (cmd.device.empty()) return std::string(cuda::cuda_device_count() > 0 ? "cuda" : "cpu");
+  if (cmd.device == "cuda" && cuda::cuda_device_count() == 0) {
+    return Status(StatusCode::kUnavailable, "--device cuda: no CUDA device is visible");
+  }
+#else
+  if (cmd.device == "cuda") {
+    return Status(StatusCode::kUnavailable,
+                  "--device cuda: this pagoda was built without CUDA (no nvcc at configure time)");
+  }
+  if (cmd.device.empty()) return std::string("cpu");
+#endif
+  return cmd.device;
+}
+
+StatusOr<GenerateExecutor> make_executor(const GenerateCommand& cmd,
+                                         std::shared_ptr<const ModelFiles> files,
+                                         std::int64_t max_num_batched_tokens) {
+  PAGODA_ASSIGN_OR_RETURN(std::string device, chosen_device(cmd));
+  GenerateExecutor out;
+#if PAGODA_HAVE_CUDA
+  if (device == "cuda") {
+    cuda::ScalarType dtype;
+    if (!cuda::parse_scalar_type(cmd.dtype, &dtype)) {
+      return invalid_argument("--dtype must be bf16, f16 or f32, got \"" + cmd.dtype + "\"");
+    }
+    PAGODA_ASSIGN_OR_RETURN(auto executor,
+                            models::CudaModelExecutor::create(
+                                std::move(files), {.dtype = dtype,
+                                                   .max_num_batched_tokens = max_num_batched_tokens,
+                                                   .max_num_seqs = 1,
+                                                   .max_model_len = cmd.max_model_len}));
+    PAGODA_ASSIGN_OR_RETURN(out.max_kv_blocks, executor->profile_num_kv_blocks(
+                                                   cmd.gpu_memory_utilization, cmd.block_size));
+    out.description = "cuda, " + std::string(cuda::scalar_type_name(dtype));
+    out.executor = std::move(executor);
+    return out;
+  }
+#endif
+  PAGODA_ASSIGN_OR_RETURN(auto executor,
+                          models::CpuModelExecutor::create(
+                              std::move(files), {.num_threads = cmd.threads,
+                                                 .max_num_batched_tokens = max_num_batched_tokens,
+                                                 .max_model_len = cmd.max_model_len}));
+  out.description = std::to_string(executor->num_threads()) + " threads";  // bench/peer parses it
+  out.executor = std::move(executor);
+  return out;
+}
+
 }  // namespace
 
 CLI::App* GenerateCommand::add_to(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt on the CPU");
+  CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt (GPU or CPU)");
   sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
   auto* prompt_option = sub->add_option("--prompt", prompt, "Raw prompt text (BOS added)");
   auto* chat_option =
@@ -90,6 +155,12 @@ CLI::App* GenerateCommand::add_to(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-model-len", max_model_len,
                   "Longest sequence in tokens (default: the model's context length)");
+  sub->add_option("--device", device, "cuda or cpu (default: cuda when a GPU is present)");
+  sub->add_option("--dtype", dtype, "CUDA weights and activations: bf16, f16 or f32")
+      ->capture_default_str();
+  sub->add_option("--gpu-memory-utilization", gpu_memory_utilization,
+                  "Share of GPU memory Pagoda may use, the KV cache included")
+      ->capture_default_str();
   return sub;
 }
 
@@ -112,12 +183,9 @@ int GenerateCommand::run(const char* argv0) const {
   const auto num_prompt = static_cast<std::int64_t>(ids->size());
   if (num_prompt == 0) return report_error(invalid_argument("the prompt has no tokens"));
 
-  auto executor = models::CpuModelExecutor::create(
-      files, {.num_threads = threads,
-              .max_num_batched_tokens = std::min(num_prompt, kMaxPrefillChunk),
-              .max_model_len = max_model_len});
-  if (!executor.ok()) return report_error(executor.status());
-  models::CpuModelExecutor& exec = **executor;
+  auto made = make_executor(*this, files, std::min(num_prompt, kMaxPrefillChunk));
+  if (!made.ok()) return report_error(made.status());
+  ModelExecutor& exec = *made->executor;
   const std::int64_t max_len = exec.info().max_model_len;
   if (num_prompt >= max_len) {
     return report_error(invalid_argument("the prompt has " + std::to_string(num_prompt) +
@@ -126,6 +194,13 @@ int GenerateCommand::run(const char* argv0) const {
   // One sequence: just enough blocks for the prompt and the tokens it may generate.
   const std::int64_t total = std::min(num_prompt + max_tokens, max_len);
   const std::int64_t num_blocks = (total + block_size - 1) / block_size;
+  if (made->max_kv_blocks >= 0 && num_blocks > made->max_kv_blocks) {
+    return report_error(Status(StatusCode::kResourceExhausted,
+                               "the sequence needs " + std::to_string(num_blocks) +
+                                   " KV blocks, GPU memory holds " +
+                                   std::to_string(made->max_kv_blocks) +
+                                   "; lower --max-tokens or raise --gpu-memory-utilization"));
+  }
   if (Status s = exec.allocate_kv_cache(num_blocks, block_size); !s.ok()) return report_error(s);
 
   models::SingleSequenceBatcher batcher(block_size, num_blocks);
@@ -166,10 +241,10 @@ int GenerateCommand::run(const char* argv0) const {
   // The first token comes from the prefill's logits; decode speed counts the steps after it.
   std::fprintf(stderr,
                "prompt tokens: %lld, prefill: %.1f tokens/s\n"
-               "generated tokens: %lld, decode: %.1f tokens/s (%d threads)\n",
+               "generated tokens: %lld, decode: %.1f tokens/s (%s)\n",
                static_cast<long long>(num_prompt), num_prompt / prefill_seconds,
                static_cast<long long>(generated),
-               generated > 1 ? (generated - 1) / decode_seconds : 0.0, exec.num_threads());
+               generated > 1 ? (generated - 1) / decode_seconds : 0.0, made->description.c_str());
   return 0;
 }
 

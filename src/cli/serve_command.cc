@@ -48,8 +48,9 @@ void raise_open_file_limit() {
   spdlog::warn("could not raise the open-file limit: at most {} connections", limit.rlim_cur);
 }
 
-// The name clients put in `model` when none is given: the MODEL argument as typed (vLLM's
-// rule), or for the default model its file name without the extension.
+// The name clients put in `model` when none is given: MODEL as given on the command line, in
+// PAGODA_MODEL or in the config file (vLLM's rule), or for the default model its file name
+// without the extension.
 std::vector<std::string> served_names(const ServeCommand& cmd, const std::string& path) {
   if (!cmd.served_model_names.empty()) return cmd.served_model_names;
   if (!cmd.model.empty()) return {cmd.model};
@@ -94,6 +95,8 @@ struct ModelLoader {
     config.cache.block_size = cmd.block_size;
     config.kv_cache_memory_bytes = cmd.kv_cache_memory;
     config.max_waiting_requests = cmd.max_waiting_requests;
+    PAGODA_RETURN_IF_ERROR(cmd.trace.apply(config));
+    PAGODA_RETURN_IF_ERROR(cmd.reasoning.apply(config));
     PAGODA_ASSIGN_OR_RETURN(engine, engine::open_cpu_engine(std::move(options)));
     const engine::EngineConfig& resolved = engine->config();
 
@@ -102,6 +105,7 @@ struct ModelLoader {
         api::make_served_model(served_names(cmd, path), path, std::move(tokenizer),
                                std::move(chat_template), resolved.scheduler.max_model_len,
                                opened.generation));
+    if (resolved.reasoning) model.reasoning = resolved.reasoning_effort_budgets;
     spdlog::info(
         "model ready in {:.1f}s: {} KV blocks of {} tokens, max_model_len {}, "
         "max_num_seqs {}",
@@ -220,6 +224,8 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
                   "On SIGTERM/SIGINT, how long requests in flight may take to finish")
       ->capture_default_str();
   sub->add_flag("--disable-log-requests", disable_log_requests, "No log line per finished request");
+  trace.add_to(*sub);
+  reasoning.add_to(*sub);
   return sub;
 }
 

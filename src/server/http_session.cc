@@ -387,7 +387,11 @@ void HttpSession::dispatch() {
 
 void HttpSession::start_generation(OpenAiService& service, Endpoint endpoint,
                                    const api::Json& body) {
-  api::ApiErrorOr<std::unique_ptr<GenerationCall>> call = service.start_generation(endpoint, body);
+  // X-Pagoda-Trace: 1 (or true) asks for a reasoning trace of this request.
+  const beast::string_view trace_header = request_["X-Pagoda-Trace"];
+  const bool trace = trace_header == "1" || beast::iequals(trace_header, "true");
+  api::ApiErrorOr<std::unique_ptr<GenerationCall>> call =
+      service.start_generation(endpoint, body, trace);
   if (!call.ok()) {
     service.record_rejected(call.error().http_status);
     reply(HttpReply::error(call.error()));

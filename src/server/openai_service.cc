@@ -45,11 +45,14 @@ HttpReply OpenAiService::detokenize(const api::Json& body) const {
 }
 
 api::ApiErrorOr<std::unique_ptr<GenerationCall>> OpenAiService::start_generation(
-    Endpoint endpoint, const api::Json& body) {
+    Endpoint endpoint, const api::Json& body, bool trace) {
   api::ApiErrorOr<api::GenerationJob> job = endpoint == Endpoint::kChatCompletions
                                                 ? api::parse_chat_request(body, model_)
                                                 : api::parse_completion_request(body, model_);
   if (!job.ok()) return job.error();
+  if (trace) {
+    for (engine::EngineRequest& request : job->requests) request.trace = true;
+  }
   return GenerationCall::start(std::move(*job), engine_, model_.tokenizer, metrics_);
 }
 

@@ -29,9 +29,11 @@ class OpenAiService {
   HttpReply tokenize(const api::Json& body) const;
   HttpReply detokenize(const api::Json& body) const;
 
-  /// Validates a chat or completion body and submits it to the engine.
+  /// Validates a chat or completion body and submits it to the engine; `trace` (the
+  /// X-Pagoda-Trace header) traces it as the body's "trace": true does.
   api::ApiErrorOr<std::unique_ptr<GenerationCall>> start_generation(Endpoint endpoint,
-                                                                    const api::Json& body);
+                                                                    const api::Json& body,
+                                                                    bool trace = false);
   /// Counts a generation request refused before it reached the engine.
   void record_rejected(int http_status) { metrics_.record_rejected(http_status); }
 

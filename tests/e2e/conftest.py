@@ -1,4 +1,5 @@
 """Shared fixtures for the end-to-end tests: the real `pagoda` binary and the real default model."""
+import functools
 import json
 import os
 import subprocess
@@ -115,10 +116,11 @@ def launch_server(pagoda_bin, *args, wait_ready=True, timeout=60):
     wait_ready is false) waits for /health to answer 200."""
     log = tempfile.NamedTemporaryFile(prefix="pagoda-serve-", suffix=".log", delete=False)
     args = [str(a) for a in args]
-    # Each server gets its own gRPC port (the default 50051 would collide between servers).
-    if "--grpc-port" not in args:
+    # Each server gets its own gRPC port (the default 50051 would collide between servers),
+    # when the binary was built with gRPC.
+    if "--grpc-port" not in args and serve_has_grpc(pagoda_bin):
         args += ["--grpc-port", str(free_port())]
-    grpc_port = int(args[args.index("--grpc-port") + 1])
+    grpc_port = int(args[args.index("--grpc-port") + 1]) if "--grpc-port" in args else 0
     proc = subprocess.Popen([str(pagoda_bin), "serve", "--port", "0", *args],
                             stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
@@ -189,6 +191,14 @@ def async_client_for(server):
     import openai
     return openai.AsyncOpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0,
                               timeout=120)
+
+
+@functools.lru_cache(maxsize=None)
+def serve_has_grpc(pagoda_bin):
+    """Whether `pagoda serve` takes --grpc-port (builds with -DPAGODA_ENABLE_GRPC=OFF do not)."""
+    help_text = subprocess.run([str(pagoda_bin), "serve", "--help"], capture_output=True,
+                               text=True, timeout=30).stdout
+    return "--grpc-port" in help_text
 
 
 def free_port():

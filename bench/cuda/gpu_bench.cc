@@ -1,0 +1,554 @@
+// GPU benchmarks, every figure a ratio to ceilings measured in the same run (shared/GPU.md):
+//   B = device-to-device copy bandwidth (bytes read + written), 1 GiB buffer;
+//   F = cuBLASLt BF16 GEMM TFLOP/s at 8192^3 on random data.
+// Kernel timings: CUDA events, warm-up, median of repeats; inputs larger than L2 or rotated.
+//
+//   gpu_bench kernels                     B, F and each kernel against its goal
+//   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy)
+//                   [--dtype bf16] [--batch 1,64,128] [--context 512] [--steps 32]
+//
+// Output: one "RESULT name value unit ratio goal" line per figure (scripts/gpu_check.sh turns
+// them into the table), plus notes.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/blas_lt.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_status.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/random_fill.h"
+#include "kernels/activation/silu_mul.h"
+#include "kernels/attention/paged_attention.h"
+#include "kernels/norm/rms_norm.h"
+#include "kernels/rope/rope_kv_cache.h"
+#include "kernels/sampling/sampling.h"
+#include "model/hf_config.h"
+#include "models/cuda_model_executor.h"
+
+namespace pagoda::bench {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::ScalarType;
+
+[[noreturn]] void die(const Status& s, const char* where) {
+  std::fprintf(stderr, "gpu_bench: %s: %s\n", where, s.to_string().c_str());
+  std::exit(1);
+}
+
+void check(const Status& s, const char* where) {
+  if (!s.ok()) die(s, where);
+}
+
+DeviceBuffer alloc(std::size_t bytes) {
+  auto b = DeviceBuffer::allocate(bytes);
+  if (!b.ok()) die(b.status(), "allocate");
+  return std::move(*b);
+}
+
+DeviceBuffer random_buffer(std::int64_t n, ScalarType type, std::uint64_t seed, float low = -1.0f,
+                           float high = 1.0f) {
+  DeviceBuffer b = alloc(static_cast<std::size_t>(n) * cuda::scalar_type_size(type));
+  check(cuda::fill_uniform(b.data(), n, type, low, high, seed, nullptr), "fill");
+  return b;
+}
+
+// Median milliseconds of `repeats` runs of `fn` after `warmup` runs, each timed with events.
+double median_ms(const std::function<void(int)>& fn, int warmup = 3, int repeats = 20) {
+  for (int i = 0; i < warmup; ++i) fn(i);
+  check(cuda::cuda_status(cudaDeviceSynchronize(), "sync"), "warm-up");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    cudaEventRecord(start);
+    fn(warmup + i);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  check(cuda::check_launch("timed region"), "timed region");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void result(const char* name, double value, const char* unit, double ratio, const char* goal) {
+  std::printf("RESULT %-44s %12.3f %-8s %7.3f  %s\n", name, value, unit, ratio, goal);
+  std::fflush(stdout);
+}
+
+struct Ceilings {
+  double bandwidth_gbs = 0.0;  // B
+  double tflops = 0.0;         // F
+};
+
+Ceilings measure_ceilings(cuda::BlasLt& blas) {
+  Ceilings c;
+  const std::size_t bytes = 1ull << 30;
+  DeviceBuffer src = random_buffer(static_cast<std::int64_t>(bytes / 4), ScalarType::kF32, 1);
+  DeviceBuffer dst = alloc(bytes);
+  const double copy_ms = median_ms(
+      [&](int) { cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice); });
+  c.bandwidth_gbs = 2.0 * bytes / (copy_ms * 1e-3) / 1e9;
+  result("B: device copy (1 GiB, read+write)", c.bandwidth_gbs, "GB/s", 1.0, "ceiling");
+
+  const std::int64_t n = 8192;
+  DeviceBuffer a = random_buffer(n * n, ScalarType::kBF16, 2);
+  DeviceBuffer w = random_buffer(n * n, ScalarType::kBF16, 3);
+  DeviceBuffer y = alloc(static_cast<std::size_t>(n * n) * 2);
+  const double gemm_ms = median_ms([&](int) {
+    check(blas.linear({.x = a.data(),
+                       .w = w.data(),
+                       .y = y.data(),
+                       .m = n,
+                       .n = n,
+                       .k = n,
+                       .input_type = ScalarType::kBF16,
+                       .output_type = ScalarType::kBF16},
+                      nullptr),
+          "gemm");
+  });
+  c.tflops = 2.0 * n * n * n / (gemm_ms * 1e-3) / 1e12;
+  result("F: cuBLASLt BF16 GEMM 8192^3", c.tflops, "TFLOP/s", 1.0, "ceiling");
+  return c;
+}
+
+// Llama-3-8B-shaped paged decode attention: 32 q / 8 kv heads, d 128, bf16, page 16.
+void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batch,
+                            std::int64_t context, const char* name, const char* goal) {
+  const std::int64_t heads = 32, kv_heads = 8, d = 128, page = 16;
+  const std::int64_t blocks_per_seq = (context + page - 1) / page;
+  const std::int64_t num_blocks = batch * blocks_per_seq;
+  const std::int64_t cache_elems = num_blocks * kv_heads * page * d;
+  DeviceBuffer k = random_buffer(cache_elems, ScalarType::kBF16, 10);
+  DeviceBuffer v = random_buffer(cache_elems, ScalarType::kBF16, 11);
+  DeviceBuffer q = random_buffer(batch * heads * d, ScalarType::kBF16, 12);
+  DeviceBuffer out = alloc(static_cast<std::size_t>(batch * heads * d) * 2);
+  std::vector<std::int32_t> table(static_cast<std::size_t>(num_blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), std::mt19937(5));
+  std::vector<std::int32_t> qsl(batch + 1), lens(batch, static_cast<std::int32_t>(context));
+  std::iota(qsl.begin(), qsl.end(), 0);
+  DeviceBuffer d_table = alloc(table.size() * 4), d_qsl = alloc(qsl.size() * 4),
+               d_lens = alloc(lens.size() * 4);
+  cudaMemcpy(d_table.data(), table.data(), table.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(d_qsl.data(), qsl.data(), qsl.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(d_lens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice);
+  const kernels::DecodeSplitPlan plan =
+      kernels::plan_decode_splits(batch, kv_heads, heads, context, num_sms, 64);
+  const std::int64_t ws =
+      std::max<std::int64_t>(kernels::decode_workspace_floats(batch, heads, d, plan), 1);
+  DeviceBuffer partial = alloc(static_cast<std::size_t>(ws) * 4);
+  DeviceBuffer lse = alloc(static_cast<std::size_t>(ws / d + 1) * 4);
+  const kernels::PagedAttentionParams p{.q = q.data(),
+                                        .q_row_stride = heads * d,
+                                        .out = out.data(),
+                                        .cache = {.k = k.data(),
+                                                  .v = v.data(),
+                                                  .num_blocks = num_blocks,
+                                                  .block_size = page,
+                                                  .num_kv_heads = kv_heads,
+                                                  .head_dim = d},
+                                        .query_start_loc = d_qsl.as<std::int32_t>(),
+                                        .seq_lens = d_lens.as<std::int32_t>(),
+                                        .block_tables = d_table.as<std::int32_t>(),
+                                        .num_seqs = batch,
+                                        .max_blocks_per_seq = blocks_per_seq,
+                                        .num_heads = heads,
+                                        .softmax_scale = 1.0f / std::sqrt(128.0f),
+                                        .dtype = ScalarType::kBF16};
+  const double ms = median_ms([&](int) {
+    check(kernels::launch_paged_decode_attention(p, plan,
+                                                 {.partial_out = partial.as<float>(),
+                                                  .partial_lse = lse.as<float>(),
+                                                  .capacity_floats = ws},
+                                                 nullptr),
+          "decode attention");
+  });
+  // K and V of every sequence once (bf16), plus q in and out.
+  const double bytes = 2.0 * cache_elems * 2 + 2.0 * batch * heads * d * 2;
+  const double gbs = bytes / (ms * 1e-3) / 1e9;
+  char label[96];
+  std::snprintf(label, sizeof(label), "%s (splits %d)", name, plan.num_splits);
+  result(label, gbs, "GB/s", gbs / ceil.bandwidth_gbs, goal);
+}
+
+void bench_prefill_attention(const Ceilings& ceil) {
+  const std::int64_t heads = 32, kv_heads = 8, d = 128, page = 16, len = 4096;
+  const std::int64_t blocks = len / page;
+  const std::int64_t cache_elems = blocks * kv_heads * page * d;
+  DeviceBuffer k = random_buffer(cache_elems, ScalarType::kBF16, 20);
+  DeviceBuffer v = random_buffer(cache_elems, ScalarType::kBF16, 21);
+  DeviceBuffer q = random_buffer(len * heads * d, ScalarType::kBF16, 22);
+  DeviceBuffer out = alloc(static_cast<std::size_t>(len * heads * d) * 2);
+  std::vector<std::int32_t> table(blocks), qsl = {0, static_cast<std::int32_t>(len)},
+                                           lens = {static_cast<std::int32_t>(len)};
+  std::iota(table.begin(), table.end(), 0);
+  DeviceBuffer d_table = alloc(table.size() * 4), d_qsl = alloc(8), d_lens = alloc(4);
+  cudaMemcpy(d_table.data(), table.data(), table.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(d_qsl.data(), qsl.data(), 8, cudaMemcpyHostToDevice);
+  cudaMemcpy(d_lens.data(), lens.data(), 4, cudaMemcpyHostToDevice);
+  const kernels::PagedAttentionParams p{.q = q.data(),
+                                        .q_row_stride = heads * d,
+                                        .out = out.data(),
+                                        .cache = {.k = k.data(),
+                                                  .v = v.data(),
+                                                  .num_blocks = blocks,
+                                                  .block_size = page,
+                                                  .num_kv_heads = kv_heads,
+                                                  .head_dim = d},
+                                        .query_start_loc = d_qsl.as<std::int32_t>(),
+                                        .seq_lens = d_lens.as<std::int32_t>(),
+                                        .block_tables = d_table.as<std::int32_t>(),
+                                        .num_seqs = 1,
+                                        .max_blocks_per_seq = blocks,
+                                        .num_heads = heads,
+                                        .softmax_scale = 1.0f / std::sqrt(128.0f),
+                                        .dtype = ScalarType::kBF16};
+  const double ms = median_ms(
+      [&](int) { check(kernels::launch_paged_prefill_attention(p, len, nullptr), "prefill"); }, 1,
+      5);
+  // Causal half of QK^T and PV: 4 * len^2 / 2 * d * heads.
+  const double tflops = 2.0 * len * len * d * heads / (ms * 1e-3) / 1e12;
+  result("G10 prefill attention causal 4k d128 bf16", tflops, "TFLOP/s", tflops / ceil.tflops,
+         ">= 0.40 F (FA2) / 0.70 F (FA3)");
+}
+
+void bench_elementwise(const Ceilings& ceil) {
+  // G11: residual add + RMSNorm, hidden 4096, 16384 tokens (4 x 134 MB streams).
+  {
+    const std::int64_t tokens = 16384, hidden = 4096, n = tokens * hidden;
+    DeviceBuffer x = random_buffer(n, ScalarType::kBF16, 30);
+    DeviceBuffer res = random_buffer(n, ScalarType::kBF16, 31);
+    DeviceBuffer w = random_buffer(hidden, ScalarType::kBF16, 32, 0.9f, 1.1f);
+    DeviceBuffer out = alloc(static_cast<std::size_t>(n) * 2);
+    const double ms = median_ms([&](int) {
+      check(kernels::launch_rms_norm({.x = x.data(),
+                                      .residual = res.data(),
+                                      .weight = w.data(),
+                                      .out = out.data(),
+                                      .num_tokens = tokens,
+                                      .hidden = hidden,
+                                      .eps = 1e-5f,
+                                      .dtype = ScalarType::kBF16},
+                                     nullptr),
+            "rms_norm");
+    });
+    const double gbs = 4.0 * n * 2 / (ms * 1e-3) / 1e9;
+    result("G11 residual add + RMSNorm bf16 4096 x 16k", gbs, "GB/s", gbs / ceil.bandwidth_gbs,
+           ">= 0.75 B");
+  }
+  // G12: SiLU * up, 14336 wide, 8192 tokens.
+  {
+    const std::int64_t tokens = 8192, width = 14336;
+    DeviceBuffer gu = random_buffer(tokens * 2 * width, ScalarType::kBF16, 33, -4.0f, 4.0f);
+    DeviceBuffer out = alloc(static_cast<std::size_t>(tokens * width) * 2);
+    const double ms = median_ms([&](int) {
+      check(kernels::launch_silu_mul({.gate_up = gu.data(),
+                                      .gate_up_row_stride = 2 * width,
+                                      .out = out.data(),
+                                      .num_tokens = tokens,
+                                      .width = width,
+                                      .dtype = ScalarType::kBF16},
+                                     nullptr),
+            "silu_mul");
+    });
+    const double gbs = 3.0 * tokens * width * 2 / (ms * 1e-3) / 1e9;
+    result("G12 SiLU*up bf16 14336 x 8k", gbs, "GB/s", gbs / ceil.bandwidth_gbs, ">= 0.75 B");
+  }
+  // G12: RoPE + KV append, Llama-3-8B qkv rows, 16384 tokens.
+  {
+    const std::int64_t tokens = 16384, heads = 32, kv_heads = 8, d = 128, page = 16;
+    const std::int64_t stride = (heads + 2 * kv_heads) * d;
+    DeviceBuffer qkv = random_buffer(tokens * stride, ScalarType::kBF16, 34);
+    const std::int64_t cache = tokens * kv_heads * d;
+    DeviceBuffer k = alloc(static_cast<std::size_t>(cache) * 2),
+                 v = alloc(static_cast<std::size_t>(cache) * 2);
+    std::vector<std::int32_t> pos(tokens);
+    std::vector<std::int64_t> slots(tokens);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::iota(slots.begin(), slots.end(), 0);
+    std::vector<float> inv_freq(d / 2);
+    for (std::int64_t i = 0; i < d / 2; ++i) inv_freq[i] = std::pow(500000.0f, -2.0f * i / d);
+    DeviceBuffer d_pos = alloc(tokens * 4), d_slots = alloc(tokens * 8), d_freq = alloc(d / 2 * 4);
+    cudaMemcpy(d_pos.data(), pos.data(), tokens * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_slots.data(), slots.data(), tokens * 8, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_freq.data(), inv_freq.data(), d / 2 * 4, cudaMemcpyHostToDevice);
+    const double ms = median_ms([&](int) {
+      check(kernels::launch_rope_kv_cache({.qkv = qkv.data(),
+                                           .qkv_row_stride = stride,
+                                           .positions = d_pos.as<std::int32_t>(),
+                                           .slot_mapping = d_slots.as<std::int64_t>(),
+                                           .inv_freq = d_freq.as<float>(),
+                                           .cache = {.k = k.data(),
+                                                     .v = v.data(),
+                                                     .num_blocks = tokens / page,
+                                                     .block_size = page,
+                                                     .num_kv_heads = kv_heads,
+                                                     .head_dim = d},
+                                           .num_tokens = tokens,
+                                           .num_heads = heads,
+                                           .dtype = ScalarType::kBF16},
+                                          nullptr),
+            "rope");
+    });
+    // Read q, k, v; write q back and k, v into the cache.
+    const double bytes = (stride + (heads + 2 * kv_heads) * d) * 2.0 * tokens;
+    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    result("G12 RoPE + KV append bf16 Llama-3-8B x 16k", gbs, "GB/s", gbs / ceil.bandwidth_gbs,
+           ">= 0.75 B");
+  }
+}
+
+void bench_sampling(const Ceilings& ceil) {
+  const std::int64_t rows = 256, vocab = 128256;
+  DeviceBuffer logits = random_buffer(rows * vocab, ScalarType::kF32, 40, -10.0f, 10.0f);
+  std::vector<float> t(rows, 1.0f), p(rows, 0.9f), m(rows, 0.0f);
+  std::vector<std::int32_t> k(rows, 50);
+  std::vector<std::uint64_t> seeds(rows, 7), offsets(rows);
+  std::iota(offsets.begin(), offsets.end(), 0);
+  DeviceBuffer dt = alloc(rows * 4), dp = alloc(rows * 4), dm = alloc(rows * 4),
+               dk = alloc(rows * 4), ds = alloc(rows * 8), doff = alloc(rows * 8),
+               out = alloc(rows * 4);
+  cudaMemcpy(dt.data(), t.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(dp.data(), p.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(dm.data(), m.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(dk.data(), k.data(), rows * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(ds.data(), seeds.data(), rows * 8, cudaMemcpyHostToDevice);
+  cudaMemcpy(doff.data(), offsets.data(), rows * 8, cudaMemcpyHostToDevice);
+  const double ms = median_ms([&](int) {
+    check(kernels::launch_sample_tokens({.logits = logits.as<float>(),
+                                         .num_rows = rows,
+                                         .vocab_size = vocab,
+                                         .temperature = dt.as<float>(),
+                                         .top_k = dk.as<std::int32_t>(),
+                                         .top_p = dp.as<float>(),
+                                         .min_p = dm.as<float>(),
+                                         .seeds = ds.as<std::uint64_t>(),
+                                         .offsets = doff.as<std::uint64_t>(),
+                                         .out_tokens = out.as<std::int32_t>()},
+                                        nullptr),
+          "sampling");
+  });
+  const double one_read_ms = rows * vocab * 4.0 / (ceil.bandwidth_gbs * 1e9) * 1e3;
+  result("G13 top-k 50 + top-p 0.9, 256 x 128256 fp32", ms * 1e3, "us", ms / one_read_ms,
+         "<= 3x one read of the logits at B");
+}
+
+void bench_skinny_gemm(const Ceilings& ceil, cuda::BlasLt& blas) {
+  const std::int64_t shapes[][2] = {{6144, 4096}, {28672, 4096}, {4096, 14336}, {128256, 4096}};
+  for (std::int64_t m : {1, 16}) {
+    for (const auto& s : shapes) {
+      const std::int64_t n = s[0], k = s[1];
+      // Four weight copies rotated so each call streams from HBM, not L2.
+      std::vector<DeviceBuffer> w;
+      for (int i = 0; i < 4; ++i) w.push_back(random_buffer(n * k, ScalarType::kBF16, 50 + i));
+      DeviceBuffer x = random_buffer(m * k, ScalarType::kBF16, 60);
+      DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
+      const double ms = median_ms([&](int i) {
+        check(blas.linear({.x = x.data(),
+                           .w = w[i % 4].data(),
+                           .y = y.data(),
+                           .m = m,
+                           .n = n,
+                           .k = k,
+                           .input_type = ScalarType::kBF16,
+                           .output_type = ScalarType::kBF16},
+                          nullptr),
+              "skinny gemm");
+      });
+      const double gbs = n * k * 2.0 / (ms * 1e-3) / 1e9;
+      char label[96];
+      std::snprintf(label, sizeof(label), "G5 cuBLASLt bf16 M=%lld %lldx%lld",
+                    static_cast<long long>(m), static_cast<long long>(n),
+                    static_cast<long long>(k));
+      result(label, gbs, "GB/s", gbs / ceil.bandwidth_gbs, ">= 0.80 B (weight bytes)");
+    }
+  }
+}
+
+int run_kernels() {
+  auto props = cuda::current_device_properties();
+  if (!props.ok()) die(props.status(), "device");
+  std::printf("device: %s, %d SMs, L2 %lld MB, %.1f GiB\n", props->name.c_str(), props->num_sms,
+              static_cast<long long>(props->l2_bytes >> 20),
+              props->total_memory_bytes / 1073741824.0);
+  auto blas = cuda::BlasLt::create(32u << 20);
+  if (!blas.ok()) die(blas.status(), "cublasLt");
+  const Ceilings ceil = measure_ceilings(**blas);
+  bench_decode_attention(ceil, props->num_sms, 64, 2048, "G1 decode attn b64 ctx2048", ">= 0.75 B");
+  bench_decode_attention(ceil, props->num_sms, 64, 512, "G2 decode attn b64 ctx512", ">= 0.60 B");
+  bench_decode_attention(ceil, props->num_sms, 1, 16384, "G3 decode attn b1 ctx16k", ">= 0.70 B");
+  bench_prefill_attention(ceil);
+  bench_elementwise(ceil);
+  bench_sampling(ceil);
+  bench_skinny_gemm(ceil, **blas);
+  return 0;
+}
+
+// Decode throughput of a whole model with random weights: prefill `context` tokens for each of
+// `batch` sequences, then time decode steps (one token per sequence each).
+int run_model(const std::string& config_path, ScalarType dtype, const std::vector<int>& batches,
+              int context, int steps) {
+  std::ifstream in(config_path);
+  if (!in) {
+    std::fprintf(stderr, "gpu_bench: cannot read %s\n", config_path.c_str());
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = model_config_from_hf_json(text.str(), config_path);
+  if (!config.ok()) die(config.status(), "config");
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  const std::int64_t block_size = 16;
+  const std::int64_t max_len = context + steps + 8;
+  const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
+  const std::int64_t chunk = 8192;
+  auto exec = models::CudaModelExecutor::create_dummy(*config,
+                                                      {.dtype = dtype,
+                                                       .max_num_batched_tokens = chunk,
+                                                       .max_num_seqs = max_batch,
+                                                       .max_model_len = max_len},
+                                                      1234);
+  if (!exec.ok()) die(exec.status(), "executor");
+  check((*exec)->allocate_kv_cache(max_batch * blocks_per_seq, block_size), "kv cache");
+  double weight_bytes = 0.0;
+  {
+    const ModelConfig& c = *config;
+    const double q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+    const double per_layer = c.hidden_size * (q + 2 * kv) + q * c.hidden_size +
+                             3.0 * c.hidden_size * c.intermediate_size;
+    weight_bytes = (per_layer * c.num_hidden_layers + double(c.vocab_size) * c.hidden_size) *
+                   cuda::scalar_type_size(dtype);
+  }
+  std::vector<float> logits(static_cast<std::size_t>(max_batch) * config->vocab_size);
+  for (int batch : batches) {
+    // Prefill every sequence's context in chunks of whole sequences.
+    const int per_chunk = std::max<int>(1, static_cast<int>(chunk / context));
+    for (int s0 = 0; s0 < batch; s0 += per_chunk) {
+      ForwardBatch b;
+      b.max_blocks_per_seq = blocks_per_seq;
+      b.query_start_loc.push_back(0);
+      for (int s = s0; s < std::min(batch, s0 + per_chunk); ++s) {
+        for (int p = 0; p < context; ++p) {
+          b.token_ids.push_back((s * 7919 + p * 31) % static_cast<int>(config->vocab_size));
+          b.positions.push_back(p);
+          b.slot_mapping.push_back(s * blocks_per_seq * block_size + p);
+        }
+        b.query_start_loc.push_back(static_cast<std::int32_t>(b.token_ids.size()));
+        b.seq_lens.push_back(context);
+        for (std::int64_t j = 0; j < blocks_per_seq; ++j)
+          b.block_tables.push_back(static_cast<std::int32_t>(s * blocks_per_seq + j));
+        b.logits_indices.push_back(static_cast<std::int32_t>(b.token_ids.size()) - 1);
+      }
+      check((*exec)->forward(b, logits.data()), "prefill");
+    }
+    std::vector<double> step_ms;
+    for (int step = 0; step < steps; ++step) {
+      ForwardBatch b;
+      b.max_blocks_per_seq = blocks_per_seq;
+      b.query_start_loc.push_back(0);
+      for (int s = 0; s < batch; ++s) {
+        const int p = context + step;
+        b.token_ids.push_back((s * 131 + step * 17) % static_cast<int>(config->vocab_size));
+        b.positions.push_back(p);
+        b.slot_mapping.push_back(s * blocks_per_seq * block_size + p);
+        b.query_start_loc.push_back(s + 1);
+        b.seq_lens.push_back(p + 1);
+        for (std::int64_t j = 0; j < blocks_per_seq; ++j)
+          b.block_tables.push_back(static_cast<std::int32_t>(s * blocks_per_seq + j));
+        b.logits_indices.push_back(s);
+      }
+      cudaDeviceSynchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      check((*exec)->forward(b, logits.data()), "decode");  // ends with a stream sync
+      step_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    // The first steps warm up (plans, cuBLASLt heuristics); the median of the rest counts.
+    const auto warm = static_cast<std::ptrdiff_t>(std::min(3, steps - 1));
+    std::vector<double> timed(step_ms.begin() + warm, step_ms.end());
+    std::sort(timed.begin(), timed.end());
+    const double ms = timed[timed.size() / 2];
+    const ModelConfig& c = *config;
+    const double kv_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim *
+                            cuda::scalar_type_size(dtype) * batch * (context + steps / 2);
+    const double tokps = batch * 1e3 / ms;
+    char label[96];
+    std::snprintf(label, sizeof(label), "decode %s b%d ctx%d (eager, host step)",
+                  config_path.substr(config_path.find_last_of('/') + 1).c_str(), batch, context);
+    result(label, tokps, "tok/s", (weight_bytes + kv_bytes) / (ms * 1e-3) / 1e9,
+           "ratio: (weights+KV) GB/s; compare with B");
+  }
+  return 0;
+}
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+}  // namespace
+}  // namespace pagoda::bench
+
+int main(int argc, char** argv) {
+  using namespace pagoda;
+  if (cuda::cuda_device_count() == 0) {
+    std::fprintf(stderr, "gpu_bench: no CUDA device\n");
+    return 2;
+  }
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "kernels") return bench::run_kernels();
+  if (mode == "model") {
+    std::string config;
+    std::string dtype_name = "bf16";
+    std::string batches = "1,64,128";
+    int context = 512;
+    int steps = 32;
+    for (int i = 2; i + 1 < argc; i += 2) {
+      const std::string flag = argv[i];
+      const std::string value = argv[i + 1];
+      if (flag == "--config")
+        config = value;
+      else if (flag == "--dtype")
+        dtype_name = value;
+      else if (flag == "--batch")
+        batches = value;
+      else if (flag == "--context")
+        context = std::stoi(value);
+      else if (flag == "--steps")
+        steps = std::stoi(value);
+    }
+    cuda::ScalarType dtype;
+    if (config.empty() || !cuda::parse_scalar_type(dtype_name, &dtype) || context < 1 ||
+        steps < 2) {
+      std::fprintf(stderr,
+                   "usage: gpu_bench model --config FILE.json [--dtype bf16] "
+                   "[--batch 1,64,128] [--context 512] [--steps 32]\n");
+      return 2;
+    }
+    return bench::run_model(config, dtype, bench::parse_list(batches), context, steps);
+  }
+  std::fprintf(stderr, "usage: gpu_bench kernels | gpu_bench model --config FILE.json ...\n");
+  return 2;
+}

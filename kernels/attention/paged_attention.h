@@ -1,0 +1,82 @@
+// Causal attention of a batch of sequences against the paged KV cache (GQA), on the GPU.
+//
+// Sequence s owns query rows [query_start_loc[s], query_start_loc[s+1]) and cached tokens
+// [0, seq_lens[s]); its q_len queries are its last q_len tokens, so query i sits at position
+// seq_len - q_len + i and attends to positions 0..that position (the CPU reference's contract,
+// cpu::AttentionBatch). Position p lives in block block_tables[s, p / block_size] at offset
+// p % block_size, laid out as PagedKvCache says.
+//
+// Two kernels:
+//   prefill  any q_len (chunked prefill, prefix hits, mixed batches): tiles of (query, q head)
+//            rows against tiles of keys, online softmax; each KV tile is loaded once for the
+//            whole GQA group.
+//   decode   q_len == 1 for every sequence: one CTA per (sequence, KV head, split), all q heads
+//            of the group at once, 16-byte loads; splits write partial (o, lse) that a merge
+//            kernel combines (flash-decoding).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/scalar_type.h"
+#include "kernels/common/paged_kv_cache.h"
+#include "pagoda/status.h"
+
+namespace pagoda::kernels {
+
+struct PagedAttentionParams {
+  const void* q = nullptr;        ///< [num_tokens, q_row_stride]: q head h at column h*head_dim
+  std::int64_t q_row_stride = 0;  ///< elements; >= num_heads * head_dim
+  void* out = nullptr;            ///< [num_tokens, num_heads, head_dim]
+  PagedKvCache cache;             ///< read only here
+  const std::int32_t* query_start_loc = nullptr;  ///< [num_seqs + 1], device
+  const std::int32_t* seq_lens = nullptr;         ///< [num_seqs], device
+  const std::int32_t* block_tables = nullptr;     ///< [num_seqs, max_blocks_per_seq], device
+  std::int64_t num_seqs = 0;
+  std::int64_t max_blocks_per_seq = 0;
+  std::int64_t num_heads = 0;                        ///< a multiple of cache.num_kv_heads
+  float softmax_scale = 0.0f;                        ///< usually 1 / sqrt(head_dim)
+  cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< q, out and the cache
+};
+
+/// Prefill / mixed batches. `max_query_len` bounds every sequence's q_len (the grid is sized by
+/// it; shorter sequences exit early).
+Status launch_paged_prefill_attention(const PagedAttentionParams& params,
+                                      std::int64_t max_query_len, cudaStream_t stream);
+
+/// How decode splits each sequence's KV: split j of a sequence covers tokens
+/// [j * partition_size, (j + 1) * partition_size); a sequence uses ceil(seq_len / partition_size)
+/// of the num_splits CTAs, the rest exit at once (so the grid can stay fixed for CUDA graphs).
+///
+///   seq_len 1300, partition 512:  | split 0: 0..511 | split 1: 512..1023 | split 2: 1024..1299 |
+///                                   partial (o, lse) each -> merge -> out
+struct DecodeSplitPlan {
+  int num_splits = 1;
+  int partition_size = 0;  ///< tokens; num_splits * partition_size >= the longest seq_len
+};
+
+/// Picks splits so that num_seqs * kv-head CTAs * splits fills about twice `num_sms`, with at
+/// least `min_partition` tokens per split, and at most `max_splits`.
+DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_heads,
+                                   std::int64_t num_heads, std::int64_t max_seq_len, int num_sms,
+                                   int max_splits, int min_partition = 256);
+
+/// fp32 scratch for the split partials; unused when num_splits == 1.
+struct DecodeWorkspace {
+  float* partial_out = nullptr;      ///< [num_seqs, num_heads, num_splits, head_dim]
+  float* partial_lse = nullptr;      ///< [num_seqs, num_heads, num_splits], log2 domain
+  std::int64_t capacity_floats = 0;  ///< size of partial_out; partial_lse holds 1/head_dim of it
+};
+
+/// Floats partial_out needs for this shape and plan.
+std::int64_t decode_workspace_floats(std::int64_t num_seqs, std::int64_t num_heads,
+                                     std::int64_t head_dim, const DecodeSplitPlan& plan);
+
+/// Decode: every sequence has exactly one query (query_start_loc[s+1] - query_start_loc[s] ==
+/// 1; the caller knows this from the batch it built). head_dim 64 or 128.
+Status launch_paged_decode_attention(const PagedAttentionParams& params,
+                                     const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
+                                     cudaStream_t stream);
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,9 @@
+// The bf16 instances of paged decode attention (one file per dtype keeps builds parallel).
+#include "kernels/attention/paged_decode_kernel.cuh"
+
+namespace pagoda::kernels::decode {
+
+template Status run_paged_decode<__nv_bfloat16>(const PagedAttentionParams&, const DecodeSplitPlan&,
+                                                const DecodeWorkspace&, cudaStream_t);
+
+}  // namespace pagoda::kernels::decode

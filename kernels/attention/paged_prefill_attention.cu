@@ -1,0 +1,44 @@
+#include <string>
+
+#include "backend/cuda/cuda_status.h"
+#include "kernels/attention/paged_attention.h"
+#include "kernels/common/device_types.cuh"
+
+namespace pagoda::kernels {
+
+namespace prefill {
+
+template <typename T>
+Status run_paged_prefill(const PagedAttentionParams&, std::int64_t, cudaStream_t);
+extern template Status run_paged_prefill<float>(const PagedAttentionParams&, std::int64_t,
+                                                cudaStream_t);
+extern template Status run_paged_prefill<__half>(const PagedAttentionParams&, std::int64_t,
+                                                 cudaStream_t);
+extern template Status run_paged_prefill<__nv_bfloat16>(const PagedAttentionParams&, std::int64_t,
+                                                        cudaStream_t);
+
+}  // namespace prefill
+
+Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_t max_query_len,
+                                      cudaStream_t stream) {
+  constexpr const char* kOp = "paged_prefill_attention";
+  const PagedKvCache& c = p.cache;
+  PAGODA_KERNEL_REQUIRE(p.num_seqs >= 0 && p.num_seqs <= 65535, kOp);  // grid.z
+  PAGODA_KERNEL_REQUIRE(c.num_kv_heads > 0 && c.num_kv_heads <= 65535, kOp);
+  PAGODA_KERNEL_REQUIRE(p.num_heads > 0 && p.num_heads % c.num_kv_heads == 0, kOp);
+  PAGODA_KERNEL_REQUIRE(c.head_dim == 64 || c.head_dim == 128, kOp);
+  PAGODA_KERNEL_REQUIRE(c.block_size > 0 && c.num_blocks > 0, kOp);
+  PAGODA_KERNEL_REQUIRE(p.q_row_stride >= p.num_heads * c.head_dim, kOp);
+  PAGODA_KERNEL_REQUIRE(p.softmax_scale > 0.0f, kOp);
+  PAGODA_KERNEL_REQUIRE(max_query_len >= 0 && max_query_len <= 0x7fffffff / 64, kOp);
+  if (p.num_seqs == 0 || max_query_len == 0) return Status::ok_status();
+  PAGODA_KERNEL_REQUIRE(p.q != nullptr && p.out != nullptr && c.k != nullptr && c.v != nullptr,
+                        kOp);
+  PAGODA_KERNEL_REQUIRE(
+      p.query_start_loc != nullptr && p.seq_lens != nullptr && p.block_tables != nullptr, kOp);
+  return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
+    return prefill::run_paged_prefill<T>(p, max_query_len, stream);
+  });
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,31 @@
+// RMSNorm and the fused residual-add + RMSNorm between sublayers: one read of x and the residual,
+// one write of each.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/scalar_type.h"
+#include "pagoda/status.h"
+
+namespace pagoda::kernels {
+
+struct RmsNormParams {
+  const void* x = nullptr;  ///< [num_tokens, hidden], dtype
+  /// [num_tokens, hidden], dtype, in/out; nullptr for a plain RMSNorm of x. When set:
+  /// residual += x (rounded to dtype), then out = rms_norm(residual).
+  void* residual = nullptr;
+  const void* weight = nullptr;  ///< [hidden], dtype
+  void* out = nullptr;           ///< [num_tokens, hidden], dtype; may not alias x or residual
+  std::int64_t num_tokens = 0;
+  std::int64_t hidden = 0;
+  float eps = 1e-6f;
+  cuda::ScalarType dtype = cuda::ScalarType::kBF16;
+};
+
+/// out = weight * (v * rsqrt(mean(v^2) + eps)) per row, v = x or the updated residual; the mean
+/// of squares in fp32, one rounding to dtype at the end.
+Status launch_rms_norm(const RmsNormParams& params, cudaStream_t stream);
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The GPU suite in one go: kernel tests, whole-model tests, compute-sanitizer, kernel and model
+# benchmarks, then a short table. Made for a lent GPU machine (one call of at most 10 minutes),
+# which has nvcc, CMake and ninja but none of Pagoda's other build dependencies and no network;
+# so the binaries are built on a development machine and carried:
+#
+#   scripts/gpu_check.sh prepare   # here (no GPU needed): build for sm_90a only, bundle the
+#                                  # binaries and their non-CUDA shared libraries in .gpu-bundle/
+#   scripts/gpu_check.sh run       # on the GPU machine, with .gpu-bundle carried: run everything,
+#                                  # full logs under $OUT (default: build-gpu-check/gpu-check-out)
+#   scripts/gpu_check.sh build-run # where every dependency is installed: build here, then run
+#   PAGODA_GPU_BUILD_DIR=build-x scripts/gpu_check.sh bundle   # bundle an existing CUDA build
+#
+# The device tool call: run(command="bash scripts/gpu_check.sh run", carry=[".gpu-bundle"]).
+# Commit what comes back under docs/perf/gpu-runs/<date>-<gpu>/ so figures trace to a run.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUNDLE="$ROOT/.gpu-bundle"
+BUILD_DIR="${PAGODA_GPU_BUILD_DIR:-$ROOT/build-gpu-check}"
+UNPACKED=/tmp/pagoda-gpu-bundle
+TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
+         gpu_cuda_model_executor_test gpu_bench)
+
+build() {
+  local jobs="$1"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPAGODA_CUDA_ARCHITECTURES=90a >/dev/null || return 1
+  ninja -C "$BUILD_DIR" -j "$jobs" "${TARGETS[@]}" || return 1
+}
+
+# The bundle is one xz archive: uncompressed, the binaries and OpenBLAS alone would pass the
+# 64 MiB the device tool carries.
+bundle() {
+  local staging="$BUILD_DIR/gpu-bundle-staging"
+  rm -rf "$staging" "$BUNDLE" && mkdir -p "$staging/bin" "$staging/lib" "$BUNDLE" || return 1
+  local bins=("$BUILD_DIR/gpu_bench")
+  for t in "${TARGETS[@]}"; do
+    [[ "$t" == gpu_bench ]] || bins+=("$BUILD_DIR/tests/gpu/$t")
+  done
+  cp "${bins[@]}" "$staging/bin/" || return 1
+  # Every shared library outside glibc, the C++ runtime (the GPU image's is newer) and CUDA
+  # (the GPU machine has its own CUDA 13) travels.
+  ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u |
+    grep -v -E '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcudart|libcublas|libcublasLt)\.so' |
+    while read -r lib; do cp -L "$lib" "$staging/lib/"; done
+  strip --strip-unneeded "$staging"/bin/* "$staging"/lib/* 2>/dev/null
+  tar -C "$staging" -cf - bin lib | xz -T0 -6 >"$BUNDLE/bundle.tar.xz" || return 1
+  local exclude
+  exclude="$(git -C "$ROOT" rev-parse --git-path info/exclude)"
+  [[ "$exclude" = /* ]] || exclude="$ROOT/$exclude"
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.gpu-bundle/' "$exclude" 2>/dev/null || echo '/.gpu-bundle/' >>"$exclude"
+  du -sh "$BUNDLE/bundle.tar.xz"
+}
+
+# CUDA libraries on the GPU machine: the toolkit's, or the pip wheels' beside PyTorch.
+cuda_library_path() {
+  local dirs=(/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib)
+  local site
+  site="$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)"
+  [[ -n "$site" ]] && dirs+=("$site"/nvidia/cu13/lib "$site"/nvidia/cublas/lib "$site"/nvidia/cuda_runtime/lib)
+  local path="$UNPACKED/lib"
+  for d in "${dirs[@]}"; do [[ -d "$d" ]] && path="$path:$d"; done
+  echo "$path"
+}
+
+run_all() {
+  local out="${OUT:-$BUILD_DIR/gpu-check-out}"
+  mkdir -p "$out"
+  local log="$out/gpu_check.log" summary="$out/summary.txt" bench_log="$out/bench.log"
+  local sanitizer_log="$out/sanitizer.log"
+  : >"$log"
+  rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && xz -dc "$BUNDLE/bundle.tar.xz" | tar -C "$UNPACKED" -xf - ||
+    { echo "cannot unpack $BUNDLE/bundle.tar.xz" >&2; return 1; }
+  export LD_LIBRARY_PATH="$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local bin="$UNPACKED/bin"
+  {
+    echo "== gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+    nvcc --version | tail -1
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    ldd "$bin/gpu_cuda_model_executor_test"
+  } >>"$log" 2>&1
+
+  local results=()
+  for t in gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test \
+           gpu_cuda_model_executor_test; do
+    echo "== $t" >>"$log"
+    local start=$SECONDS part="$out/.part"
+    timeout 240 "$bin/$t" --gtest_color=no >"$part" 2>&1
+    local rc=$?
+    cat "$part" >>"$log"
+    # Per-test lines carry their time in parentheses; the summary lines do not.
+    local passed skipped failed
+    passed=$(grep -c '^\[       OK \] .*(' "$part")
+    skipped=$(grep -c '^\[  SKIPPED \] .*(' "$part")
+    failed=$(grep -c '^\[  FAILED  \] .*(' "$part")
+    rm -f "$part"
+    results+=("$(printf '%-32s %s  ok %s, skipped %s, failed %s  (%ds)' "$t" \
+      "$([[ $rc == 0 ]] && echo PASS || echo "FAIL rc=$rc")" "$passed" "$skipped" "$failed" \
+      $((SECONDS - start)))")
+  done
+
+  # memcheck on small configurations: the elementwise kernels, greedy sampling, the FP32 model.
+  : >"$sanitizer_log"
+  local sanitizer_result="compute-sanitizer not found"
+  if command -v compute-sanitizer >/dev/null; then
+    local ok=1
+    for spec in "gpu_elementwise_kernels_test:GpuRmsNorm.*:GpuSiluMul.*:GpuRopeKvCache.*" \
+                "gpu_sampling_kernel_test:GpuSampling.GreedyAndTopKOneAreArgmax" \
+                "gpu_cuda_model_executor_test:GpuCudaModelExecutor.LlamaFp32MatchesCpu" \
+                "gpu_paged_attention_test:GpuPagedAttention.DecodeMatchesCpuOracleWithOneAndManySplits"; do
+      local t="${spec%%:*}" filter="${spec#*:}"
+      echo "== memcheck $t $filter" >>"$sanitizer_log"
+      timeout 150 compute-sanitizer --tool memcheck --error-exitcode 7 \
+        "$bin/$t" --gtest_filter="$filter" --gtest_color=no >>"$sanitizer_log" 2>&1 || ok=0
+    done
+    sanitizer_result=$([[ $ok == 1 ]] && echo "memcheck clean" || echo "memcheck FOUND ERRORS or timed out (see sanitizer.log)")
+  fi
+
+  : >"$bench_log"
+  timeout 200 "$bin/gpu_bench" kernels >>"$bench_log" 2>&1 || echo "gpu_bench kernels failed rc=$?" >>"$bench_log"
+  local config="$ROOT/configs/models/llama-3-8b.json"
+  timeout 200 "$bin/gpu_bench" model --config "$config" --batch 1,64,128 --context 512 --steps 24 \
+    >>"$bench_log" 2>&1 || echo "gpu_bench model failed rc=$?" >>"$bench_log"
+
+  {
+    echo "== Pagoda GPU check: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"
+    echo "-- tests"
+    printf '%s\n' "${results[@]}"
+    echo "-- sanitizer: $sanitizer_result"
+    echo "-- benchmarks (value, unit, ratio to the same-run ceiling, goal)"
+    grep '^RESULT' "$bench_log" | sed 's/^RESULT //'
+    grep -E 'failed rc=' "$bench_log"
+  } >"$summary"
+  cat "$summary"
+}
+
+case "${1:-}" in
+  prepare) build 2 && bundle ;;
+  bundle) bundle ;;  # an existing build in $PAGODA_GPU_BUILD_DIR
+  run) [[ -f "$BUNDLE/bundle.tar.xz" ]] ||
+         { echo "no $BUNDLE/bundle.tar.xz: run 'scripts/gpu_check.sh prepare' first" >&2; exit 1; }
+       run_all ;;
+  build-run) build "$(nproc)" && bundle && run_all ;;
+  *) echo "usage: scripts/gpu_check.sh prepare | run | build-run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,144 @@
+#include "backend/cuda/blas_lt.h"
+
+#include <string>
+
+#include "backend/cuda/cuda_status.h"
+
+namespace pagoda::cuda {
+
+namespace {
+
+cudaDataType_t cuda_data_type(ScalarType type) {
+  switch (type) {
+    case ScalarType::kF32: return CUDA_R_32F;
+    case ScalarType::kF16: return CUDA_R_16F;
+    case ScalarType::kBF16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<BlasLt>> BlasLt::create(std::size_t workspace_bytes) {
+  std::unique_ptr<BlasLt> blas(new BlasLt());
+  PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&blas->handle_));
+  PAGODA_ASSIGN_OR_RETURN(blas->workspace_, DeviceBuffer::allocate(workspace_bytes));
+  return blas;
+}
+
+BlasLt::~BlasLt() {
+  for (auto& [key, plan] : plans_) destroy(plan);
+  if (handle_ != nullptr) cublasLtDestroy(handle_);
+}
+
+void BlasLt::destroy(Plan& plan) {
+  if (plan.desc != nullptr) cublasLtMatmulDescDestroy(plan.desc);
+  if (plan.a != nullptr) cublasLtMatrixLayoutDestroy(plan.a);
+  if (plan.b != nullptr) cublasLtMatrixLayoutDestroy(plan.b);
+  if (plan.d != nullptr) cublasLtMatrixLayoutDestroy(plan.d);
+  plan = Plan{};
+}
+
+// cuBLASLt is column-major. Read column-major, row-major y[m, n] is a [n, m] matrix D, and
+// y = x w^T becomes D = op(A) B with A = w seen as a column-major [k, n] matrix, transposed
+// (op = T), and B = x seen as a column-major [k, m] matrix:
+//
+//   A: rows k, cols n, ld k (transa = T)    B: rows k, cols m, ld k    D: rows n, cols m, ld n
+//
+// This is the TN layout FP8 will need as well (both operands K-major).
+StatusOr<BlasLt::Plan*> BlasLt::plan_for(const LinearGemm& g) {
+  const PlanKey key{g.m, g.n, g.k, g.input_type, g.output_type, g.bias != nullptr};
+  if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
+
+  Plan plan;
+  // Plain COMPUTE_32F: FP32 operands stay FP32 (no TF32), 16-bit operands accumulate in FP32.
+  Status status =
+      cublas_status(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                    "cublasLtMatmulDescCreate");
+  const cublasOperation_t trans_a = CUBLAS_OP_T;
+  const cublasOperation_t trans_b = CUBLAS_OP_N;
+  if (status.ok()) {
+    status = cublas_status(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                          &trans_a, sizeof(trans_a)),
+                           "set TRANSA");
+  }
+  if (status.ok()) {
+    status = cublas_status(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                          &trans_b, sizeof(trans_b)),
+                           "set TRANSB");
+  }
+  if (status.ok() && g.bias != nullptr) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    status = cublas_status(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                          &epilogue, sizeof(epilogue)),
+                           "set EPILOGUE");
+  }
+  const cudaDataType_t in = cuda_data_type(g.input_type);
+  const cudaDataType_t out = cuda_data_type(g.output_type);
+  if (status.ok()) {
+    status = cublas_status(cublasLtMatrixLayoutCreate(&plan.a, in, g.k, g.n, g.k), "layout A");
+  }
+  if (status.ok()) {
+    status = cublas_status(cublasLtMatrixLayoutCreate(&plan.b, in, g.k, g.m, g.k), "layout B");
+  }
+  if (status.ok()) {
+    status = cublas_status(cublasLtMatrixLayoutCreate(&plan.d, out, g.n, g.m, g.n), "layout D");
+  }
+  cublasLtMatmulPreference_t preference = nullptr;
+  if (status.ok()) {
+    status = cublas_status(cublasLtMatmulPreferenceCreate(&preference), "preference");
+  }
+  if (status.ok()) {
+    const std::size_t workspace_bytes = workspace_.bytes();
+    status = cublas_status(
+        cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &workspace_bytes, sizeof(workspace_bytes)),
+        "preference workspace");
+  }
+  if (status.ok()) {
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    status =
+        cublas_status(cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.d,
+                                                     plan.d, preference, 1, &result, &returned),
+                      "cublasLtMatmulAlgoGetHeuristic");
+    if (status.ok() && returned == 0) {
+      status = internal_error("cuBLASLt has no algorithm for a " + std::to_string(g.m) + "x" +
+                              std::to_string(g.n) + "x" + std::to_string(g.k) + " " +
+                              std::string(scalar_type_name(g.input_type)) + " product");
+    }
+    if (status.ok()) plan.algo = result.algo;
+  }
+  if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+  if (!status.ok()) {
+    destroy(plan);
+    return status;
+  }
+  return &plans_.emplace(key, plan).first->second;
+}
+
+Status BlasLt::linear(const LinearGemm& g, cudaStream_t stream) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
+    return invalid_argument("linear: empty product " + std::to_string(g.m) + "x" +
+                            std::to_string(g.n) + "x" + std::to_string(g.k));
+  }
+  if (g.output_type != g.input_type && g.output_type != ScalarType::kF32) {
+    return invalid_argument("linear: output must be the input type or f32");
+  }
+  if (g.bias != nullptr && g.output_type != g.input_type) {
+    return invalid_argument("linear: a bias needs the output in the input type");
+  }
+  PAGODA_ASSIGN_OR_RETURN(Plan * plan, plan_for(g));
+  if (g.bias != nullptr) {
+    PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+        plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  }
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  PAGODA_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmul(handle_, plan->desc, &alpha, g.w, plan->a, g.x, plan->b, &beta, g.y, plan->d,
+                     g.y, plan->d, &plan->algo, workspace_.data(), workspace_.bytes(), stream));
+  return Status::ok_status();
+}
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,199 @@
+#include "models/cuda_llama_weights.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/rope.h"
+#include "backend/cpu/row_decoder.h"
+#include "backend/cuda/cuda_status.h"
+#include "backend/cuda/random_fill.h"
+
+namespace pagoda::models {
+
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::ScalarType;
+
+// Host-to-device copies go through one pinned staging buffer in chunks of whole rows.
+class Uploader {
+ public:
+  static StatusOr<Uploader> create(ScalarType dtype) {
+    Uploader u;
+    u.dtype_ = dtype;
+    PAGODA_ASSIGN_OR_RETURN(u.staging_, cuda::PinnedHostBuffer::allocate(kStagingBytes));
+    return u;
+  }
+
+  // Appends rows [0, view.num_rows) of `view`, decoded and converted, at element `offset` of
+  // `dst` (a matrix of view.num_cols columns).
+  Status matrix(const cpu::TensorView& view, DeviceBuffer& dst, std::int64_t row_offset) {
+    const std::int64_t cols = view.num_cols;
+    const std::size_t row_bytes = static_cast<std::size_t>(cols) * cuda::scalar_type_size(dtype_);
+    const std::int64_t rows_per_chunk =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(kStagingBytes / row_bytes));
+    if (row_bytes > kStagingBytes) return invalid_argument("weight row larger than the staging");
+    row_f32_.resize(static_cast<std::size_t>(cols));
+    for (std::int64_t r0 = 0; r0 < view.num_rows; r0 += rows_per_chunk) {
+      const std::int64_t rows = std::min(rows_per_chunk, view.num_rows - r0);
+      auto* staging = static_cast<std::uint8_t*>(staging_.data());
+      for (std::int64_t r = 0; r < rows; ++r) {
+        cpu::decode_row(view, r0 + r, 0, cols, row_f32_.data());
+        cuda::convert_from_f32(row_f32_.data(), cols, dtype_, staging + r * row_bytes);
+      }
+      auto* target = static_cast<std::uint8_t*>(dst.data()) + (row_offset + r0) * row_bytes;
+      PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy(
+          target, staging, static_cast<std::size_t>(rows) * row_bytes, cudaMemcpyHostToDevice));
+    }
+    return Status::ok_status();
+  }
+
+  // Copies an fp32 vector, converted, at element `offset` of `dst`.
+  Status vector(const std::vector<float>& values, DeviceBuffer& dst, std::int64_t offset,
+                ScalarType type) {
+    const std::size_t bytes = values.size() * cuda::scalar_type_size(type);
+    if (bytes > kStagingBytes) return invalid_argument("vector larger than the staging");
+    cuda::convert_from_f32(values.data(), static_cast<std::int64_t>(values.size()), type,
+                           staging_.data());
+    PAGODA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(static_cast<std::uint8_t*>(dst.data()) + offset * cuda::scalar_type_size(type),
+                   staging_.data(), bytes, cudaMemcpyHostToDevice));
+    return Status::ok_status();
+  }
+
+ private:
+  static constexpr std::size_t kStagingBytes = 64u << 20;
+  ScalarType dtype_ = ScalarType::kBF16;
+  cuda::PinnedHostBuffer staging_;
+  std::vector<float> row_f32_;
+};
+
+StatusOr<DeviceBuffer> allocate(std::int64_t elements, ScalarType type) {
+  return DeviceBuffer::allocate(static_cast<std::size_t>(elements) * cuda::scalar_type_size(type));
+}
+
+cpu::RopeScaling cpu_rope_scaling(const RopeScaling& s) {
+  cpu::RopeScaling out;
+  out.factor = s.factor;
+  out.low_freq_factor = s.low_freq_factor;
+  out.high_freq_factor = s.high_freq_factor;
+  out.original_max_position_embeddings = s.original_max_position_embeddings;
+  out.type = s.type == RopeScalingType::kLinear   ? cpu::RopeScalingType::kLinear
+             : s.type == RopeScalingType::kLlama3 ? cpu::RopeScalingType::kLlama3
+                                                  : cpu::RopeScalingType::kNone;
+  return out;
+}
+
+struct Shapes {
+  std::int64_t hidden, q_dim, kv_dim, qkv_rows, intermediate, vocab;
+};
+
+Shapes shapes_of(const ModelConfig& c) {
+  const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const std::int64_t kv_dim = c.num_key_value_heads * c.head_dim;
+  return {c.hidden_size, q_dim, kv_dim, q_dim + 2 * kv_dim, c.intermediate_size, c.vocab_size};
+}
+
+// Device buffers of every weight, uninitialized.
+StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dtype, bool bias,
+                                            bool separate_lm_head) {
+  const Shapes s = shapes_of(c);
+  CudaLlamaWeights w;
+  w.dtype = dtype;
+  PAGODA_ASSIGN_OR_RETURN(w.embed_tokens, allocate(s.vocab * s.hidden, dtype));
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    CudaLayerWeights layer;
+    PAGODA_ASSIGN_OR_RETURN(layer.input_layernorm, allocate(s.hidden, dtype));
+    PAGODA_ASSIGN_OR_RETURN(layer.qkv_proj, allocate(s.qkv_rows * s.hidden, dtype));
+    if (bias) {
+      PAGODA_ASSIGN_OR_RETURN(layer.qkv_bias, allocate(s.qkv_rows, dtype));
+    }
+    PAGODA_ASSIGN_OR_RETURN(layer.o_proj, allocate(s.hidden * s.q_dim, dtype));
+    PAGODA_ASSIGN_OR_RETURN(layer.post_attention_layernorm, allocate(s.hidden, dtype));
+    PAGODA_ASSIGN_OR_RETURN(layer.gate_up_proj, allocate(2 * s.intermediate * s.hidden, dtype));
+    PAGODA_ASSIGN_OR_RETURN(layer.down_proj, allocate(s.hidden * s.intermediate, dtype));
+    w.layers.push_back(std::move(layer));
+  }
+  PAGODA_ASSIGN_OR_RETURN(w.norm, allocate(s.hidden, dtype));
+  if (separate_lm_head) {
+    PAGODA_ASSIGN_OR_RETURN(w.lm_head, allocate(s.vocab * s.hidden, dtype));
+  }
+  PAGODA_ASSIGN_OR_RETURN(w.inv_freq, allocate(c.head_dim / 2, ScalarType::kF32));
+  return w;
+}
+
+}  // namespace
+
+StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const LlamaWeights& host,
+                                                ScalarType dtype) {
+  const Shapes s = shapes_of(c);
+  const bool bias = !host.layers.empty() && !host.layers[0].q_bias.empty();
+  const bool separate_lm_head = host.lm_head.data != host.embed_tokens.data;
+  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w, allocate_weights(c, dtype, bias, separate_lm_head));
+  PAGODA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(dtype));
+  PAGODA_RETURN_IF_ERROR(up.matrix(host.embed_tokens, w.embed_tokens, 0));
+  for (std::size_t i = 0; i < host.layers.size(); ++i) {
+    const LlamaLayerWeights& h = host.layers[i];
+    CudaLayerWeights& d = w.layers[i];
+    PAGODA_RETURN_IF_ERROR(up.vector(h.input_layernorm, d.input_layernorm, 0, dtype));
+    PAGODA_RETURN_IF_ERROR(up.matrix(h.q_proj, d.qkv_proj, 0));
+    PAGODA_RETURN_IF_ERROR(up.matrix(h.k_proj, d.qkv_proj, s.q_dim));
+    PAGODA_RETURN_IF_ERROR(up.matrix(h.v_proj, d.qkv_proj, s.q_dim + s.kv_dim));
+    if (bias) {
+      PAGODA_RETURN_IF_ERROR(up.vector(h.q_bias, d.qkv_bias, 0, dtype));
+      PAGODA_RETURN_IF_ERROR(up.vector(h.k_bias, d.qkv_bias, s.q_dim, dtype));
+      PAGODA_RETURN_IF_ERROR(up.vector(h.v_bias, d.qkv_bias, s.q_dim + s.kv_dim, dtype));
+    }
+    PAGODA_RETURN_IF_ERROR(up.matrix(h.o_proj, d.o_proj, 0));
+    PAGODA_RETURN_IF_ERROR(
+        up.vector(h.post_attention_layernorm, d.post_attention_layernorm, 0, dtype));
+    PAGODA_RETURN_IF_ERROR(up.matrix(h.gate_proj, d.gate_up_proj, 0));
+    PAGODA_RETURN_IF_ERROR(up.matrix(h.up_proj, d.gate_up_proj, s.intermediate));
+    PAGODA_RETURN_IF_ERROR(up.matrix(h.down_proj, d.down_proj, 0));
+  }
+  PAGODA_RETURN_IF_ERROR(up.vector(host.norm, w.norm, 0, dtype));
+  if (separate_lm_head) PAGODA_RETURN_IF_ERROR(up.matrix(host.lm_head, w.lm_head, 0));
+  PAGODA_RETURN_IF_ERROR(up.vector(host.rope_inv_freq, w.inv_freq, 0, ScalarType::kF32));
+  w.rope_style = host.rope_style == cpu::RopeStyle::kAdjacentPairs
+                     ? kernels::RopeStyle::kAdjacentPairs
+                     : kernels::RopeStyle::kRotateHalf;
+  return w;
+}
+
+StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType dtype,
+                                               std::uint64_t seed) {
+  PAGODA_RETURN_IF_ERROR(c.validate());
+  const Shapes s = shapes_of(c);
+  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w,
+                          allocate_weights(c, dtype, c.attention_bias, !c.tie_word_embeddings));
+  std::uint64_t next_seed = seed;
+  auto fill = [&](DeviceBuffer& buffer, std::int64_t n, float low, float high) {
+    return cuda::fill_uniform(buffer.data(), n, dtype, low, high, next_seed++, nullptr);
+  };
+  auto fill_matrix = [&](DeviceBuffer& buffer, std::int64_t rows, std::int64_t cols) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(cols));
+    return fill(buffer, rows * cols, -bound, bound);
+  };
+  PAGODA_RETURN_IF_ERROR(fill(w.embed_tokens, s.vocab * s.hidden, -1.0f, 1.0f));
+  for (CudaLayerWeights& layer : w.layers) {
+    PAGODA_RETURN_IF_ERROR(fill(layer.input_layernorm, s.hidden, 0.9f, 1.1f));
+    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.qkv_proj, s.qkv_rows, s.hidden));
+    if (c.attention_bias) PAGODA_RETURN_IF_ERROR(fill(layer.qkv_bias, s.qkv_rows, -0.1f, 0.1f));
+    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.o_proj, s.hidden, s.q_dim));
+    PAGODA_RETURN_IF_ERROR(fill(layer.post_attention_layernorm, s.hidden, 0.9f, 1.1f));
+    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.gate_up_proj, 2 * s.intermediate, s.hidden));
+    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.down_proj, s.hidden, s.intermediate));
+  }
+  PAGODA_RETURN_IF_ERROR(fill(w.norm, s.hidden, 0.9f, 1.1f));
+  if (!c.tie_word_embeddings) PAGODA_RETURN_IF_ERROR(fill_matrix(w.lm_head, s.vocab, s.hidden));
+  const std::vector<float> inv_freq =
+      cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy(w.inv_freq.data(), inv_freq.data(),
+                                         inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  return w;
+}
+
+}  // namespace pagoda::models

@@ -1,0 +1,410 @@
+#include "models/cuda_model_executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_status.h"
+#include "kernels/activation/silu_mul.h"
+#include "kernels/embedding/embedding.h"
+#include "kernels/norm/rms_norm.h"
+#include "kernels/rope/rope_kv_cache.h"
+#include "models/forward_batch_check.h"
+
+namespace pagoda::models {
+
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::ScalarType;
+
+// The LM head runs on at most this many rows at a time, bounding the fp32 logits buffer
+// (vocab 128256 x 256 rows x 4 B = 131 MB).
+constexpr std::int64_t kLogitsChunk = 256;
+
+StatusOr<DeviceBuffer> allocate(std::int64_t elements, ScalarType type) {
+  return DeviceBuffer::allocate(static_cast<std::size_t>(elements) * cuda::scalar_type_size(type));
+}
+
+Status check_supported(const ModelConfig& c) {
+  PAGODA_RETURN_IF_ERROR(c.validate());
+  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2") {
+    return unimplemented("architecture \"" + c.architecture +
+                         "\" is not supported; Pagoda runs llama, mistral and qwen2 models");
+  }
+  if (c.head_dim != 64 && c.head_dim != 128) {
+    return unimplemented("the CUDA backend runs head_dim 64 and 128, this model has " +
+                         std::to_string(c.head_dim) + "; use --device cpu");
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create(
+    std::shared_ptr<const ModelFiles> files, const CudaExecutorOptions& options) {
+  PAGODA_ASSIGN_OR_RETURN(LlamaWeights host, load_llama_weights(*files));
+  return create_from_weights(files->config, host, options);
+}
+
+StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create_from_weights(
+    const ModelConfig& config, const LlamaWeights& weights, const CudaExecutorOptions& options) {
+  PAGODA_RETURN_IF_ERROR(check_supported(config));
+  if (cuda::cuda_device_count() == 0) return Status(StatusCode::kUnavailable, "no CUDA device");
+  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights device,
+                          upload_llama_weights(config, weights, options.dtype));
+  return finish(config, std::move(device), options);
+}
+
+StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create_dummy(
+    const ModelConfig& config, const CudaExecutorOptions& options, std::uint64_t seed) {
+  PAGODA_RETURN_IF_ERROR(check_supported(config));
+  if (cuda::cuda_device_count() == 0) return Status(StatusCode::kUnavailable, "no CUDA device");
+  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights device,
+                          dummy_llama_weights(config, options.dtype, seed));
+  return finish(config, std::move(device), options);
+}
+
+StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::finish(
+    const ModelConfig& c, CudaLlamaWeights weights, const CudaExecutorOptions& options) {
+  if (options.max_num_batched_tokens <= 0 || options.max_num_seqs <= 0) {
+    return invalid_argument("max_num_batched_tokens and max_num_seqs must be positive");
+  }
+  ModelExecutorInfo info;
+  info.vocab_size = c.vocab_size;
+  info.max_model_len =
+      options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
+  if (info.max_model_len <= 0) {
+    return invalid_argument("the model does not say its context length; pass --max-model-len");
+  }
+  info.max_num_batched_tokens = options.max_num_batched_tokens;
+  info.num_layers = c.num_hidden_layers;
+  info.num_kv_heads = c.num_key_value_heads;
+  info.head_dim = c.head_dim;
+  std::unique_ptr<CudaModelExecutor> executor(
+      new CudaModelExecutor(c, std::move(weights), info, options));
+  PAGODA_ASSIGN_OR_RETURN(cuda::DeviceProperties props, cuda::current_device_properties());
+  executor->num_sms_ = props.num_sms;
+  PAGODA_ASSIGN_OR_RETURN(executor->stream_, cuda::CudaStream::create());
+  PAGODA_ASSIGN_OR_RETURN(executor->blas_, cuda::BlasLt::create(options.blas_workspace_bytes));
+  PAGODA_RETURN_IF_ERROR(executor->allocate_activations());
+  return executor;
+}
+
+CudaModelExecutor::CudaModelExecutor(const ModelConfig& config, CudaLlamaWeights weights,
+                                     const ModelExecutorInfo& info,
+                                     const CudaExecutorOptions& options)
+    : config_(config), weights_(std::move(weights)), info_(info), options_(options) {}
+
+Status CudaModelExecutor::allocate_activations() {
+  const ModelConfig& c = config_;
+  const ScalarType t = options_.dtype;
+  const std::int64_t n = options_.max_num_batched_tokens;
+  const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const std::int64_t qkv_dim = q_dim + 2 * c.num_key_value_heads * c.head_dim;
+  PAGODA_ASSIGN_OR_RETURN(residual_, allocate(n * c.hidden_size, t));
+  PAGODA_ASSIGN_OR_RETURN(normed_, allocate(n * c.hidden_size, t));
+  PAGODA_ASSIGN_OR_RETURN(qkv_, allocate(n * qkv_dim, t));
+  PAGODA_ASSIGN_OR_RETURN(attn_, allocate(n * q_dim, t));
+  PAGODA_ASSIGN_OR_RETURN(proj_, allocate(n * c.hidden_size, t));
+  PAGODA_ASSIGN_OR_RETURN(gate_up_, allocate(n * 2 * c.intermediate_size, t));
+  PAGODA_ASSIGN_OR_RETURN(act_, allocate(n * c.intermediate_size, t));
+  PAGODA_ASSIGN_OR_RETURN(last_, allocate(kLogitsChunk * c.hidden_size, t));
+  PAGODA_ASSIGN_OR_RETURN(logits_, allocate(kLogitsChunk * c.vocab_size, ScalarType::kF32));
+  // Split-K partials: splits are used only while seqs x kv-head CTAs < 2 x SMs, so the
+  // partial rows stay under (4 x SMs + max_num_seqs) x heads (paged_decode_attention.cu).
+  decode_workspace_floats_ =
+      (4 * static_cast<std::int64_t>(num_sms_) + options_.max_num_seqs) * q_dim;
+  PAGODA_ASSIGN_OR_RETURN(decode_partial_out_,
+                          allocate(decode_workspace_floats_, ScalarType::kF32));
+  PAGODA_ASSIGN_OR_RETURN(decode_partial_lse_,
+                          allocate(decode_workspace_floats_ / c.head_dim + 1, ScalarType::kF32));
+  return Status::ok_status();
+}
+
+std::int64_t CudaModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
+  return 2 * info_.num_layers * block_size * info_.num_kv_heads * info_.head_dim *
+         static_cast<std::int64_t>(cuda::scalar_type_size(options_.dtype));
+}
+
+Status CudaModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
+  if (num_blocks <= 0 || block_size <= 0) {
+    return invalid_argument("the KV cache needs a positive number of blocks and block size, got " +
+                            std::to_string(num_blocks) + " blocks of " +
+                            std::to_string(block_size));
+  }
+  k_cache_.clear();
+  v_cache_.clear();
+  num_blocks_ = 0;
+  block_size_ = 0;
+  const std::int64_t elements = num_blocks * block_size * info_.num_kv_heads * info_.head_dim;
+  for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) {
+    auto k = allocate(elements, options_.dtype);
+    auto v = allocate(elements, options_.dtype);
+    if (!k.ok() || !v.ok()) {
+      k_cache_.clear();
+      v_cache_.clear();
+      return Status(StatusCode::kResourceExhausted,
+                    "cannot allocate a GPU KV cache of " + std::to_string(num_blocks) +
+                        " blocks; lower --gpu-memory-utilization's share for the cache or "
+                        "--max-model-len");
+    }
+    k_cache_.push_back(std::move(*k));
+    v_cache_.push_back(std::move(*v));
+  }
+  const std::int64_t max_blocks_per_seq = (info_.max_model_len + block_size - 1) / block_size;
+  PAGODA_ASSIGN_OR_RETURN(metadata_,
+                          CudaStepMetadata::create({.max_tokens = options_.max_num_batched_tokens,
+                                                    .max_seqs = options_.max_num_seqs,
+                                                    .max_blocks_per_seq = max_blocks_per_seq}));
+  num_blocks_ = num_blocks;
+  block_size_ = block_size;
+  return Status::ok_status();
+}
+
+StatusOr<std::int64_t> CudaModelExecutor::profile_num_kv_blocks(double gpu_memory_utilization,
+                                                                std::int64_t block_size) {
+  if (block_size <= 0) return invalid_argument("--block-size must be positive");
+  const std::int64_t tokens = std::min(options_.max_num_batched_tokens, info_.max_model_len);
+  const std::int64_t blocks = (tokens + block_size - 1) / block_size;
+  PAGODA_RETURN_IF_ERROR(allocate_kv_cache(blocks, block_size));
+  ForwardBatch batch;
+  for (std::int64_t i = 0; i < tokens; ++i) {
+    batch.token_ids.push_back(static_cast<std::int32_t>(i % info_.vocab_size));
+    batch.positions.push_back(static_cast<std::int32_t>(i));
+    batch.slot_mapping.push_back(i);
+  }
+  batch.query_start_loc = {0, static_cast<std::int32_t>(tokens)};
+  batch.seq_lens = {static_cast<std::int32_t>(tokens)};
+  batch.max_blocks_per_seq = blocks;
+  for (std::int64_t b = 0; b < blocks; ++b)
+    batch.block_tables.push_back(static_cast<std::int32_t>(b));
+  batch.logits_indices = {static_cast<std::int32_t>(tokens - 1)};
+  std::vector<float> logits(static_cast<std::size_t>(info_.vocab_size));
+  PAGODA_RETURN_IF_ERROR(forward(batch, logits.data()));
+  // The temporary cache goes back before the budget is read.
+  k_cache_.clear();
+  v_cache_.clear();
+  num_blocks_ = 0;
+  PAGODA_ASSIGN_OR_RETURN(std::int64_t budget, cuda::kv_cache_budget_bytes(gpu_memory_utilization));
+  return budget / kv_cache_bytes_per_block(block_size);
+}
+
+Status CudaModelExecutor::forward(const ForwardBatch& batch, float* logits) {
+  if (num_blocks_ == 0) {
+    return Status(StatusCode::kFailedPrecondition, "forward() before allocate_kv_cache()");
+  }
+  PAGODA_RETURN_IF_ERROR(
+      check_forward_batch(batch, {.vocab_size = info_.vocab_size,
+                                  .max_model_len = info_.max_model_len,
+                                  .max_num_batched_tokens = info_.max_num_batched_tokens,
+                                  .num_blocks = num_blocks_,
+                                  .block_size = block_size_}));
+  if (batch.num_tokens() == 0) return Status::ok_status();
+  PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get()));
+  PAGODA_RETURN_IF_ERROR(run_layers(batch));
+  return compute_logits(batch, logits);
+}
+
+// The same sequence as LlamaModel::forward: embedding, then per layer
+//   normed -> QKV (+bias) -> RoPE + KV append -> attention -> O -> residual add + norm
+//          -> gate_up -> silu * up -> down -> residual add + next norm.
+Status CudaModelExecutor::run_layers(const ForwardBatch& batch) {
+  const ModelConfig& c = config_;
+  const ScalarType t = options_.dtype;
+  const cudaStream_t stream = stream_.get();
+  const std::int64_t n = batch.num_tokens();
+  const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const std::int64_t qkv_dim = q_dim + 2 * c.num_key_value_heads * c.head_dim;
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+
+  PAGODA_RETURN_IF_ERROR(kernels::launch_embedding({.table = weights_.embed_tokens.data(),
+                                                    .ids = metadata_.token_ids(),
+                                                    .out = residual_.data(),
+                                                    .num_table_rows = c.vocab_size,
+                                                    .num_tokens = n,
+                                                    .hidden = c.hidden_size,
+                                                    .dtype = t},
+                                                   stream));
+  PAGODA_RETURN_IF_ERROR(
+      kernels::launch_rms_norm({.x = residual_.data(),
+                                .weight = weights_.layers[0].input_layernorm.data(),
+                                .out = normed_.data(),
+                                .num_tokens = n,
+                                .hidden = c.hidden_size,
+                                .eps = eps,
+                                .dtype = t},
+                               stream));
+  for (std::size_t i = 0; i < weights_.layers.size(); ++i) {
+    const CudaLayerWeights& layer = weights_.layers[i];
+    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = normed_.data(),
+                                          .w = layer.qkv_proj.data(),
+                                          .bias = layer.qkv_bias.data(),
+                                          .y = qkv_.data(),
+                                          .m = n,
+                                          .n = qkv_dim,
+                                          .k = c.hidden_size,
+                                          .input_type = t,
+                                          .output_type = t},
+                                         stream));
+    PAGODA_RETURN_IF_ERROR(attention(batch, i));
+    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = attn_.data(),
+                                          .w = layer.o_proj.data(),
+                                          .y = proj_.data(),
+                                          .m = n,
+                                          .n = c.hidden_size,
+                                          .k = q_dim,
+                                          .input_type = t,
+                                          .output_type = t},
+                                         stream));
+    PAGODA_RETURN_IF_ERROR(
+        kernels::launch_rms_norm({.x = proj_.data(),
+                                  .residual = residual_.data(),
+                                  .weight = layer.post_attention_layernorm.data(),
+                                  .out = normed_.data(),
+                                  .num_tokens = n,
+                                  .hidden = c.hidden_size,
+                                  .eps = eps,
+                                  .dtype = t},
+                                 stream));
+    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = normed_.data(),
+                                          .w = layer.gate_up_proj.data(),
+                                          .y = gate_up_.data(),
+                                          .m = n,
+                                          .n = 2 * c.intermediate_size,
+                                          .k = c.hidden_size,
+                                          .input_type = t,
+                                          .output_type = t},
+                                         stream));
+    PAGODA_RETURN_IF_ERROR(kernels::launch_silu_mul({.gate_up = gate_up_.data(),
+                                                     .gate_up_row_stride = 2 * c.intermediate_size,
+                                                     .out = act_.data(),
+                                                     .num_tokens = n,
+                                                     .width = c.intermediate_size,
+                                                     .dtype = t},
+                                                    stream));
+    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = act_.data(),
+                                          .w = layer.down_proj.data(),
+                                          .y = proj_.data(),
+                                          .m = n,
+                                          .n = c.hidden_size,
+                                          .k = c.intermediate_size,
+                                          .input_type = t,
+                                          .output_type = t},
+                                         stream));
+    const bool last_layer = i + 1 == weights_.layers.size();
+    const void* next_norm =
+        last_layer ? weights_.norm.data() : weights_.layers[i + 1].input_layernorm.data();
+    PAGODA_RETURN_IF_ERROR(kernels::launch_rms_norm({.x = proj_.data(),
+                                                     .residual = residual_.data(),
+                                                     .weight = next_norm,
+                                                     .out = normed_.data(),
+                                                     .num_tokens = n,
+                                                     .hidden = c.hidden_size,
+                                                     .eps = eps,
+                                                     .dtype = t},
+                                                    stream));
+  }
+  return Status::ok_status();
+}
+
+Status CudaModelExecutor::attention(const ForwardBatch& batch, std::size_t layer) {
+  const ModelConfig& c = config_;
+  const ScalarType t = options_.dtype;
+  const cudaStream_t stream = stream_.get();
+  const std::int64_t qkv_dim = (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
+  const kernels::PagedKvCache cache{.k = k_cache_[layer].data(),
+                                    .v = v_cache_[layer].data(),
+                                    .num_blocks = num_blocks_,
+                                    .block_size = block_size_,
+                                    .num_kv_heads = c.num_key_value_heads,
+                                    .head_dim = c.head_dim};
+  PAGODA_RETURN_IF_ERROR(kernels::launch_rope_kv_cache({.qkv = qkv_.data(),
+                                                        .qkv_row_stride = qkv_dim,
+                                                        .positions = metadata_.positions(),
+                                                        .slot_mapping = metadata_.slot_mapping(),
+                                                        .inv_freq = weights_.inv_freq.as<float>(),
+                                                        .cache = cache,
+                                                        .num_tokens = batch.num_tokens(),
+                                                        .num_heads = c.num_attention_heads,
+                                                        .style = weights_.rope_style,
+                                                        .dtype = t},
+                                                       stream));
+  const kernels::PagedAttentionParams params{
+      .q = qkv_.data(),
+      .q_row_stride = qkv_dim,
+      .out = attn_.data(),
+      .cache = cache,
+      .query_start_loc = metadata_.query_start_loc(),
+      .seq_lens = metadata_.seq_lens(),
+      .block_tables = metadata_.block_tables(),
+      .num_seqs = batch.num_seqs(),
+      .max_blocks_per_seq = batch.max_blocks_per_seq,
+      .num_heads = c.num_attention_heads,
+      .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+      .dtype = t};
+  // Host-side planning from the batch the host already holds: no device reads.
+  std::int64_t max_query_len = 0;
+  std::int64_t min_query_len = batch.num_tokens();
+  std::int64_t max_seq_len = 0;
+  for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {
+    const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
+    max_query_len = std::max(max_query_len, q_len);
+    min_query_len = std::min(min_query_len, q_len);
+    max_seq_len = std::max<std::int64_t>(max_seq_len, batch.seq_lens[s]);
+  }
+  // The decode kernel writes one row per sequence, so every sequence must bring exactly one.
+  if (max_query_len != 1 || min_query_len != 1) {
+    return kernels::launch_paged_prefill_attention(params, max_query_len, stream);
+  }
+  kernels::DecodeSplitPlan plan =
+      kernels::plan_decode_splits(batch.num_seqs(), c.num_key_value_heads, c.num_attention_heads,
+                                  max_seq_len, num_sms_, options_.max_decode_splits);
+  while (plan.num_splits > 1 &&
+         kernels::decode_workspace_floats(batch.num_seqs(), c.num_attention_heads, c.head_dim,
+                                          plan) > decode_workspace_floats_) {
+    plan.num_splits = std::max(1, plan.num_splits / 2);
+    plan.partition_size = static_cast<int>((max_seq_len + plan.num_splits - 1) / plan.num_splits);
+  }
+  return kernels::launch_paged_decode_attention(params, plan,
+                                                {.partial_out = decode_partial_out_.as<float>(),
+                                                 .partial_lse = decode_partial_lse_.as<float>(),
+                                                 .capacity_floats = decode_workspace_floats_},
+                                                stream);
+}
+
+// Gathers the rows that need logits, runs the LM head in fp32 output, copies to the caller.
+Status CudaModelExecutor::compute_logits(const ForwardBatch& batch, float* logits) {
+  const ModelConfig& c = config_;
+  const ScalarType t = options_.dtype;
+  const cudaStream_t stream = stream_.get();
+  for (std::int64_t r0 = 0; r0 < batch.num_logits(); r0 += kLogitsChunk) {
+    const std::int64_t rows = std::min(kLogitsChunk, batch.num_logits() - r0);
+    PAGODA_RETURN_IF_ERROR(kernels::launch_embedding({.table = normed_.data(),
+                                                      .ids = metadata_.logits_indices() + r0,
+                                                      .out = last_.data(),
+                                                      .num_table_rows = batch.num_tokens(),
+                                                      .num_tokens = rows,
+                                                      .hidden = c.hidden_size,
+                                                      .dtype = t},
+                                                     stream));
+    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = last_.data(),
+                                          .w = weights_.lm_head_data(),
+                                          .y = logits_.data(),
+                                          .m = rows,
+                                          .n = c.vocab_size,
+                                          .k = c.hidden_size,
+                                          .input_type = t,
+                                          .output_type = ScalarType::kF32},
+                                         stream));
+    PAGODA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(logits + r0 * c.vocab_size, logits_.data(),
+                        static_cast<std::size_t>(rows * c.vocab_size) * sizeof(float),
+                        cudaMemcpyDeviceToHost, stream));
+  }
+  // Also what makes the pinned metadata buffer free for the next step.
+  return stream_.synchronize();
+}
+
+}  // namespace pagoda::models

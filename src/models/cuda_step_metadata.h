@@ -1,0 +1,65 @@
+// A ForwardBatch's index arrays on the device: planned on the host, packed into one pinned
+// buffer, sent with one copy per step into device buffers of fixed capacity allocated once. The
+// device addresses never change, which is what lets a later decode step be captured as a CUDA
+// graph and replayed with new contents.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/device_buffer.h"
+#include "pagoda/forward_batch.h"
+#include "pagoda/status.h"
+
+namespace pagoda::models {
+
+/// Fixed-capacity device copies of token ids, positions, slot mapping, query_start_loc,
+/// seq_lens, block tables and logits indices.
+class CudaStepMetadata {
+ public:
+  /// The most any one step may carry.
+  struct Capacity {
+    std::int64_t max_tokens = 0;
+    std::int64_t max_seqs = 0;
+    std::int64_t max_blocks_per_seq = 0;
+  };
+
+  CudaStepMetadata() = default;
+  static StatusOr<CudaStepMetadata> create(const Capacity& capacity);
+
+  /// Packs `batch` and issues its host-to-device copy on `stream`. The pinned buffer is reused:
+  /// the caller synchronizes `stream` before the next upload (forward() does, for the logits).
+  /// INVALID_ARGUMENT when the batch exceeds the capacity.
+  Status upload(const ForwardBatch& batch, cudaStream_t stream);
+
+  const std::int32_t* token_ids() const { return at<std::int32_t>(token_ids_); }  ///< [num_tokens]
+  const std::int32_t* positions() const { return at<std::int32_t>(positions_); }  ///< [num_tokens]
+  const std::int64_t* slot_mapping() const {
+    return at<std::int64_t>(slot_mapping_);
+  }  ///< [num_tokens]
+  const std::int32_t* query_start_loc() const {
+    return at<std::int32_t>(query_start_loc_);
+  }                                                                             ///< [num_seqs + 1]
+  const std::int32_t* seq_lens() const { return at<std::int32_t>(seq_lens_); }  ///< [num_seqs]
+  /// [num_seqs, batch.max_blocks_per_seq], row-major with the batch's own stride.
+  const std::int32_t* block_tables() const { return at<std::int32_t>(block_tables_); }
+  const std::int32_t* logits_indices() const {
+    return at<std::int32_t>(logits_indices_);
+  }  ///< [num_logits]
+
+ private:
+  template <typename T>
+  const T* at(std::size_t offset) const {
+    return reinterpret_cast<const T*>(static_cast<const std::uint8_t*>(device_.data()) + offset);
+  }
+
+  Capacity capacity_;
+  // Byte offsets of each array inside both buffers (the same layout host and device).
+  std::size_t slot_mapping_ = 0, token_ids_ = 0, positions_ = 0, query_start_loc_ = 0,
+              seq_lens_ = 0, block_tables_ = 0, logits_indices_ = 0, total_ = 0;
+  cuda::PinnedHostBuffer pinned_;
+  cuda::DeviceBuffer device_;
+};
+
+}  // namespace pagoda::models

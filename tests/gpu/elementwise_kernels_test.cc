@@ -1,0 +1,264 @@
+// Embedding, RMSNorm (+ residual), SiLU-times-up and RoPE + KV-cache append against the CPU
+// backend, in fp32, fp16 and bf16, on random inputs at awkward sizes with poisoned outputs.
+//
+// Tolerances: inputs are rounded to the dtype first, so kernel and reference see the same
+// values; what differs is fp32 arithmetic order (~1e-6 relative) and the kernel's final rounding
+// to the dtype, at most one unit roundoff u per element, so the relative L2 error stays under
+// u (the bound used is 2u, plus 1e-5 for the fp32 order).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "backend/cpu/activation.h"
+#include "backend/cpu/kv_cache_view.h"
+#include "backend/cpu/rms_norm.h"
+#include "backend/cpu/rope.h"
+#include "kernels/activation/silu_mul.h"
+#include "kernels/embedding/embedding.h"
+#include "kernels/norm/rms_norm.h"
+#include "kernels/rope/rope_kv_cache.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace pagoda {
+namespace {
+
+using cuda::ScalarType;
+using gpu_test::DeviceArray;
+using gpu_test::DeviceVector;
+
+double tolerance(ScalarType type, double rounding_steps = 2.0) {
+  return rounding_steps * gpu_test::unit_roundoff(type) + 1e-5;
+}
+
+TEST(GpuEmbedding, GathersRowsExactly) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(1);
+  for (ScalarType type : gpu_test::kAllTypes) {
+    for (std::int64_t hidden : {8, 13, 4096}) {
+      const std::int64_t vocab = 97;
+      const std::vector<float> table = gpu_test::round_to(
+          gpu_test::random_vector(static_cast<std::size_t>(vocab * hidden), rng), type);
+      std::vector<std::int32_t> ids = {0, 96, 5, 5, 42, 17, 1};
+      DeviceArray d_table(table, type);
+      DeviceVector<std::int32_t> d_ids(ids);
+      DeviceArray d_out(ids.size() * hidden, type);
+      d_out.poison();
+      ASSERT_TRUE(kernels::launch_embedding({.table = d_table.data(),
+                                             .ids = d_ids.data(),
+                                             .out = d_out.data(),
+                                             .num_table_rows = vocab,
+                                             .num_tokens = static_cast<std::int64_t>(ids.size()),
+                                             .hidden = hidden,
+                                             .dtype = type},
+                                            nullptr)
+                      .ok());
+      std::vector<float> want;
+      for (std::int32_t id : ids) {
+        want.insert(want.end(), table.begin() + id * hidden, table.begin() + (id + 1) * hidden);
+      }
+      EXPECT_EQ(d_out.download(), want) << gpu_test::name_of(type) << " hidden " << hidden;
+    }
+  }
+}
+
+TEST(GpuRmsNorm, MatchesCpuWithAndWithoutResidual) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(2);
+  for (ScalarType type : gpu_test::kAllTypes) {
+    for (std::int64_t hidden : {13, 64, 1000, 4096}) {
+      for (std::int64_t tokens : {1, 17}) {
+        for (bool with_residual : {false, true}) {
+          const auto n = static_cast<std::size_t>(tokens * hidden);
+          const auto x = gpu_test::round_to(gpu_test::random_vector(n, rng), type);
+          auto residual = gpu_test::round_to(gpu_test::random_vector(n, rng), type);
+          const auto weight = gpu_test::round_to(
+              gpu_test::random_vector(static_cast<std::size_t>(hidden), rng, 0.5f, 1.5f), type);
+          DeviceArray d_x(x, type), d_residual(residual, type), d_weight(weight, type);
+          DeviceArray d_out(n, type);
+          d_out.poison();
+          ASSERT_TRUE(
+              kernels::launch_rms_norm({.x = d_x.data(),
+                                        .residual = with_residual ? d_residual.data() : nullptr,
+                                        .weight = d_weight.data(),
+                                        .out = d_out.data(),
+                                        .num_tokens = tokens,
+                                        .hidden = hidden,
+                                        .eps = 1e-5f,
+                                        .dtype = type},
+                                       nullptr)
+                  .ok());
+          std::vector<float> want(n);
+          const std::string what = std::string(gpu_test::name_of(type)) + " hidden " +
+                                   std::to_string(hidden) + " tokens " + std::to_string(tokens) +
+                                   (with_residual ? " +residual" : "");
+          if (with_residual) {
+            // The kernel rounds the new residual to the dtype before normalizing it.
+            std::vector<float> summed(n);
+            for (std::size_t i = 0; i < n; ++i) summed[i] = residual[i] + x[i];
+            summed = gpu_test::round_to(summed, type);
+            cpu::rms_norm_reference(summed.data(), weight.data(), 1e-5f, tokens, hidden,
+                                    want.data());
+            gpu_test::expect_close(d_residual.download(), summed, 1e-7, what + " residual");
+          } else {
+            cpu::rms_norm_reference(x.data(), weight.data(), 1e-5f, tokens, hidden, want.data());
+          }
+          gpu_test::expect_close(d_out.download(), want, tolerance(type), what);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuSiluMul, MatchesCpuOnStridedGateUp) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(3);
+  for (ScalarType type : gpu_test::kAllTypes) {
+    for (std::int64_t width : {7, 64, 14336}) {
+      const std::int64_t tokens = 5;
+      const std::int64_t stride = 2 * width;
+      const auto gate_up = gpu_test::round_to(
+          gpu_test::random_vector(static_cast<std::size_t>(tokens * stride), rng, -6.0f, 6.0f),
+          type);
+      DeviceArray d_gate_up(gate_up, type);
+      DeviceArray d_out(static_cast<std::size_t>(tokens * width), type);
+      d_out.poison();
+      ASSERT_TRUE(kernels::launch_silu_mul({.gate_up = d_gate_up.data(),
+                                            .gate_up_row_stride = stride,
+                                            .out = d_out.data(),
+                                            .num_tokens = tokens,
+                                            .width = width,
+                                            .dtype = type},
+                                           nullptr)
+                      .ok());
+      std::vector<float> want(static_cast<std::size_t>(tokens * width));
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        cpu::silu_mul_reference(gate_up.data() + t * stride, gate_up.data() + t * stride + width,
+                                width, want.data() + t * width);
+      }
+      gpu_test::expect_close(
+          d_out.download(), want, tolerance(type),
+          std::string(gpu_test::name_of(type)) + " width " + std::to_string(width));
+    }
+  }
+}
+
+struct RopeCase {
+  std::int64_t head_dim;
+  std::int64_t num_heads;
+  std::int64_t num_kv_heads;
+  std::int64_t block_size;
+  kernels::RopeStyle style;
+};
+
+// The new q is rotated in place; the rotated k and the v of each token land at its slot in the
+// per-head page layout; padding tokens (slot -1) and unused slots are left untouched.
+TEST(GpuRopeKvCache, MatchesCpuRopeAndWritesOnlyMappedSlots) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(4);
+  const RopeCase cases[] = {{64, 8, 8, 16, kernels::RopeStyle::kRotateHalf},
+                            {128, 32, 8, 16, kernels::RopeStyle::kAdjacentPairs},
+                            {128, 28, 4, 64, kernels::RopeStyle::kRotateHalf},
+                            {64, 8, 1, 64, kernels::RopeStyle::kAdjacentPairs}};
+  for (ScalarType type : gpu_test::kAllTypes) {
+    for (const RopeCase& rc : cases) {
+      const std::int64_t tokens = 19;
+      const std::int64_t num_blocks = 5;
+      const std::int64_t d = rc.head_dim;
+      const std::int64_t stride = (rc.num_heads + 2 * rc.num_kv_heads) * d;
+      const auto qkv = gpu_test::round_to(
+          gpu_test::random_vector(static_cast<std::size_t>(tokens * stride), rng), type);
+      std::vector<std::int32_t> positions(tokens);
+      for (auto& p : positions) p = static_cast<std::int32_t>(rng() % 4097);
+      std::vector<std::int64_t> slots(static_cast<std::size_t>(num_blocks * rc.block_size));
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      slots.resize(tokens);
+      slots[3] = -1;  // padding rows store nothing
+      slots[11] = -1;
+      const std::vector<float> inv_freq = cpu::rope_inv_freq(d, 500000.0, cpu::RopeScaling{});
+
+      DeviceArray d_qkv(qkv, type);
+      DeviceVector<std::int32_t> d_positions(positions);
+      DeviceVector<std::int64_t> d_slots(slots);
+      DeviceVector<float> d_inv_freq(inv_freq);
+      const auto cache_elems =
+          static_cast<std::size_t>(num_blocks * rc.num_kv_heads * rc.block_size * d);
+      DeviceArray d_k(cache_elems, type), d_v(cache_elems, type);
+      d_k.poison();
+      d_v.poison();
+      kernels::RopeKvCacheParams params{.qkv = d_qkv.data(),
+                                        .qkv_row_stride = stride,
+                                        .positions = d_positions.data(),
+                                        .slot_mapping = d_slots.data(),
+                                        .inv_freq = d_inv_freq.data(),
+                                        .cache = {.k = d_k.data(),
+                                                  .v = d_v.data(),
+                                                  .num_blocks = num_blocks,
+                                                  .block_size = rc.block_size,
+                                                  .num_kv_heads = rc.num_kv_heads,
+                                                  .head_dim = d},
+                                        .num_tokens = tokens,
+                                        .num_heads = rc.num_heads,
+                                        .style = rc.style,
+                                        .dtype = type};
+      ASSERT_TRUE(kernels::launch_rope_kv_cache(params, nullptr).ok());
+
+      // Reference: split, rotate with the CPU oracle.
+      std::vector<float> q(static_cast<std::size_t>(tokens * rc.num_heads * d));
+      std::vector<float> k(static_cast<std::size_t>(tokens * rc.num_kv_heads * d));
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        std::copy_n(qkv.begin() + t * stride, rc.num_heads * d, q.begin() + t * rc.num_heads * d);
+        std::copy_n(qkv.begin() + t * stride + rc.num_heads * d, rc.num_kv_heads * d,
+                    k.begin() + t * rc.num_kv_heads * d);
+      }
+      cpu::apply_rope_reference(
+          inv_freq.data(),
+          rc.style == kernels::RopeStyle::kRotateHalf ? cpu::RopeStyle::kRotateHalf
+                                                      : cpu::RopeStyle::kAdjacentPairs,
+          positions.data(), tokens, q.data(), rc.num_heads, k.data(), rc.num_kv_heads, d);
+      const std::string what = std::string(gpu_test::name_of(type)) + " d " + std::to_string(d) +
+                               " heads " + std::to_string(rc.num_heads) + "/" +
+                               std::to_string(rc.num_kv_heads);
+      const std::vector<float> got_qkv = d_qkv.download();
+      std::vector<float> got_q(q.size());
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        std::copy_n(got_qkv.begin() + t * stride, rc.num_heads * d,
+                    got_q.begin() + t * rc.num_heads * d);
+      }
+      // sincosf vs std::cos/sin differ by an ulp or two in fp32.
+      gpu_test::expect_close(got_q, q, tolerance(type) + 1e-6, what + " q");
+
+      const std::vector<float> got_k = d_k.download();
+      const std::vector<float> got_v = d_v.download();
+      std::vector<bool> written(cache_elems, false);
+      std::vector<float> got_k_rows, want_k_rows, got_v_rows, want_v_rows;
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        if (slots[t] < 0) continue;
+        const std::int64_t block = slots[t] / rc.block_size;
+        const std::int64_t offset = slots[t] % rc.block_size;
+        for (std::int64_t h = 0; h < rc.num_kv_heads; ++h) {
+          for (std::int64_t e = 0; e < d; ++e) {
+            const auto idx = static_cast<std::size_t>(
+                ((block * rc.num_kv_heads + h) * rc.block_size + offset) * d + e);
+            written[idx] = true;
+            got_k_rows.push_back(got_k[idx]);
+            want_k_rows.push_back(k[(t * rc.num_kv_heads + h) * d + e]);
+            got_v_rows.push_back(got_v[idx]);
+            want_v_rows.push_back(qkv[t * stride + (rc.num_heads + rc.num_kv_heads + h) * d + e]);
+          }
+        }
+      }
+      gpu_test::expect_close(got_k_rows, want_k_rows, tolerance(type) + 1e-6, what + " k cache");
+      EXPECT_EQ(got_v_rows, want_v_rows) << what << " v cache";
+      std::size_t touched = 0;
+      for (std::size_t i = 0; i < cache_elems; ++i) {
+        if (!written[i] && !(std::isnan(got_k[i]) && std::isnan(got_v[i]))) ++touched;
+      }
+      EXPECT_EQ(touched, 0u) << what << ": slots outside slot_mapping were written";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
