@@ -42,6 +42,7 @@ void fill_final(const engine::RequestOutput& output, v1::GenerateResponse& respo
   usage->set_prompt_tokens(output.usage.num_prompt_tokens);
   usage->set_completion_tokens(output.usage.num_completion_tokens);
   usage->set_cached_prompt_tokens(output.usage.num_cached_prompt_tokens);
+  usage->set_reasoning_tokens(output.usage.num_reasoning_tokens);
   v1::Timings* timings = response.mutable_timings();
   timings->set_queue_seconds(output.timings.queue_time().value_or(0.0));
   timings->set_time_to_first_token_seconds(output.timings.time_to_first_token().value_or(0.0));
@@ -58,6 +59,7 @@ void fill_generate_response(const engine::StreamOutput& item, std::string_view r
   response.set_index(item.index);
   response.mutable_token_ids()->Add(output.token_ids.begin(), output.token_ids.end());
   response.set_text(output.text);
+  response.set_reasoning_text(output.reasoning_text);
   for (const engine::TokenLogprobs& logprobs : output.logprobs) {
     fill_logprob(logprobs, tokenizer, *response.add_logprobs());
   }

@@ -68,7 +68,7 @@ InferenceService::Admission InferenceService::admit(const ::grpc::CallbackServer
 }
 
 ::grpc::Status InferenceService::generate(const v1::GenerateRequest& request,
-                                          const InferenceBackend& backend,
+                                          const InferenceBackend& backend, bool trace,
                                           std::shared_ptr<engine::OutputStream>& stream) {
   if (request.request_id().size() > kMaxRequestIdBytes) {
     return to_grpc_status(api::ApiError::invalid_request(
@@ -86,6 +86,7 @@ InferenceService::Admission InferenceService::admit(const ::grpc::CallbackServer
   if (!job.ok()) return to_grpc_status(job.error());
   PAGODA_CHECK(job->requests.size() == 1) << "one input makes one engine request";
   engine::EngineRequest& engine_request = job->requests.front();
+  if (trace) engine_request.trace = true;
   const std::string id = engine_request.request_id;
   if (!registry_->add(id)) {
     return to_grpc_status(api::ApiError::invalid_request(
@@ -106,7 +107,12 @@ InferenceService::Admission InferenceService::admit(const ::grpc::CallbackServer
   Admission admission = admit(*context);
   if (!admission.backend) return new RefusedGenerate(admission.status);
   std::shared_ptr<engine::OutputStream> stream;
-  const ::grpc::Status status = generate(*request, *admission.backend, stream);
+  // x-pagoda-trace: 1 (or true) asks for a reasoning trace, as HTTP's X-Pagoda-Trace header.
+  const auto& metadata = context->client_metadata();
+  const auto trace_it = metadata.find("x-pagoda-trace");
+  const bool trace = trace_it != metadata.end() &&
+                     (trace_it->second == "1" || trace_it->second == "true");
+  const ::grpc::Status status = generate(*request, *admission.backend, trace, stream);
   if (!status.ok()) return new RefusedGenerate(status);
   return GenerateReactor::start(std::move(stream), admission.backend->model,
                                 *admission.backend->engine, executor_, registry_);

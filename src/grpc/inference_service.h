@@ -58,7 +58,7 @@ class InferenceService final : public v1::InferenceService::CallbackService {
   // `while_draining`: the call only touches requests already in flight (Abort).
   Admission admit(const ::grpc::CallbackServerContext& context, bool while_draining = false) const;
   ::grpc::Status generate(const v1::GenerateRequest& request, const InferenceBackend& backend,
-                          std::shared_ptr<engine::OutputStream>& stream);
+                          bool trace, std::shared_ptr<engine::OutputStream>& stream);
 
   const std::string api_key_;
   const std::shared_ptr<RequestRegistry> registry_ = std::make_shared<RequestRegistry>();

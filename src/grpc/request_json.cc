@@ -154,6 +154,11 @@ api::ApiErrorOr<GenerateJson> generate_request_json(const v1::GenerateRequest& r
   }
   if (request.has_priority()) body["priority"] = request.priority();
   if (request.has_cache_salt()) body["cache_salt"] = request.cache_salt();
+  if (request.has_max_reasoning_tokens()) {
+    body["max_reasoning_tokens"] = request.max_reasoning_tokens();
+  }
+  if (request.has_reasoning_effort()) body["reasoning_effort"] = request.reasoning_effort();
+  if (request.has_trace()) body["trace"] = request.trace();
   return out;
 }
 

@@ -3,6 +3,7 @@ against the real `pagoda serve` on the default model (the same server as the HTT
 import asyncio
 import importlib
 import importlib.resources
+import json
 import signal
 import sys
 import threading
@@ -426,3 +427,67 @@ def test_health_and_reflection(server, stub, pb):
         pool = DescriptorPool(database)
         methods = {m.name for m in pool.FindServiceByName(SERVICE).methods}
         assert methods == {"Generate", "Tokenize", "Detokenize", "GetModelInfo", "GetLoad", "Abort"}
+
+
+# Reasoning and traces over gRPC: the same server setup as tests/e2e/test_reasoning_trace.py.
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def thinking(start_server, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("grpc_thinking")
+    (folder / "t.jinja").write_text(THINKING_TEMPLATE)
+    server = start_server("--max-model-len", "512", "--chat-template", folder / "t.jinja",
+                          "--reasoning-parser", "think", "--trace-file", folder / "trace.jsonl")
+    return SimpleNamespace(server=server, trace=folder / "trace.jsonl")
+
+
+def thinking_request(pb, request_id, **fields):
+    chat = pb.chat.ChatInput(messages=[pb.chat.ChatMessage(role="user", content="What is 3+4?")])
+    return pb.gen.GenerateRequest(
+        request_id=request_id, chat=chat, sampling=pb.gen.SamplingParams(temperature=0.0),
+        stopping=pb.gen.StoppingCriteria(max_tokens=16, ignore_eos=True), **fields)
+
+
+def test_reasoning_text_and_budget_match_http(pb, thinking):
+    channel, stub = open_stub(pb, thinking.server.grpc_target)
+    with channel:
+        reasoning, text, final = "", "", None
+        for message in stub.Generate(thinking_request(pb, "think-1", max_reasoning_tokens=4),
+                                     timeout=60):
+            reasoning += message.reasoning_text
+            text += message.text
+            if message.finish_reason:
+                final = message
+    status, body = thinking.server.post_json("/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "What is 3+4?"}], "temperature": 0,
+        "max_tokens": 16, "ignore_eos": True, "max_reasoning_tokens": 4})
+    assert status == 200
+    message = body["choices"][0]["message"]
+    assert reasoning == message["reasoning_content"]
+    assert text == message["content"]
+    assert final.usage.reasoning_tokens == \
+        body["usage"]["completion_tokens_details"]["reasoning_tokens"]
+    assert final.usage.reasoning_tokens > 4  # the budget plus the forced end tag
+
+
+def test_trace_metadata_traces_the_request(pb, thinking):
+    channel, stub = open_stub(pb, thinking.server.grpc_target)
+    with channel:
+        for _ in stub.Generate(thinking_request(pb, "traced-1"), timeout=60,
+                               metadata=[("x-pagoda-trace", "1")]):
+            pass
+        for _ in stub.Generate(thinking_request(pb, "untraced-1"), timeout=60):
+            pass
+    deadline = time.monotonic() + 5
+    while True:
+        events = [json.loads(line) for line in thinking.trace.read_text().splitlines()]
+        traced = [e["event"] for e in events if e["request_id"] == "traced-1"]
+        if traced and traced[-1] == "finished":
+            break
+        assert time.monotonic() < deadline, traced
+        time.sleep(0.05)
+    assert traced[0] == "admitted" and traced.count("token") == 16
+    assert not any(e["request_id"] == "untraced-1" for e in events)
