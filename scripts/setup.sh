@@ -28,6 +28,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libboost1.74-dev libpcre2-dev libcli11-dev libyaml-cpp-dev libxxhash-dev libopenblas-dev libutf8proc-dev
   prometheus  # promtool: the e2e suite checks /metrics with `promtool check metrics`
+  docker-compose  # `docker-compose config` validates docker/*.yml in the e2e suite (no daemon needed)
 )
 
 install_apt() {

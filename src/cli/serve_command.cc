@@ -17,6 +17,7 @@
 #include "api/served_model.h"
 #include "cli/commands.h"
 #include "cli/config_file.h"
+#include "cli/env_options.h"
 #include "cli/model_assets.h"
 #include "engine/cpu_engine.h"
 #include "server/http_server.h"
@@ -226,6 +227,9 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
   sub->add_flag("--disable-log-requests", disable_log_requests, "No log line per finished request");
   trace.add_to(*sub);
   reasoning.add_to(*sub);
+  // Keep this last: every option registered above becomes settable as PAGODA_<FLAG_NAME> (and
+  // MODEL as PAGODA_MODEL), with the command line > environment > --config > default.
+  add_env_names(*sub, "PAGODA_");
   return sub;
 }
 
