@@ -94,12 +94,12 @@ TEST(EngineCoreTest, ExecutorErrorFailsTheStepAndTheEngineGoesOn) {
 
 TEST(EngineCoreTest, AbortFreesEveryBlock) {
   Engine e = make_engine();
+  // The second step (the first decode) waits until released, so the request cannot run to its
+  // length limit before the abort lands, however the test thread is scheduled.
+  e.executor->hold_at_call(1);
   auto s = e.client->submit(request(prompt_of(3, 30), 400));
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE((*s)->next(std::chrono::seconds(10)).ok());  // generating
-  // Hold the next step so the request cannot run to its length limit before the abort lands,
-  // however the test thread is scheduled.
-  e.executor->hold(true);
   e.client->abort((*s)->request_id());
   e.executor->hold(false);
   Collected c = collect(**s);

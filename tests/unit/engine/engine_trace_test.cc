@@ -155,10 +155,10 @@ TEST(EngineTraceTest, StopTokenEndsTheTraceWithStop) {
 
 TEST(EngineTraceTest, AbortedRequestEndsWithAbort) {
   TracedEngine t = make_traced_engine();
+  t.engine.executor->hold_at_call(1);  // the first decode waits: the abort lands mid-generation
   auto s = t.engine.client->submit(traced(prompt_of(4, 30), 400));
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE((*s)->next(std::chrono::seconds(10)).ok());
-  t.engine.executor->hold(true);
   t.engine.client->abort((*s)->request_id());
   t.engine.executor->hold(false);
   collect(**s);

@@ -32,6 +32,9 @@ class FakeModelExecutor final : public ModelExecutor {
   void fail_at_call(std::int64_t call) { fail_at_ = call; }
   /// While held, forward() waits: a test queues several requests before the first step runs.
   void hold(bool held) { held_ = held; }
+  /// forward() call number `call` (0-based) starts held, as if hold(true) had come just before
+  /// it: a test can act between two steps without racing the engine thread. -1: never.
+  void hold_at_call(std::int64_t call) { hold_at_ = call; }
   /// forward() calls so far.
   std::int64_t num_calls() const { return calls_; }
 
@@ -49,6 +52,7 @@ class FakeModelExecutor final : public ModelExecutor {
   std::int64_t kv_block_size() const override { return block_size_; }
 
   Status forward(const ForwardBatch& batch, float* logits) override {
+    if (calls_ == hold_at_) held_ = true;
     while (held_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (calls_++ == fail_at_) return internal_error("injected executor failure");
     PAGODA_RETURN_IF_ERROR(models::check_forward_batch(
@@ -99,6 +103,7 @@ class FakeModelExecutor final : public ModelExecutor {
   std::atomic<std::int64_t> calls_{0};
   std::int64_t fail_at_ = -1;
   std::atomic<bool> held_{false};
+  std::atomic<std::int64_t> hold_at_{-1};
 };
 
 }  // namespace pagoda::engine::testing
