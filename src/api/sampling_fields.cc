@@ -131,9 +131,9 @@ void read_reasoning_fields(RequestFields& fields, const ServedModel& model,
   } else if (*effort == "high") {
     request.max_reasoning_tokens = model.reasoning->high;
   } else {
-    fields.fail("reasoning_effort",
-                "'reasoning_effort' must be \"low\", \"medium\" or \"high\", got \"" + *effort +
-                    "\"");
+    fields.fail(
+        "reasoning_effort",
+        "'reasoning_effort' must be \"low\", \"medium\" or \"high\", got \"" + *effort + "\"");
   }
 }
 

@@ -81,7 +81,8 @@ StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_p
     arrivals.push_back(token_times(out.output.timings));
     const auto& itl = out.output.timings.inter_token_latencies;
     result.inter_token_latencies.insert(result.inter_token_latencies.end(), itl.begin(), itl.end());
-    last_first_token = std::max(last_first_token, out.output.timings.first_token_time.value_or(0.0));
+    last_first_token =
+        std::max(last_first_token, out.output.timings.first_token_time.value_or(0.0));
     first_finish = std::min(first_finish, out.output.timings.finished_time.value_or(0.0));
     result.prompt_tokens += out.output.usage.num_prompt_tokens;
     result.output_tokens += out.output.usage.num_completion_tokens;

@@ -41,8 +41,9 @@ Status TraceOptions::apply(engine::EngineConfig& config) const {
     return Status::ok_status();
   }
   if (max_queue_bytes <= 0 || max_file_bytes <= 0 || max_files < 0) {
-    return invalid_argument("--trace-queue-bytes and --trace-file-bytes must be > 0, "
-                            "--trace-files >= 0");
+    return invalid_argument(
+        "--trace-queue-bytes and --trace-file-bytes must be > 0, "
+        "--trace-files >= 0");
   }
   PAGODA_ASSIGN_OR_RETURN(
       std::unique_ptr<trace::JsonlTraceSink> sink,

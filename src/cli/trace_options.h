@@ -13,7 +13,7 @@ namespace pagoda::cli {
 
 /// --trace-* flags.
 struct TraceOptions {
-  std::string file;  ///< --trace-file: the JSONL file; empty: tracing off
+  std::string file;        ///< --trace-file: the JSONL file; empty: tracing off
   bool null_sink = false;  ///< --trace-null-sink: produce events, write nothing (cost studies)
   double sample_rate = 0.0;
   std::int64_t top_n = 5;
@@ -31,7 +31,7 @@ struct TraceOptions {
 
 /// --reasoning-parser and --reasoning-effort-budgets.
 struct ReasoningOptions {
-  std::string parser;  ///< empty: the model does not think
+  std::string parser;                            ///< empty: the model does not think
   std::string effort_budgets = "512,2048,8192";  ///< low,medium,high in tokens
 
   void add_to(CLI::App& app);

@@ -161,8 +161,8 @@ StatusOr<std::shared_ptr<OutputStream>> EngineClient::submit(EngineRequest reque
     traced = request.trace;
     if (!traced && config.trace_sample_rate > 0.0) {
       std::lock_guard lock(trace_rng_mutex_);
-      traced = std::uniform_real_distribution<double>(0.0, 1.0)(trace_rng_) <
-               config.trace_sample_rate;
+      traced =
+          std::uniform_real_distribution<double>(0.0, 1.0)(trace_rng_) < config.trace_sample_rate;
     }
   }
   for (std::int64_t i = 0; i < n; ++i) {

@@ -82,9 +82,7 @@ class OutputStream {
   bool ended() const { return channel_->ended(); }
   /// Wakes an asynchronous consumer after each new output (OutputChannel::set_listener); the
   /// consumer then drains with try_next() on its own thread.
-  void set_listener(std::function<void()> listener) {
-    channel_->set_listener(std::move(listener));
-  }
+  void set_listener(std::function<void()> listener) { channel_->set_listener(std::move(listener)); }
 
  private:
   std::string request_id_;

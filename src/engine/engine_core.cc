@@ -174,9 +174,9 @@ void EngineCore::apply(Command& command) {
 
 void EngineCore::add(EngineCoreRequest& r) {
   if (r.output.reasoning) {
-    r.output.reasoning_starts_inside = ends_inside_span(
-        tokenizer_->decode(r.prompt_token_ids, {.skip_special_tokens = false}),
-        *r.output.reasoning);
+    r.output.reasoning_starts_inside =
+        ends_inside_span(tokenizer_->decode(r.prompt_token_ids, {.skip_special_tokens = false}),
+                         *r.output.reasoning);
   }
   Status status = outputs_.add_request(r.request_id, r.output,
                                        static_cast<std::int64_t>(r.prompt_token_ids.size()),

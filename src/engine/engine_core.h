@@ -11,8 +11,8 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,8 +28,8 @@
 #include "engine/output_channel.h"
 #include "engine/output_options.h"
 #include "engine/output_processor.h"
-#include "engine/request_tracer.h"
 #include "engine/request.h"
+#include "engine/request_tracer.h"
 #include "engine/scheduler.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/sampling_params.h"
@@ -72,7 +72,7 @@ struct EngineStats {
   std::int64_t trace_events_dropped = 0;
   std::int64_t trace_bytes_written = 0;
   double trace_seconds = 0.0;  ///< Engine time spent producing trace data.
-  bool running = false;  ///< The loop thread is alive.
+  bool running = false;        ///< The loop thread is alive.
 };
 
 /// The loop thread and everything it owns.

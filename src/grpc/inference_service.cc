@@ -110,8 +110,8 @@ InferenceService::Admission InferenceService::admit(const ::grpc::CallbackServer
   // x-pagoda-trace: 1 (or true) asks for a reasoning trace, as HTTP's X-Pagoda-Trace header.
   const auto& metadata = context->client_metadata();
   const auto trace_it = metadata.find("x-pagoda-trace");
-  const bool trace = trace_it != metadata.end() &&
-                     (trace_it->second == "1" || trace_it->second == "true");
+  const bool trace =
+      trace_it != metadata.end() && (trace_it->second == "1" || trace_it->second == "true");
   const ::grpc::Status status = generate(*request, *admission.backend, trace, stream);
   if (!status.ok()) return new RefusedGenerate(status);
   return GenerateReactor::start(std::move(stream), admission.backend->model,

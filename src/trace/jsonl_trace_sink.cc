@@ -15,8 +15,7 @@ namespace {
 constexpr std::chrono::milliseconds kWriteInterval{50};
 
 double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -42,7 +41,8 @@ StatusOr<std::unique_ptr<JsonlTraceSink>> JsonlTraceSink::open(JsonlTraceSinkOpt
   return std::unique_ptr<JsonlTraceSink>(new JsonlTraceSink(std::move(options), std::move(logger)));
 }
 
-JsonlTraceSink::JsonlTraceSink(JsonlTraceSinkOptions options, std::shared_ptr<spdlog::logger> logger)
+JsonlTraceSink::JsonlTraceSink(JsonlTraceSinkOptions options,
+                               std::shared_ptr<spdlog::logger> logger)
     : options_(std::move(options)),
       logger_(std::move(logger)),
       start_(steady_seconds()),
@@ -62,8 +62,8 @@ JsonlTraceSink::~JsonlTraceSink() {
 
 std::size_t JsonlTraceSink::footprint(const TraceEvent& event) {
   // Sizes, not capacities: the queued copy must count what the original counted.
-  std::size_t bytes = sizeof(TraceEvent) + event.request_id.size() + event.text.size() +
-                      event.finish_reason.size();
+  std::size_t bytes =
+      sizeof(TraceEvent) + event.request_id.size() + event.text.size() + event.finish_reason.size();
   for (const TraceAlternative& a : event.alternatives) bytes += sizeof(a) + a.text.size();
   return bytes;
 }

@@ -35,9 +35,7 @@ std::string to_json_line(const TraceEvent& e) {
   j["time"] = e.time;
   j["step"] = e.step;
   switch (e.kind) {
-    case TraceEventKind::kAdmitted:
-      j["num_prompt_tokens"] = e.num_prompt_tokens;
-      break;
+    case TraceEventKind::kAdmitted: j["num_prompt_tokens"] = e.num_prompt_tokens; break;
     case TraceEventKind::kScheduled:
       j["num_prompt_tokens"] = e.num_prompt_tokens;
       j["num_cached_tokens"] = e.num_cached_tokens;
@@ -60,18 +58,14 @@ std::string to_json_line(const TraceEvent& e) {
       j["batch_size"] = e.batch_size;
       break;
     }
-    case TraceEventKind::kReasoningStart:
-      j["index"] = e.index;
-      break;
+    case TraceEventKind::kReasoningStart: j["index"] = e.index; break;
     case TraceEventKind::kReasoningEnd:
       j["index"] = e.index;
       j["num_reasoning_tokens"] = e.num_reasoning_tokens;
       j["forced"] = e.forced;
       break;
     case TraceEventKind::kPreempted:
-    case TraceEventKind::kResumed:
-      j["num_output_tokens"] = e.num_output_tokens;
-      break;
+    case TraceEventKind::kResumed: j["num_output_tokens"] = e.num_output_tokens; break;
     case TraceEventKind::kFinished:
       j["finish_reason"] = e.finish_reason;
       j["num_prompt_tokens"] = e.num_prompt_tokens;

@@ -174,7 +174,6 @@ void dot_tile(const float* x, std::int64_t k, const float* rows, float* y, std::
   }
 }
 
-
 // Weight rows to fp32 with the reference's rounding: scale * q, then + min (two roundings, no
 // FMA: this translation unit is built without FP contraction, as the reference is).
 template <typename Block>

@@ -31,8 +31,8 @@ TEST(ReasoningApiTest, BudgetsReachTheEngineRequest) {
   EXPECT_EQ(job->requests[0].max_reasoning_tokens, 7);
   EXPECT_TRUE(job->requests[0].separate_reasoning);
   EXPECT_TRUE(job->response.reasoning);
-  for (const auto& [effort, budget] :
-       std::vector<std::pair<std::string, std::int64_t>>{{"low", 10}, {"medium", 20}, {"high", 30}}) {
+  for (const auto& [effort, budget] : std::vector<std::pair<std::string, std::int64_t>>{
+           {"low", 10}, {"medium", 20}, {"high", 30}}) {
     auto j = parse(R"(, "reasoning_effort": ")" + effort + "\"");
     ASSERT_TRUE(j.ok());
     EXPECT_EQ(j->requests[0].max_reasoning_tokens, budget) << effort;
@@ -78,8 +78,8 @@ TEST(ReasoningApiTest, TraceFieldAsksForATrace) {
   auto job = parse_chat_request(json("{" + std::string(kMessages) + R"(, "trace": true})"), model);
   ASSERT_TRUE(job.ok());
   EXPECT_TRUE(job->requests[0].trace);
-  EXPECT_FALSE(parse_chat_request(json("{" + std::string(kMessages) + R"(, "trace": "yes"})"), model)
-                   .ok());
+  EXPECT_FALSE(
+      parse_chat_request(json("{" + std::string(kMessages) + R"(, "trace": "yes"})"), model).ok());
 }
 
 engine::StreamOutput output(std::string reasoning, std::string text, bool finished) {
@@ -89,8 +89,8 @@ engine::StreamOutput output(std::string reasoning, std::string text, bool finish
   if (finished) {
     out.output.finished = true;
     out.output.status = engine::RequestStatus::kFinishedLength;
-    out.output.usage = {.num_prompt_tokens = 3, .num_completion_tokens = 9,
-                        .num_reasoning_tokens = 6};
+    out.output.usage = {
+        .num_prompt_tokens = 3, .num_completion_tokens = 9, .num_reasoning_tokens = 6};
   }
   return out;
 }

@@ -176,7 +176,8 @@ TEST(EngineTraceTest, PreemptedRequestsTellPreemptionResumptionAndRefill) {
   TracedEngine t = make_traced_engine(config);
   t.engine.executor->hold(true);
   std::vector<std::shared_ptr<OutputStream>> streams;
-  for (int i = 0; i < 8; ++i) streams.push_back(*t.engine.client->submit(traced(prompt_of(9, 64), 24)));
+  for (int i = 0; i < 8; ++i)
+    streams.push_back(*t.engine.client->submit(traced(prompt_of(9, 64), 24)));
   t.engine.executor->hold(false);
   int num_preempted = 0;
   for (auto& s : streams) {

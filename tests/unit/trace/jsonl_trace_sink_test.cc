@@ -1,5 +1,7 @@
 // The JSONL sink: a parseable file, rotation by size, and limits that drop (and count) instead
 // of making the writer's caller wait.
+#include "trace/jsonl_trace_sink.h"
+
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
 
@@ -9,8 +11,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
-
-#include "trace/jsonl_trace_sink.h"
 
 namespace pagoda::trace {
 namespace {
@@ -27,8 +27,8 @@ TraceEvent event(int i, std::size_t text_bytes = 10) {
 }
 
 fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() /
-                 ("pagoda_trace_" + name + "_" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("pagoda_trace_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -67,8 +67,8 @@ TEST(JsonlTraceSinkTest, RotatesBySize) {
   const fs::path dir = temp_dir("rotate");
   const fs::path file = dir / "trace.jsonl";
   {
-    auto sink = JsonlTraceSink::open(
-        {.path = file.string(), .max_file_bytes = 4096, .max_files = 2});
+    auto sink =
+        JsonlTraceSink::open({.path = file.string(), .max_file_bytes = 4096, .max_files = 2});
     ASSERT_TRUE(sink.ok());
     for (int i = 0; i < 200; ++i) (*sink)->write(event(i, 100));
     (*sink)->flush();
@@ -124,8 +124,8 @@ TEST(JsonlTraceSinkTest, SlowSinkCausesDropsNotWaits) {
 
 TEST(JsonlTraceSinkTest, ByteRateLimitDropsTheExcess) {
   const fs::path dir = temp_dir("rate");
-  auto sink = JsonlTraceSink::open(
-      {.path = (dir / "t.jsonl").string(), .max_bytes_per_second = 2000.0});
+  auto sink =
+      JsonlTraceSink::open({.path = (dir / "t.jsonl").string(), .max_bytes_per_second = 2000.0});
   ASSERT_TRUE(sink.ok());
   for (int i = 0; i < 100; ++i) EXPECT_TRUE((*sink)->write(event(i, 100)));
   (*sink)->flush();

@@ -1,9 +1,9 @@
 // Every event kind serializes to one line of JSON whatever bytes its texts hold.
+#include "trace/trace_event.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
-#include "trace/trace_event.h"
 
 namespace pagoda::trace {
 namespace {
@@ -73,8 +73,7 @@ TEST(TraceEventTest, EveryKindHasItsFields) {
       case TraceEventKind::kReasoningEnd:
         EXPECT_TRUE(j.contains("forced") && j.contains("num_reasoning_tokens"));
         break;
-      default:
-        break;
+      default: break;
     }
   }
 }
