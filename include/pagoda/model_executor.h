@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "pagoda/forward_batch.h"
 #include "pagoda/status.h"
@@ -19,6 +20,20 @@ struct ModelExecutorInfo {
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
 };
+
+/// Bytes one KV block of `block_size` tokens takes across `info`'s layers (K and V), at
+/// `element_bytes` per stored value: what every executor's kv_cache_bytes_per_block reports.
+inline std::int64_t kv_block_bytes(const ModelExecutorInfo& info, std::int64_t block_size,
+                                   std::int64_t element_bytes) {
+  return 2 * info.num_layers * block_size * info.num_kv_heads * info.head_dim * element_bytes;
+}
+
+/// allocate_kv_cache's argument check: INVALID_ARGUMENT unless both are positive.
+inline Status check_kv_cache_shape(std::int64_t num_blocks, std::int64_t block_size) {
+  if (num_blocks > 0 && block_size > 0) return Status::ok_status();
+  return invalid_argument("the KV cache needs a positive number of blocks and block size, got " +
+                          std::to_string(num_blocks) + " blocks of " + std::to_string(block_size));
+}
 
 /// Runs one model's forward passes; not thread-safe (the engine's step loop owns it).
 class ModelExecutor {

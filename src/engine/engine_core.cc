@@ -216,8 +216,7 @@ void EngineCore::abort(std::string_view request_id, const Status& error) {
   if (std::optional<RequestOutput> out = outputs_.abort(request_id, now())) {
     deliver(std::move(*out), error);
   }
-  sampler_.remove(request_id);
-  if (const auto it = budgets_.find(request_id); it != budgets_.end()) budgets_.erase(it);
+  forget_sampling(request_id);
 }
 
 // The five parts of a step; each callee hides its own bookkeeping.
@@ -282,8 +281,7 @@ void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
   // still free their blocks.
   for (const std::string& id : result.requests_to_abort) {
     scheduler_.abort_request(id);
-    sampler_.remove(id);
-    if (const auto it = budgets_.find(id); it != budgets_.end()) budgets_.erase(it);
+    forget_sampling(id);
   }
 }
 
@@ -325,15 +323,17 @@ void EngineCore::deliver(RequestOutput output, Status error) {
   const auto it = live_.find(output.request_id);
   PAGODA_CHECK(it != live_.end()) << "output for unknown request " << output.request_id;
   const bool finished = output.finished;
-  if (finished) {
-    tracer_.finished(output, output.usage.num_reasoning_tokens, now());
-    budgets_.erase(output.request_id);
-  }
+  if (finished) tracer_.finished(output, now());
   it->second.channel->push({it->second.index, std::move(output), std::move(error)});
   if (finished) {
-    sampler_.remove(it->first);
+    forget_sampling(it->first);
     live_.erase(it);
   }
+}
+
+void EngineCore::forget_sampling(std::string_view request_id) {
+  sampler_.remove(request_id);
+  if (const auto it = budgets_.find(request_id); it != budgets_.end()) budgets_.erase(it);
 }
 
 void EngineCore::publish_stats() {

@@ -135,6 +135,8 @@ class EngineCore {
   void follow_reasoning(const std::vector<ReasoningProgress>& progress);
   void fail_step(const SchedulerOutput& scheduled, const Status& error);
   void deliver(RequestOutput output, Status error = Status::ok_status());
+  // Drops a request's sampler and reasoning budget (it finished, stopped or was aborted).
+  void forget_sampling(std::string_view request_id);
   void publish_stats();
 
   EngineConfig config_;

@@ -92,8 +92,7 @@ void RequestTracer::scheduled(const SchedulerOutput& output, const Scheduler& sc
     if (t == nullptr) continue;
     const Request* r = scheduler.find_request(s.request_id);
     const std::int64_t num_outputs = r != nullptr ? r->num_output_tokens() : 0;
-    if (s.is_new && !t->scheduled) {
-      t->scheduled = true;
+    if (s.is_new && !s.resumed_from_preemption) {  // its first step since admission
       trace::TraceEvent e = event(trace::TraceEventKind::kScheduled, s.request_id, now);
       e.num_prompt_tokens = t->num_prompt_tokens;
       e.num_cached_tokens = s.num_computed_tokens;  // a fresh request starts at its cache hit
@@ -155,8 +154,7 @@ void RequestTracer::reasoning_end(std::string_view request_id, std::int64_t inde
   emit(e);
 }
 
-void RequestTracer::finished(const RequestOutput& output, std::int64_t num_reasoning_tokens,
-                             double now) {
+void RequestTracer::finished(const RequestOutput& output, double now) {
   const auto it = traced_.empty() ? traced_.end() : traced_.find(output.request_id);
   if (it == traced_.end()) return;
   CostTimer timer(seconds_spent_);
@@ -165,7 +163,7 @@ void RequestTracer::finished(const RequestOutput& output, std::int64_t num_reaso
   e.num_prompt_tokens = output.usage.num_prompt_tokens;
   e.num_cached_tokens = output.usage.num_cached_prompt_tokens;
   e.num_output_tokens = output.usage.num_completion_tokens;
-  e.num_reasoning_tokens = num_reasoning_tokens;
+  e.num_reasoning_tokens = output.usage.num_reasoning_tokens;
   e.queue_time = output.timings.queue_time();
   e.time_to_first_token = output.timings.time_to_first_token();
   e.end_to_end_latency = output.timings.end_to_end_latency();

@@ -52,7 +52,7 @@ class RequestTracer {
   void reasoning_end(std::string_view request_id, std::int64_t index, std::int64_t num_tokens,
                      bool forced, double now);
   /// The final output; forgets the request.
-  void finished(const RequestOutput& output, std::int64_t num_reasoning_tokens, double now);
+  void finished(const RequestOutput& output, double now);
 
   /// Engine seconds spent producing trace data so far.
   double seconds_spent() const { return seconds_spent_; }
@@ -62,7 +62,6 @@ class RequestTracer {
  private:
   struct Traced {
     std::int64_t num_prompt_tokens = 0;
-    bool scheduled = false;
   };
   struct StringHash {
     using is_transparent = void;

@@ -41,17 +41,11 @@ CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files, Llam
       activations_(files_->config, info.max_num_batched_tokens) {}
 
 std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
-  // K and V, fp32, every layer.
-  return 2 * info_.num_layers * block_size * info_.num_kv_heads * info_.head_dim *
-         static_cast<std::int64_t>(sizeof(float));
+  return kv_block_bytes(info_, block_size, sizeof(float));  // the CPU pool is fp32
 }
 
 Status CpuModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
-  if (num_blocks <= 0 || block_size <= 0) {
-    return invalid_argument("the KV cache needs a positive number of blocks and block size, got " +
-                            std::to_string(num_blocks) + " blocks of " +
-                            std::to_string(block_size));
-  }
+  PAGODA_RETURN_IF_ERROR(check_kv_cache_shape(num_blocks, block_size));
   kv_storage_.clear();
   kv_views_.clear();
   num_blocks_ = 0;

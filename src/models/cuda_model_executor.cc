@@ -124,16 +124,12 @@ Status CudaModelExecutor::allocate_activations() {
 }
 
 std::int64_t CudaModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
-  return 2 * info_.num_layers * block_size * info_.num_kv_heads * info_.head_dim *
-         static_cast<std::int64_t>(cuda::scalar_type_size(options_.dtype));
+  return kv_block_bytes(info_, block_size,
+                        static_cast<std::int64_t>(cuda::scalar_type_size(options_.dtype)));
 }
 
 Status CudaModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
-  if (num_blocks <= 0 || block_size <= 0) {
-    return invalid_argument("the KV cache needs a positive number of blocks and block size, got " +
-                            std::to_string(num_blocks) + " blocks of " +
-                            std::to_string(block_size));
-  }
+  PAGODA_RETURN_IF_ERROR(check_kv_cache_shape(num_blocks, block_size));
   k_cache_.clear();
   v_cache_.clear();
   num_blocks_ = 0;

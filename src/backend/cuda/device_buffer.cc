@@ -8,54 +8,35 @@
 
 namespace pagoda::cuda {
 
-StatusOr<DeviceBuffer> DeviceBuffer::allocate(std::size_t bytes) {
-  DeviceBuffer buffer;
-  if (bytes == 0) return buffer;
-  const cudaError_t error = cudaMalloc(&buffer.data_, bytes);
+template <MemoryKind Kind>
+StatusOr<CudaMemory<Kind>> CudaMemory<Kind>::allocate(std::size_t bytes) {
+  CudaMemory memory;
+  if (bytes == 0) return memory;
+  constexpr bool device = Kind == MemoryKind::kDevice;
+  const cudaError_t error =
+      device ? cudaMalloc(&memory.data_, bytes) : cudaMallocHost(&memory.data_, bytes);
   if (error != cudaSuccess) {
-    buffer.data_ = nullptr;
-    return cuda_status(error, "cudaMalloc of " + std::to_string(bytes) + " bytes");
+    memory.data_ = nullptr;
+    return cuda_status(error, std::string(device ? "cudaMalloc" : "cudaMallocHost") + " of " +
+                                  std::to_string(bytes) + " bytes");
   }
-  buffer.bytes_ = bytes;
-  return buffer;
+  memory.bytes_ = bytes;
+  return memory;
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) cudaFree(data_);
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
-  if (this != &other) {
-    if (data_ != nullptr) cudaFree(data_);
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
+template <MemoryKind Kind>
+void CudaMemory<Kind>::release() {
+  if (data_ == nullptr) return;
+  if constexpr (Kind == MemoryKind::kDevice) {
+    cudaFree(data_);
+  } else {
+    cudaFreeHost(data_);
   }
-  return *this;
+  data_ = nullptr;
+  bytes_ = 0;
 }
 
-StatusOr<PinnedHostBuffer> PinnedHostBuffer::allocate(std::size_t bytes) {
-  PinnedHostBuffer buffer;
-  if (bytes == 0) return buffer;
-  const cudaError_t error = cudaMallocHost(&buffer.data_, bytes);
-  if (error != cudaSuccess) {
-    buffer.data_ = nullptr;
-    return cuda_status(error, "cudaMallocHost of " + std::to_string(bytes) + " bytes");
-  }
-  buffer.bytes_ = bytes;
-  return buffer;
-}
-
-PinnedHostBuffer::~PinnedHostBuffer() {
-  if (data_ != nullptr) cudaFreeHost(data_);
-}
-
-PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& other) noexcept {
-  if (this != &other) {
-    if (data_ != nullptr) cudaFreeHost(data_);
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
-}
+template class CudaMemory<MemoryKind::kDevice>;
+template class CudaMemory<MemoryKind::kPinnedHost>;
 
 }  // namespace pagoda::cuda

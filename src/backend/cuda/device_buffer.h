@@ -9,18 +9,30 @@
 
 namespace pagoda::cuda {
 
-/// `bytes` of device memory from cudaMalloc, freed on destruction; move-only.
-class DeviceBuffer {
+/// Where a CudaMemory lives: device memory (cudaMalloc) or page-locked host memory
+/// (cudaMallocHost, so host<->device copies can run asynchronously).
+enum class MemoryKind { kDevice, kPinnedHost };
+
+/// `bytes` of `Kind` memory, freed on destruction; move-only.
+template <MemoryKind Kind>
+class CudaMemory {
  public:
-  DeviceBuffer() = default;
-  /// RESOURCE_EXHAUSTED when the device cannot hold `bytes` more.
-  static StatusOr<DeviceBuffer> allocate(std::size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  CudaMemory() = default;
+  /// RESOURCE_EXHAUSTED (or the CUDA error) when `bytes` more cannot be had.
+  static StatusOr<CudaMemory> allocate(std::size_t bytes);
+  ~CudaMemory() { release(); }
+  CudaMemory(CudaMemory&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaMemory& operator=(CudaMemory&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
 
   void* data() const { return data_; }
   template <typename T>
@@ -30,32 +42,16 @@ class DeviceBuffer {
   std::size_t bytes() const { return bytes_; }
 
  private:
+  void release();
+
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
 
-/// Page-locked host memory (cudaMallocHost), so host<->device copies can run asynchronously.
-class PinnedHostBuffer {
- public:
-  PinnedHostBuffer() = default;
-  static StatusOr<PinnedHostBuffer> allocate(std::size_t bytes);
-  ~PinnedHostBuffer();
-  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept;
-  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+using DeviceBuffer = CudaMemory<MemoryKind::kDevice>;
+using PinnedHostBuffer = CudaMemory<MemoryKind::kPinnedHost>;
 
-  void* data() const { return data_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
+extern template class CudaMemory<MemoryKind::kDevice>;
+extern template class CudaMemory<MemoryKind::kPinnedHost>;
 
 }  // namespace pagoda::cuda
