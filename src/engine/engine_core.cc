@@ -201,11 +201,14 @@ void EngineCore::add(EngineCoreRequest& r) {
   std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
   if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
   // A trace wants the alternatives even when the client does not; emit() trims them back.
-  if (const std::int64_t top_n = tracer_.top_n_for(r.request_id);
-      top_n > 0 && r.sampling.logprobs.value_or(-1) < top_n) {
-    r.sampling.logprobs = top_n;
+  // When the client asked for none, computing them is all tracing cost.
+  const std::int64_t trace_top_n = tracer_.top_n_for(r.request_id);
+  const bool logprobs_for_trace_only = trace_top_n > 0 && !r.sampling.logprobs;
+  if (trace_top_n > 0 && r.sampling.logprobs.value_or(-1) < trace_top_n) {
+    r.sampling.logprobs = trace_top_n;
   }
-  sampler_.add(r.request_id, r.sampling, r.prompt_token_ids, std::move(stop_ids));
+  sampler_.add(r.request_id, r.sampling, r.prompt_token_ids, std::move(stop_ids),
+               logprobs_for_trace_only);
   status = scheduler_.add_request(
       std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options));
   if (!status.ok()) abort(r.request_id, status);
@@ -353,7 +356,7 @@ void EngineCore::publish_stats() {
   stats_.trace_events_written = trace.events_written;
   stats_.trace_events_dropped = trace.events_dropped;
   stats_.trace_bytes_written = trace.bytes_written;
-  stats_.trace_seconds = tracer_.seconds_spent();
+  stats_.trace_seconds = tracer_.seconds_spent() + sampler_.trace_logprob_seconds();
 }
 
 }  // namespace pagoda::engine

@@ -20,8 +20,15 @@ struct SampledLogprobs {
   std::vector<std::pair<std::int32_t, float>> top;
 };
 
-/// Fills `out` for `token_id` and the `num_top` best tokens of log_softmax(`logits`).
+/// Fills `out` for `token_id` and the `num_top` best tokens of log_softmax(`logits`). Paid per
+/// generated token on the engine thread, so it runs vectorized (AVX2) where the CPU allows:
+/// exp in fp32, the normalizer summed in double; within ~1e-6 of the reference.
 void compute_logprobs(std::span<const float> logits /* [vocab] */, std::int32_t token_id,
                       std::int64_t num_top, SampledLogprobs& out);
+
+/// The scalar oracle of compute_logprobs: exp and the normalizer in double. Same rank and top
+/// ids; logprobs within the fast path's rounding.
+void compute_logprobs_reference(std::span<const float> logits /* [vocab] */, std::int32_t token_id,
+                                std::int64_t num_top, SampledLogprobs& out);
 
 }  // namespace pagoda::sampling

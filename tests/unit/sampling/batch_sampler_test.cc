@@ -154,6 +154,25 @@ TEST(BatchSamplerTest, LogprobsAreLogSoftmaxOfTheRawLogits) {
   EXPECT_NEAR(lp->logprob, logprob(token), 1e-5);
 }
 
+// Logprobs computed only because a trace asked for them are timed as tracing cost; ones the
+// client asked for are not.
+TEST(BatchSamplerTest, TimesTraceOnlyLogprobs) {
+  const auto logits = logits_of(3, 0, 49152);
+  const std::vector<std::int32_t> prompt = {1};
+  BatchSampler sampler;
+  sampler.add("client", {.temperature = 0.0, .logprobs = 5}, prompt, {});
+  std::optional<SampledLogprobs> lp;
+  for (int i = 0; i < 4; ++i) sampler.sample("client", logits, lp);
+  ASSERT_TRUE(lp.has_value());
+  EXPECT_EQ(sampler.trace_logprob_seconds(), 0.0);
+  sampler.add("traced", {.temperature = 0.0, .logprobs = 5}, prompt, {},
+              /*logprobs_for_trace_only=*/true);
+  for (int i = 0; i < 4; ++i) sampler.sample("traced", logits, lp);
+  ASSERT_TRUE(lp.has_value());
+  EXPECT_EQ(lp->top.size(), 5u);
+  EXPECT_GT(sampler.trace_logprob_seconds(), 0.0);
+}
+
 // Chi-square of 100,000 draws against the distribution each warper alone should leave.
 void expect_distribution(const SamplingParams& params, const std::vector<float>& logits,
                          const std::map<std::int32_t, double>& want) {
