@@ -61,6 +61,7 @@ BENCHMARK(BM_AttentionDecode)
     ->Args({1, 512, 0})
     ->Args({1, 2048, 0})
     ->Args({8, 2048, 0})
+    ->Args({16, 192, 0})  // The 16-way decode step of docs/perf/cpu.md, one layer.
     ->Args({1, 2048, 1})
     ->UseRealTime();
 

@@ -1,5 +1,6 @@
 #include "models/llama.h"
 
+#include <array>
 #include <cstring>
 
 #include "backend/cpu/activation.h"
@@ -82,9 +83,13 @@ void LlamaModel::attention(cpu::ThreadPool& pool, const LlamaLayerWeights& layer
                            LlamaActivations& a) const {
   const std::int64_t n = batch.num_tokens();
   const float* x = a.normed.data();
-  cpu::matmul(pool, x, n, layer.q_proj, bias_or_null(layer.q_bias), a.q.data());
-  cpu::matmul(pool, x, n, layer.k_proj, bias_or_null(layer.k_bias), a.k.data());
-  cpu::matmul(pool, x, n, layer.v_proj, bias_or_null(layer.v_bias), a.v.data());
+  // One pool dispatch for the three projections of the same x.
+  const std::array<cpu::MatmulOutput, 3> qkv = {{
+      {.w = layer.q_proj, .bias = bias_or_null(layer.q_bias), .y = a.q.data()},
+      {.w = layer.k_proj, .bias = bias_or_null(layer.k_bias), .y = a.k.data()},
+      {.w = layer.v_proj, .bias = bias_or_null(layer.v_bias), .y = a.v.data()},
+  }};
+  cpu::matmul_fused(pool, x, n, qkv);
   cpu::apply_rope(weights_.rope_inv_freq.data(), weights_.rope_style, batch.positions.data(), n,
                   a.q.data(), config_.num_attention_heads, a.k.data(), config_.num_key_value_heads,
                   config_.head_dim);
@@ -105,8 +110,11 @@ void LlamaModel::attention(cpu::ThreadPool& pool, const LlamaLayerWeights& layer
 void LlamaModel::mlp(cpu::ThreadPool& pool, const LlamaLayerWeights& layer, std::int64_t n,
                      LlamaActivations& a) const {
   const float* x = a.normed.data();
-  cpu::matmul(pool, x, n, layer.gate_proj, nullptr, a.gate.data());
-  cpu::matmul(pool, x, n, layer.up_proj, nullptr, a.up.data());
+  const std::array<cpu::MatmulOutput, 2> gate_up = {{
+      {.w = layer.gate_proj, .bias = nullptr, .y = a.gate.data()},
+      {.w = layer.up_proj, .bias = nullptr, .y = a.up.data()},
+  }};
+  cpu::matmul_fused(pool, x, n, gate_up);
   cpu::silu_mul(a.gate.data(), a.up.data(), n * config_.intermediate_size, a.act.data());
   cpu::matmul(pool, a.act.data(), n, layer.down_proj, nullptr, a.proj.data());
 }

@@ -3,13 +3,16 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/input_permutation.h"
 #include "backend/cpu/matmul_avx2.h"
 #include "backend/cpu/matmul_avx512.h"
+#include "backend/cpu/matmul_broadcast_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
 #include "model/dequantize.h"
@@ -27,6 +30,12 @@ constexpr std::int64_t kDirectMaxRows = 32;
 // (BM_MatmulBatchedDecode, docs/perf/cpu.md). Past that, x no longer stays in L2 across the
 // weight groups and the K-blocked packed kernel wins.
 constexpr std::int64_t kRowGroupMinRows = 4;
+// From here to kBroadcastMaxRows the broadcast kernel replaces the row-group one. Its cost is
+// flat up to 16 rows (one column vector), the row group's grows with the rows: on one thread
+// Q4_1 1536x576 takes 183 vs 158 us at 8 rows and 188-197 vs 189-193 at 16, the Q8_0 LM head
+// 5.5 vs 3.7 ms at 8 and 5.6 vs 7.0 at 16 (BM_MatmulBatchedDecode, docs/perf/cpu.md).
+constexpr std::int64_t kBroadcastMinRows = 12;
+constexpr std::int64_t kBroadcastMaxRows = avx512::kColumnLanes * avx512::kMaxColumnVectors;
 constexpr std::int64_t kRowGroupMaxRows = 64;
 // Panel depth of the packed kernel: 256 floats x 16 columns = 16 KiB stays in L1 while every
 // row of x streams past it; a multiple of 256 so K-quant super-blocks are never split.
@@ -70,71 +79,191 @@ void direct_rows_decoded(const float* x, std::int64_t m, const TensorView& w, st
   }
 }
 
-void matmul_direct(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
-                   const float* bias, float* y) {
-  const std::int64_t k = w.num_cols;
-  const std::int64_t n = w.num_rows;
-  const bool in_registers = cpu_has_avx2() && avx2::decodes(w.dtype);
+// Several outputs of one kernel in one pool dispatch. Each output's rows are cut into units of
+// `rows_per_unit` (a group, tile or panel of its kernel); the units of all outputs form one range
+// that the pool splits, and run(output, first_unit, end_unit) does the work of one piece.
+//
+//   units:  [ output 0: 0 .. u0 ) [ output 1: u0 .. u0+u1 ) [ output 2 ... )
+//   thread ranges cut anywhere; a range crossing a boundary runs once per output it touches.
+template <typename Run>
+void dispatch(ThreadPool& pool, std::span<const MatmulOutput> outputs, std::int64_t rows_per_unit,
+              const Run& run) {
+  std::array<std::int64_t, kMaxFusedOutputs + 1> first_unit{};
+  for (std::size_t t = 0; t < outputs.size(); ++t) {
+    first_unit[t + 1] = first_unit[t] + (outputs[t].w.num_rows + rows_per_unit - 1) / rows_per_unit;
+  }
+  pool.parallel_for(first_unit[outputs.size()], [&](std::int64_t begin, std::int64_t end) {
+    for (std::size_t t = 0; t < outputs.size(); ++t) {
+      const std::int64_t lo = std::max(begin, first_unit[t]);
+      const std::int64_t hi = std::min(end, first_unit[t + 1]);
+      if (lo < hi) run(outputs[t], lo - first_unit[t], hi - first_unit[t]);
+    }
+  });
+}
+
+void matmul_direct(ThreadPool& pool, const float* x, std::int64_t m,
+                   std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  bool any_sums = false;
+  for (const MatmulOutput& out : outputs) {
+    any_sums |= cpu_has_avx2() && avx2::decodes(out.w.dtype) && out.w.dtype == DType::kQ4_1;
+  }
   std::vector<float> sums;
-  if (in_registers && w.dtype == DType::kQ4_1) {
+  if (any_sums) {
     sums.resize(static_cast<std::size_t>(m * (k / 32)));
     avx2::block_sums(x, m, k, sums.data());
   }
-  const bool wide = cpu_has_avx512() && avx512::decodes(w.dtype);
-  pool.parallel_for(n, [&](std::int64_t begin, std::int64_t end) {
-    if (wide) {
-      avx512::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end, y,
-                            n);
-    } else if (in_registers) {
-      avx2::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end, y, n);
+  dispatch(pool, outputs, 1, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+    const TensorView& w = out.w;
+    const std::int64_t n = w.num_rows;
+    if (cpu_has_avx512() && avx512::decodes(w.dtype)) {
+      avx512::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end,
+                            out.y, n);
+    } else if (cpu_has_avx2() && avx2::decodes(w.dtype)) {
+      avx2::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end, out.y,
+                          n);
     } else {
-      direct_rows_decoded(x, m, w, begin, end, y);
+      direct_rows_decoded(x, m, w, begin, end, out.y);
     }
-    add_bias(bias, m, n, begin, end, y);
+    add_bias(out.bias, m, n, begin, end, out.y);
   });
 }
 
 // How many groups ahead matmul_row_group prefetches weight rows.
 constexpr std::int64_t kPrefetchGroups = 2;
 
-// Asks for rows [first, first + count) of `w` (clipped to its end) to be brought into the cache.
-void prefetch_rows(const TensorView& w, std::int64_t first, std::int64_t count) {
-  const DTypeInfo& info = dtype_info(w.dtype);
-  const std::size_t row_bytes = static_cast<std::size_t>(w.num_cols / info.block_size) *
-                                static_cast<std::size_t>(info.block_bytes);
+// Asks for bytes [byte_begin, byte_end) of rows [first, first + count) of `w` (rows clipped to
+// its end) to be brought into the cache.
+void prefetch_rows(const TensorView& w, std::int64_t first, std::int64_t count,
+                   std::size_t byte_begin, std::size_t byte_end) {
   for (std::int64_t r = first; r < std::min(first + count, w.num_rows); ++r) {
     const char* p = reinterpret_cast<const char*>(w.row(r));
-    for (std::size_t offset = 0; offset < row_bytes; offset += 64) {
+    for (std::size_t offset = byte_begin; offset < byte_end; offset += 64) {
       __builtin_prefetch(p + offset, /*rw=*/0, /*locality=*/3);
     }
   }
 }
 
+std::size_t row_bytes(const TensorView& w) {
+  const DTypeInfo& info = dtype_info(w.dtype);
+  return static_cast<std::size_t>(w.num_cols / info.block_size) *
+         static_cast<std::size_t>(info.block_bytes);
+}
+
 // Per thread: groups of 4 weight rows, each decoded once into an fp32 buffer (4 x K floats, in
 // L1 for SmolLM2's K) and then dotted with every row of x. The direct kernel instead decodes
 // every block again for each tile of 4 rows of x, and decoding, not loading, is what costs.
-void matmul_row_group(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
-                      const float* bias, float* y) {
+void matmul_row_group(ThreadPool& pool, const float* x, std::int64_t m,
+                      std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  dispatch(pool, outputs, avx512::kRowGroup,
+           [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+             const TensorView& w = out.w;
+             const std::int64_t n = w.num_rows;
+             thread_local std::vector<float> rows;
+             // Zeroed so a short last group dots finite values.
+             rows.assign(static_cast<std::size_t>(avx512::kRowGroup * k), 0.0f);
+             for (std::int64_t g = begin; g < end; ++g) {
+               const std::int64_t n0 = g * avx512::kRowGroup;
+               const std::int64_t count = std::min(avx512::kRowGroup, n - n0);
+               for (std::int64_t j = 0; j < count; ++j) {
+                 decode_row(w, n0 + j, 0, k, rows.data() + j * k);
+               }
+               // The dots touch no weight memory, so the hardware prefetcher stalls between
+               // groups and each decode would start on cold misses: fetch the next group while
+               // this one computes.
+               if (g + kPrefetchGroups < end) {
+                 prefetch_rows(w, n0 + kPrefetchGroups * avx512::kRowGroup, avx512::kRowGroup, 0,
+                               row_bytes(w));
+               }
+               avx512::dot_rows(x, m, k, rows.data(), count, out.y + n0, n);
+             }
+             add_bias(out.bias, m, n, begin * avx512::kRowGroup,
+                      std::min(n, end * avx512::kRowGroup), out.y);
+           });
+}
+
+// One broadcast tile of any other dequantizable type: rows [n0, n0 + count) decoded
+// kBroadcastDepth columns at a time (256 for K-quant super-blocks: 24 x 256 floats, 24 KiB, still
+// in L1) into `weights`, each piece multiplied into `acc` before the next is decoded; the next
+// tile's bytes of the same columns are prefetched meanwhile.
+void broadcast_decoded_tile(const TensorView& w, std::int64_t n0, std::int64_t count,
+                            const float* xt, std::int64_t vectors, bool prefetch_next,
+                            float* weights /* [tile rows, ldw] */, float* acc) {
+  const DTypeInfo& info = dtype_info(w.dtype);
   const std::int64_t k = w.num_cols;
-  const std::int64_t n = w.num_rows;
-  const std::int64_t num_groups = (n + avx512::kRowGroup - 1) / avx512::kRowGroup;
-  pool.parallel_for(num_groups, [&](std::int64_t begin, std::int64_t end) {
-    thread_local std::vector<float> rows;
-    // Zeroed so a short last group dots finite values.
-    rows.assign(static_cast<std::size_t>(avx512::kRowGroup * k), 0.0f);
-    for (std::int64_t g = begin; g < end; ++g) {
-      const std::int64_t n0 = g * avx512::kRowGroup;
-      const std::int64_t count = std::min(avx512::kRowGroup, n - n0);
-      for (std::int64_t j = 0; j < count; ++j) decode_row(w, n0 + j, 0, k, rows.data() + j * k);
-      // The dots touch no weight memory, so the hardware prefetcher stalls between groups and
-      // each decode would start on cold misses: fetch the next group while this one computes.
-      if (g + kPrefetchGroups < end) {
-        prefetch_rows(w, n0 + kPrefetchGroups * avx512::kRowGroup, avx512::kRowGroup);
-      }
-      avx512::dot_rows(x, m, k, rows.data(), count, y + n0, n);
+  const std::int64_t width = vectors * avx512::kColumnLanes;
+  const std::int64_t tile_rows = avx512::broadcast_tile_rows(vectors);
+  const bool small_blocks = info.block_size <= avx512::kBroadcastDepth;
+  const std::int64_t depth = small_blocks
+                                 ? avx512::kBroadcastDepth / info.block_size * info.block_size
+                                 : 2 * avx512::kBroadcastDepth;
+  const std::int64_t ldw = small_blocks ? avx512::kBroadcastDepth : 2 * avx512::kBroadcastDepth;
+  for (std::int64_t c0 = 0; c0 < k; c0 += depth) {
+    const std::int64_t d = std::min(depth, k - c0);
+    const auto byte_begin = static_cast<std::size_t>(c0 / info.block_size * info.block_bytes);
+    const auto byte_end =
+        byte_begin + static_cast<std::size_t>(d / info.block_size * info.block_bytes);
+    for (std::int64_t r = 0; r < count; ++r) {
+      decode_blocks(w.dtype, w.row(n0 + r) + byte_begin, d, weights + r * ldw);
     }
-    add_bias(bias, m, n, begin * avx512::kRowGroup, std::min(n, end * avx512::kRowGroup), y);
-  });
+    if (prefetch_next) prefetch_rows(w, n0 + tile_rows, tile_rows, byte_begin, byte_end);
+    avx512::broadcast_tile(xt + c0 * width, vectors, d, weights, ldw, acc);
+  }
+}
+
+// Per thread: tiles of R weight rows (24 for up to 16 rows of x, fewer for more), decoded piece
+// by piece into an L1 buffer and multiplied against x transposed once per call (xt, shared by
+// all threads and outputs), while the next tile's weight bytes are prefetched.
+//
+//   xt [K, 16 V]: column c of x in V vectors      weights [R, piece]: rows n0..n0+R-1,
+//   acc[r, i] = sum over c, in order, of           a run of columns, decoded
+//               weights[r, c] * xt[c, i]            y[i, n0 + r] = acc[r, i]
+void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
+                      std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  const std::int64_t vectors = (m + avx512::kColumnLanes - 1) / avx512::kColumnLanes;
+  const std::int64_t width = vectors * avx512::kColumnLanes;
+  const std::int64_t tile_rows = avx512::broadcast_tile_rows(vectors);
+  thread_local std::vector<float> xt_buffer;
+  xt_buffer.resize(static_cast<std::size_t>(k * width));
+  avx512::transpose_to_columns(x, m, k, vectors, xt_buffer.data());
+  // A lambda naming the thread_local itself would see each worker's own (empty) buffer.
+  const float* xt = xt_buffer.data();
+  dispatch(
+      pool, outputs, tile_rows, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+        const TensorView& w = out.w;
+        const std::int64_t n = w.num_rows;
+        thread_local std::vector<float> weights;
+        thread_local std::vector<float> acc;
+        // Zeroed so the rows past a short last tile multiply finite values (their sums are
+        // dropped); the pipelined kernel keeps its own buffer.
+        if (!avx512::decodes(w.dtype)) {
+          weights.assign(static_cast<std::size_t>(tile_rows * 2 * avx512::kBroadcastDepth), 0.0f);
+        }
+        acc.resize(static_cast<std::size_t>(tile_rows * width));
+        for (std::int64_t tile = begin; tile < end; ++tile) {
+          const std::int64_t n0 = tile * tile_rows;
+          const std::int64_t count = std::min(tile_rows, n - n0);
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          if (avx512::decodes(w.dtype)) {
+            // Q8_0 / Q4_0 / Q4_1: block decode pipelined with the FMAs inside the tile.
+            const std::int64_t next_rows = tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
+            avx512::broadcast_tile_quantized(w.dtype, xt, vectors, k, w.row(n0), w.row_stride,
+                                             count, next_rows > 0 ? w.row(n0 + count) : nullptr,
+                                             next_rows, acc.data());
+          } else {
+            broadcast_decoded_tile(w, n0, count, xt, vectors, tile + 1 < end, weights.data(),
+                                   acc.data());
+          }
+          for (std::int64_t i = 0; i < m; ++i) {
+            for (std::int64_t r = 0; r < count; ++r) {
+              out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
+            }
+          }
+        }
+        add_bias(out.bias, m, n, begin * tile_rows, std::min(n, end * tile_rows), out.y);
+      });
 }
 
 // Per thread: 16 weight rows x 256 columns decoded and transposed into a panel, then every row
@@ -143,59 +272,64 @@ void matmul_row_group(ThreadPool& pool, const float* x, std::int64_t m, const Te
 //   W [N, K]:  rows n0..n0+15, cols k0..k0+255  --decode-->  rows [16, 256]
 //              --transpose-->  panel [256, 16]   (panel[kk, j] = W[n0 + j, k0 + kk])
 //   y[:, n0:n0+16] (+)= x[:, k0:k0+256] · panel
-void matmul_packed(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
-                   const float* bias, float* y) {
-  const std::int64_t k = w.num_cols;
-  const std::int64_t n = w.num_rows;
-  const std::int64_t num_panels = (n + avx2::kPanelCols - 1) / avx2::kPanelCols;
-  pool.parallel_for(num_panels, [&](std::int64_t begin, std::int64_t end) {
-    thread_local std::vector<float> rows;
-    thread_local std::vector<float> panel;
-    rows.assign(static_cast<std::size_t>(avx2::kPanelCols * kPanelDepth), 0.0f);
-    panel.resize(static_cast<std::size_t>(kPanelDepth * avx2::kPanelCols));
-    for (std::int64_t p = begin; p < end; ++p) {
-      const std::int64_t n0 = p * avx2::kPanelCols;
-      const std::int64_t cols = std::min(avx2::kPanelCols, n - n0);
-      for (std::int64_t k0 = 0; k0 < k; k0 += kPanelDepth) {
-        const std::int64_t depth = std::min(kPanelDepth, k - k0);
-        for (std::int64_t j = 0; j < cols; ++j) {
-          decode_row(w, n0 + j, k0, depth, rows.data() + j * kPanelDepth);
-        }
-        for (std::int64_t kk = 0; kk < depth; ++kk) {
-          for (std::int64_t j = 0; j < avx2::kPanelCols; ++j) {
-            panel[static_cast<std::size_t>(kk * avx2::kPanelCols + j)] =
-                j < cols ? rows[static_cast<std::size_t>(j * kPanelDepth + kk)] : 0.0f;
-          }
-        }
-        avx2::gemm_packed(x + k0, m, k, panel.data(), depth, y + n0, n, cols, k0 > 0);
-      }
-    }
-    add_bias(bias, m, n, begin * avx2::kPanelCols, std::min(n, end * avx2::kPanelCols), y);
-  });
+void matmul_packed(ThreadPool& pool, const float* x, std::int64_t m,
+                   std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  dispatch(pool, outputs, avx2::kPanelCols,
+           [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+             const TensorView& w = out.w;
+             const std::int64_t n = w.num_rows;
+             thread_local std::vector<float> rows;
+             thread_local std::vector<float> panel;
+             rows.assign(static_cast<std::size_t>(avx2::kPanelCols * kPanelDepth), 0.0f);
+             panel.resize(static_cast<std::size_t>(kPanelDepth * avx2::kPanelCols));
+             for (std::int64_t p = begin; p < end; ++p) {
+               const std::int64_t n0 = p * avx2::kPanelCols;
+               const std::int64_t cols = std::min(avx2::kPanelCols, n - n0);
+               for (std::int64_t k0 = 0; k0 < k; k0 += kPanelDepth) {
+                 const std::int64_t depth = std::min(kPanelDepth, k - k0);
+                 for (std::int64_t j = 0; j < cols; ++j) {
+                   decode_row(w, n0 + j, k0, depth, rows.data() + j * kPanelDepth);
+                 }
+                 for (std::int64_t kk = 0; kk < depth; ++kk) {
+                   for (std::int64_t j = 0; j < avx2::kPanelCols; ++j) {
+                     panel[static_cast<std::size_t>(kk * avx2::kPanelCols + j)] =
+                         j < cols ? rows[static_cast<std::size_t>(j * kPanelDepth + kk)] : 0.0f;
+                   }
+                 }
+                 avx2::gemm_packed(x + k0, m, k, panel.data(), depth, out.y + n0, n, cols, k0 > 0);
+               }
+             }
+             add_bias(out.bias, m, n, begin * avx2::kPanelCols, std::min(n, end * avx2::kPanelCols),
+                      out.y);
+           });
 }
 
 // Per thread: 64 weight rows decoded whole into an fp32 panel, then one single-threaded
 // cblas_sgemm per panel (OpenBLAS's own threads would fight the pool's).
-void matmul_blas_panel(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
-                       const float* bias, float* y) {
-  const std::int64_t k = w.num_cols;
-  const std::int64_t n = w.num_rows;
+void matmul_blas_panel(ThreadPool& pool, const float* x, std::int64_t m,
+                       std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
   openblas_set_num_threads(1);
-  const std::int64_t num_panels = (n + kBlasPanelRows - 1) / kBlasPanelRows;
-  pool.parallel_for(num_panels, [&](std::int64_t begin, std::int64_t end) {
-    thread_local std::vector<float> panel;
-    panel.resize(static_cast<std::size_t>(kBlasPanelRows * k));
-    for (std::int64_t p = begin; p < end; ++p) {
-      const std::int64_t n0 = p * kBlasPanelRows;
-      const std::int64_t rows = std::min(kBlasPanelRows, n - n0);
-      for (std::int64_t j = 0; j < rows; ++j) decode_row(w, n0 + j, 0, k, panel.data() + j * k);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m),
-                  static_cast<blasint>(rows), static_cast<blasint>(k), 1.0f, x,
-                  static_cast<blasint>(k), panel.data(), static_cast<blasint>(k), 0.0f, y + n0,
-                  static_cast<blasint>(n));
-    }
-    add_bias(bias, m, n, begin * kBlasPanelRows, std::min(n, end * kBlasPanelRows), y);
-  });
+  dispatch(pool, outputs, kBlasPanelRows,
+           [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+             const TensorView& w = out.w;
+             const std::int64_t n = w.num_rows;
+             thread_local std::vector<float> panel;
+             panel.resize(static_cast<std::size_t>(kBlasPanelRows * k));
+             for (std::int64_t p = begin; p < end; ++p) {
+               const std::int64_t n0 = p * kBlasPanelRows;
+               const std::int64_t rows = std::min(kBlasPanelRows, n - n0);
+               for (std::int64_t j = 0; j < rows; ++j)
+                 decode_row(w, n0 + j, 0, k, panel.data() + j * k);
+               cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m),
+                           static_cast<blasint>(rows), static_cast<blasint>(k), 1.0f, x,
+                           static_cast<blasint>(k), panel.data(), static_cast<blasint>(k), 0.0f,
+                           out.y + n0, static_cast<blasint>(n));
+             }
+             add_bias(out.bias, m, n, begin * kBlasPanelRows, std::min(n, end * kBlasPanelRows),
+                      out.y);
+           });
 }
 
 }  // namespace
@@ -204,29 +338,50 @@ bool matmul_supported(DType dtype) {
   return dequantize_supported(dtype);
 }
 
+MatmulKernel matmul_kernel_for(std::int64_t m) {
+  if (cpu_has_avx512() && m >= kBroadcastMinRows && m <= kBroadcastMaxRows) {
+    return MatmulKernel::kBroadcast;
+  }
+  if (cpu_has_avx512() && m >= kRowGroupMinRows && m <= kRowGroupMaxRows) {
+    return MatmulKernel::kRowGroup;
+  }
+  return m <= kDirectMaxRows ? MatmulKernel::kDirect : MatmulKernel::kPacked;
+}
+
 void matmul(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
             const float* bias, float* y, MatmulKernel kernel) {
-  PAGODA_CHECK(matmul_supported(w.dtype)) << "matmul on " << dtype_name(w.dtype);
-  PAGODA_CHECK(m >= 0 && w.num_cols > 0 && w.num_rows > 0) << m << "x" << w.num_cols;
+  const MatmulOutput output{.w = w, .bias = bias, .y = y};
+  matmul_fused(pool, x, m, std::span(&output, 1), kernel);
+}
+
+void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
+                  std::span<const MatmulOutput> outputs, MatmulKernel kernel) {
+  PAGODA_CHECK(!outputs.empty() && outputs.size() <= kMaxFusedOutputs) << outputs.size();
+  for (const MatmulOutput& out : outputs) {
+    PAGODA_CHECK(matmul_supported(out.w.dtype)) << "matmul on " << dtype_name(out.w.dtype);
+    PAGODA_CHECK(m >= 0 && out.w.num_cols > 0 && out.w.num_rows > 0) << m << "x" << out.w.num_cols;
+    PAGODA_CHECK_EQ(out.w.num_cols, outputs[0].w.num_cols) << "fused weights share x";
+  }
   if (m == 0) return;
-  if (kernel == MatmulKernel::kAuto) {
-    kernel = m <= kDirectMaxRows ? MatmulKernel::kDirect : MatmulKernel::kPacked;
-    if (cpu_has_avx512() && m >= kRowGroupMinRows && m <= kRowGroupMaxRows) {
-      kernel = MatmulKernel::kRowGroup;
-    }
+  if (any_input_permutation(outputs)) return matmul_permuted(pool, x, m, outputs, kernel);
+  if (kernel == MatmulKernel::kAuto) kernel = matmul_kernel_for(m);
+  if (kernel == MatmulKernel::kBroadcast && (!cpu_has_avx512() || m > kBroadcastMaxRows)) {
+    kernel = MatmulKernel::kPacked;
   }
   if (kernel == MatmulKernel::kRowGroup && !cpu_has_avx512()) kernel = MatmulKernel::kPacked;
   if (kernel == MatmulKernel::kPacked && !cpu_has_avx2()) kernel = MatmulKernel::kBlasPanel;
   switch (kernel) {
-    case MatmulKernel::kRowGroup: return matmul_row_group(pool, x, m, w, bias, y);
-    case MatmulKernel::kPacked: return matmul_packed(pool, x, m, w, bias, y);
-    case MatmulKernel::kBlasPanel: return matmul_blas_panel(pool, x, m, w, bias, y);
-    default: return matmul_direct(pool, x, m, w, bias, y);
+    case MatmulKernel::kBroadcast: return matmul_broadcast(pool, x, m, outputs);
+    case MatmulKernel::kRowGroup: return matmul_row_group(pool, x, m, outputs);
+    case MatmulKernel::kPacked: return matmul_packed(pool, x, m, outputs);
+    case MatmulKernel::kBlasPanel: return matmul_blas_panel(pool, x, m, outputs);
+    default: return matmul_direct(pool, x, m, outputs);
   }
 }
 
 void matmul_reference(const float* x, std::int64_t m, const TensorView& w, const float* bias,
                       float* y) {
+  if (w.input_permutation != nullptr) return matmul_reference_permuted(x, m, w, bias, y);
   const std::int64_t k = w.num_cols;
   const std::optional<std::uint64_t> row_bytes = dtype_num_bytes(w.dtype, k);
   PAGODA_CHECK(row_bytes.has_value()) << k << " " << dtype_name(w.dtype) << " columns";

@@ -3,7 +3,9 @@
 // buffer) and is decoded inside the kernel, never converted at load.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "backend/cpu/tensor_view.h"
 #include "backend/cpu/thread_pool.h"
@@ -18,12 +20,32 @@ enum class MatmulKernel : std::uint8_t {
   kPacked,     ///< Weights decoded into a per-thread [256, 16] fp32 panel, 6x16 register tiles.
   kBlasPanel,  ///< Weights decoded into a per-thread fp32 panel, multiplied by cblas_sgemm.
   kRowGroup,   ///< 4 weight rows decoded once to fp32, dotted with every row of x in tiles.
+  kBroadcast,  ///< x transposed to columns of 16 rows; each decoded weight broadcast into them.
 };
+
+/// The kernel kAuto picks for m rows of x on this CPU.
+MatmulKernel matmul_kernel_for(std::int64_t m);
+
+/// One weight of a fused matmul: y = x · w^T (+ bias).
+struct MatmulOutput {
+  TensorView w;                 ///< [N, K]
+  const float* bias = nullptr;  ///< [N] or nullptr
+  float* y = nullptr;           ///< [m, N]
+};
+
+/// Most weights one matmul_fused call takes (Q, K and V).
+inline constexpr std::size_t kMaxFusedOutputs = 3;
 
 /// y[m, N] = x[m, K] · W[N, K]^T (+ bias[N]).
 void matmul(ThreadPool& pool, const float* x /* [m, K] */, std::int64_t m,
             const TensorView& w /* [N, K] */, const float* bias /* [N] or nullptr */,
             float* y /* [m, N] */, MatmulKernel kernel = MatmulKernel::kAuto);
+
+/// Several matmuls of one x (Q/K/V, gate/up: weights with the same K) in one pool dispatch: the
+/// rows of all the weights are split across the threads as one range, so the pool waits once.
+/// Each output equals what matmul() computes for it with the same kernel.
+void matmul_fused(ThreadPool& pool, const float* x /* [m, K] */, std::int64_t m,
+                  std::span<const MatmulOutput> outputs, MatmulKernel kernel = MatmulKernel::kAuto);
 
 /// Single-threaded oracle: each weight row through the reference dequantizer, dot products
 /// accumulated in double.

@@ -2,72 +2,16 @@
 
 #include <immintrin.h>
 
-#include <cstring>
+#include "backend/cpu/weight_blocks_avx512.h"
 
 namespace pagoda::cpu::avx512 {
 
 namespace {
 
-constexpr int kBlock = 32;
 constexpr int kRowTile = 4;
 // Rows of x per dot_tile: 6 x 4 accumulators + 4 weight vectors + 1 x vector = 29 of the 32 zmm
 // registers, 10 loads per 24 FMAs (a 4 x 4 tile needs 8 per 16).
 constexpr int kDotRowTile = 6;
-
-inline float load_half(const std::uint8_t* p) {
-  std::uint16_t bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  return _cvtsh_ss(bits);
-}
-
-// A block decodes to two 16-lane vectors of quants (elements 0-15, 16-31), a scale and a
-// minimum: weight = scale * q + min.
-
-struct Q8_0Block {
-  static constexpr int kBytes = 34;
-  static constexpr bool kHasMin = false;
-  static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
-    scale = load_half(b);
-    min = 0.0f;
-    for (int i = 0; i < 2; ++i) {
-      q[i] = _mm512_cvtepi32_ps(
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + 16 * i))));
-    }
-  }
-};
-
-// Byte j of qs holds element j in its low nibble and element j + 16 in its high nibble, so the
-// two nibble planes widen straight to elements 0-15 and 16-31.
-template <int kOffset>
-inline void q4_quants(const std::uint8_t* qs, __m512 q[2]) {
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i offset = _mm_set1_epi8(kOffset);
-  const __m128i low = _mm_sub_epi8(_mm_and_si128(packed, mask), offset);
-  const __m128i high = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), offset);
-  q[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(low));
-  q[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(high));
-}
-
-struct Q4_0Block {
-  static constexpr int kBytes = 18;
-  static constexpr bool kHasMin = false;
-  static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
-    scale = load_half(b);
-    min = 0.0f;
-    q4_quants<8>(b + 2, q);
-  }
-};
-
-struct Q4_1Block {
-  static constexpr int kBytes = 20;
-  static constexpr bool kHasMin = true;
-  static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
-    scale = load_half(b);
-    min = load_half(b + 2);
-    q4_quants<0>(b + 4, q);
-  }
-};
 
 // Same scheme as the AVX2 kernel: per block d * (q · x) + m * sum(x), so only one FMA per block
 // lands on the loop-carried accumulator.
@@ -174,21 +118,11 @@ void dot_tile(const float* x, std::int64_t k, const float* rows, float* y, std::
   }
 }
 
-// Weight rows to fp32 with the reference's rounding: scale * q, then + min (two roundings, no
-// FMA: this translation unit is built without FP contraction, as the reference is).
 template <typename Block>
 void decode_typed(const std::uint8_t* src, std::int64_t count, float* dst) {
   const std::int64_t num_blocks = count / kBlock;
   for (std::int64_t b = 0; b < num_blocks; ++b) {
-    __m512 q[2];
-    float scale, min;
-    Block::decode(src + b * Block::kBytes, q, scale, min);
-    const __m512 scale_v = _mm512_set1_ps(scale);
-    for (int i = 0; i < 2; ++i) {
-      __m512 v = _mm512_mul_ps(scale_v, q[i]);
-      if constexpr (Block::kHasMin) v = _mm512_add_ps(v, _mm512_set1_ps(min));
-      _mm512_storeu_ps(dst + b * kBlock + 16 * i, v);
-    }
+    decode_block<Block>(src + b * Block::kBytes, dst + b * kBlock);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/paged_attention_avx2.h"
+#include "backend/cpu/paged_attention_avx512.h"
 #include "common/check.h"
 
 namespace pagoda::cpu {
@@ -67,11 +68,14 @@ void paged_attention(ThreadPool& pool, const float* q, std::int64_t num_heads,
   const std::int64_t head_dim = cache.head_dim;
   const std::int64_t token_stride = num_heads * head_dim;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const bool wide = cpu_has_avx512() && head_dim % 16 == 0 && head_dim <= avx512::kMaxHeadDim;
   pool.parallel_for(
       static_cast<std::int64_t>(items.size()), [&](std::int64_t begin, std::int64_t end) {
         thread_local std::vector<float> scratch;
-        scratch.resize(static_cast<std::size_t>(
-            avx2::attention_tile_scratch_floats(tile_queries * group_size, head_dim)));
+        const std::int64_t rows = tile_queries * group_size;
+        scratch.resize(
+            static_cast<std::size_t>(wide ? avx512::attention_tile_scratch_floats(rows, head_dim)
+                                          : avx2::attention_tile_scratch_floats(rows, head_dim)));
         for (std::int64_t i = begin; i < end; ++i) {
           const WorkItem& item = items[static_cast<std::size_t>(i)];
           const std::int64_t q_len =
@@ -93,7 +97,11 @@ void paged_attention(ThreadPool& pool, const float* q, std::int64_t num_heads,
           tile.block_table = batch.block_tables + item.seq * batch.max_blocks_per_seq;
           tile.block_size = cache.block_size;
           tile.scratch = scratch.data();
-          avx2::attention_tile(tile);
+          if (wide) {
+            avx512::attention_tile(tile);
+          } else {
+            avx2::attention_tile(tile);
+          }
         }
       });
 }

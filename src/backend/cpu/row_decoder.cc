@@ -5,6 +5,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_avx2.h"
 #include "backend/cpu/matmul_avx512.h"
+#include "backend/cpu/quant_blocks_avx2.h"
 #include "common/check.h"
 #include "model/dequantize.h"
 
@@ -20,18 +21,27 @@ void decode_row(const TensorView& t, std::int64_t row, std::int64_t col_begin, s
       << ", " << t.num_cols << "]";
   const std::uint8_t* src = t.row(row) + static_cast<std::size_t>(col_begin / info.block_size) *
                                              static_cast<std::size_t>(info.block_bytes);
-  if (cpu_has_avx512() && avx512::decodes(t.dtype)) {
-    avx512::decode(t.dtype, src, count, dst);
+  decode_blocks(t.dtype, src, count, dst);
+}
+
+void decode_blocks(DType dtype, const std::uint8_t* src, std::int64_t count, float* dst) {
+  if (cpu_has_avx512() && avx512::decodes(dtype)) {
+    avx512::decode(dtype, src, count, dst);
     return;
   }
-  if (cpu_has_avx2() && avx2::decodes(t.dtype)) {
-    avx2::decode(t.dtype, src, count, dst);
+  if (cpu_has_avx2() && avx2::decodes(dtype)) {
+    avx2::decode(dtype, src, count, dst);
     return;
   }
+  if (cpu_has_avx2() && quant_avx2::decodes(dtype)) {
+    quant_avx2::decode(dtype, src, count, dst);
+    return;
+  }
+  const DTypeInfo& info = dtype_info(dtype);
   const std::size_t bytes = static_cast<std::size_t>(count / info.block_size) *
                             static_cast<std::size_t>(info.block_bytes);
   const Status status =
-      dequantize(t.dtype, std::span(src, bytes), std::span(dst, static_cast<std::size_t>(count)));
+      dequantize(dtype, std::span(src, bytes), std::span(dst, static_cast<std::size_t>(count)));
   PAGODA_CHECK(status.ok()) << status.to_string();
 }
 

@@ -13,4 +13,9 @@ namespace pagoda::cpu {
 void decode_row(const TensorView& t /* [R, C] */, std::int64_t row, std::int64_t col_begin,
                 std::int64_t count, float* dst /* [count] */);
 
+/// As decode_row from `src`, the first stored byte of a block, without its bounds checks: for
+/// kernels that decode a row in several short pieces.
+void decode_blocks(DType dtype, const std::uint8_t* src, std::int64_t count,
+                   float* dst /* [count] */);
+
 }  // namespace pagoda::cpu

@@ -16,6 +16,9 @@ struct TensorView {
   std::int64_t num_rows = 0;
   std::int64_t num_cols = 0;
   std::size_t row_stride = 0;  ///< Bytes from one row to the next.
+  /// [num_cols] or nullptr: stored column j multiplies input channel input_permutation[j]
+  /// (GPTQ act-order; see input_permutation.h). Matmul honours it; row decoding ignores it.
+  const std::int32_t* input_permutation = nullptr;
 
   /// The first byte of row `i`.
   const std::uint8_t* row(std::int64_t i) const {

@@ -2,12 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/row_decoder.h"
 #include "model/dequantize.h"
 #include "test_random.h"
@@ -64,8 +68,9 @@ void expect_matmul_matches(ThreadPool& pool, std::mt19937_64& rng, DType dtype, 
   std::vector<float> w_rows(static_cast<std::size_t>(n * k));
   for (std::int64_t j = 0; j < n; ++j) decode_row(w, j, 0, k, w_rows.data() + j * k);
 
-  for (MatmulKernel kernel : {MatmulKernel::kAuto, MatmulKernel::kDirect, MatmulKernel::kPacked,
-                              MatmulKernel::kBlasPanel, MatmulKernel::kRowGroup}) {
+  for (MatmulKernel kernel :
+       {MatmulKernel::kAuto, MatmulKernel::kDirect, MatmulKernel::kPacked, MatmulKernel::kBlasPanel,
+        MatmulKernel::kRowGroup, MatmulKernel::kBroadcast}) {
     SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
     std::vector<float> y(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
     matmul(pool, x.data(), m, w, b, y.data(), kernel);
@@ -91,7 +96,7 @@ TEST(MatmulTest, MatchesReferenceForEveryTypeAndShape) {
   ThreadPool pool(3);
   for (const Case& c : cases()) {
     for (std::int64_t k : c.ks) {
-      for (std::int64_t m : {1, 3, 7, 17, 64, 100}) {
+      for (std::int64_t m : {1, 3, 7, 17, 33, 64, 100}) {
         const std::int64_t n = m % 2 == 0 ? 37 : 19;
         expect_matmul_matches(pool, rng, c.dtype, m, n, k, m % 3 == 1);
       }
@@ -106,6 +111,119 @@ TEST(MatmulTest, SingleThreadAndOneOutputColumn) {
   for (DType dtype : {DType::kQ4_1, DType::kF16}) {
     expect_matmul_matches(pool, rng, dtype, 5, 1, 64, true);
     expect_matmul_matches(pool, rng, dtype, 20, 1, 64, false);
+  }
+}
+
+const std::vector<MatmulKernel>& every_kernel() {
+  static const std::vector<MatmulKernel> all = {MatmulKernel::kDirect, MatmulKernel::kPacked,
+                                                MatmulKernel::kBlasPanel, MatmulKernel::kRowGroup,
+                                                MatmulKernel::kBroadcast};
+  return all;
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Q, K and V through one dispatch give what three matmul() calls give, bit for bit, whatever
+// kernel and however the pool cuts the joined range.
+TEST(MatmulTest, FusedOutputsEqualSeparateMatmuls) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 3);
+  ThreadPool pool(3);
+  const std::int64_t k = 96;
+  const std::array<std::int64_t, 3> ns = {37, 5, 61};
+  for (DType dtype : {DType::kQ4_1, DType::kQ8_0, DType::kF16}) {
+    std::vector<std::vector<std::uint8_t>> bytes;
+    std::vector<std::vector<float>> biases;
+    for (std::int64_t n : ns) {
+      bytes.push_back(random_weights(rng, dtype, n, k));
+      biases.push_back(random_floats(rng, static_cast<std::size_t>(n)));
+    }
+    for (std::int64_t m : {1, 2, 4, 5, 16, 33, 65}) {
+      const std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+      for (MatmulKernel kernel : every_kernel()) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m) + " kernel " +
+                     std::to_string(static_cast<int>(kernel)));
+        std::vector<std::vector<float>> fused(3), separate(3);
+        std::vector<MatmulOutput> outputs;
+        for (std::size_t t = 0; t < 3; ++t) {
+          const TensorView w = dense_view(bytes[t].data(), dtype, ns[t], k);
+          const float* bias = t == 1 ? nullptr : biases[t].data();
+          fused[t].assign(static_cast<std::size_t>(m * ns[t]), -1.0f);
+          separate[t].assign(static_cast<std::size_t>(m * ns[t]), -2.0f);
+          outputs.push_back({.w = w, .bias = bias, .y = fused[t].data()});
+          matmul(pool, x.data(), m, w, bias, separate[t].data(), kernel);
+        }
+        matmul_fused(pool, x.data(), m, outputs, kernel);
+        for (std::size_t t = 0; t < 3; ++t) EXPECT_TRUE(bitwise_equal(fused[t], separate[t])) << t;
+      }
+    }
+  }
+}
+
+// The broadcast kernel's output row for a sequence does not depend on the other rows of the
+// batch or on the thread count: row i of an m-row product equals the same row computed alone.
+TEST(MatmulTest, BroadcastRowsDoNotDependOnBatchSize) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "kBroadcast falls back to kPacked without AVX-512";
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 4);
+  ThreadPool pool(3);
+  ThreadPool single(1);
+  const std::int64_t n = 53;
+  for (const auto& [dtype, k] :
+       {std::pair{DType::kQ4_1, std::int64_t{608}}, std::pair{DType::kQ8_0, std::int64_t{96}},
+        std::pair{DType::kQ4_K, std::int64_t{512}}}) {
+    const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k);
+    const TensorView w = dense_view(bytes.data(), dtype, n, k);
+    for (std::int64_t m : {2, 3, 4, 5, 7, 16, 17, 33, 64}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m));
+      const std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+      std::vector<float> batched(static_cast<std::size_t>(m * n));
+      matmul(pool, x.data(), m, w, nullptr, batched.data(), MatmulKernel::kBroadcast);
+      for (std::int64_t i : {std::int64_t{0}, m / 2, m - 1}) {
+        std::vector<float> alone(static_cast<std::size_t>(n));
+        matmul(single, x.data() + i * k, 1, w, nullptr, alone.data(), MatmulKernel::kBroadcast);
+        const std::vector<float> row(batched.begin() + i * n, batched.begin() + (i + 1) * n);
+        EXPECT_TRUE(bitwise_equal(row, alone)) << "row " << i;
+      }
+    }
+  }
+}
+
+// The broadcast kernel's contract, bit for bit: y[i, n] is one fp32 FMA chain over the columns
+// in order, starting from 0, on the reference-decoded weights (then + bias). Covers the
+// pipelined Q8_0/Q4_0/Q4_1 path and the generic decode-then-FMA path (F16, Q4_K).
+TEST(MatmulTest, BroadcastIsAnInOrderFmaChain) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "kBroadcast falls back to kPacked without AVX-512";
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 5);
+  ThreadPool pool(2);
+  for (const auto& [dtype, k] :
+       {std::pair{DType::kQ4_1, std::int64_t{608}}, std::pair{DType::kQ4_0, std::int64_t{160}},
+        std::pair{DType::kQ8_0, std::int64_t{544}}, std::pair{DType::kF16, std::int64_t{40}},
+        std::pair{DType::kQ4_K, std::int64_t{512}}}) {
+    for (std::int64_t m : {1, 5, 16, 33, 64}) {
+      const std::int64_t n = m % 2 == 0 ? 31 : 50;
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m));
+      const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k, 3);
+      const TensorView w = dense_view(bytes.data() + 3, dtype, n, k);
+      const std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+      const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
+      std::vector<float> y(static_cast<std::size_t>(m * n));
+      matmul(pool, x.data(), m, w, bias.data(), y.data(), MatmulKernel::kBroadcast);
+      std::vector<float> row(static_cast<std::size_t>(k));
+      std::vector<float> want(y.size());
+      for (std::int64_t j = 0; j < n; ++j) {
+        decode_row(w, j, 0, k, row.data());
+        for (std::int64_t i = 0; i < m; ++i) {
+          float sum = 0.0f;
+          for (std::int64_t c = 0; c < k; ++c) sum = std::fma(row[c], x[i * k + c], sum);
+          want[static_cast<std::size_t>(i * n + j)] = sum + bias[j];
+        }
+      }
+      EXPECT_TRUE(bitwise_equal(y, want));
+    }
   }
 }
 

@@ -95,7 +95,7 @@ struct Step {
   std::vector<std::int32_t> block_tables;
 };
 
-// Outputs are convex combinations of values in [-1, 1]; fp32 online softmax over <= 100 keys
+// Outputs are convex combinations of values in [-1, 1]; fp32 online softmax over <= 300 keys
 // with head_dim <= 128 products per score stays within ~1e-6 of the double reference.
 constexpr float kTolerance = 1e-5f;
 
@@ -103,9 +103,10 @@ TEST(PagedAttentionTest, MixedBatchMatchesDenseReference) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 40);
   ThreadPool pool(2);
-  // (seq_len, q_len): decode, prefill, chunked prefill; lengths around block edges.
-  const std::vector<std::pair<std::int64_t, std::int64_t>> seqs = {{1, 1},  {15, 15},   {16, 3},
-                                                                   {17, 1}, {100, 100}, {100, 37}};
+  // (seq_len, q_len): decode, prefill, chunked prefill; lengths around block edges and past
+  // the AVX-512 kernel's 128-key score blocks.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> seqs = {
+      {1, 1}, {15, 15}, {16, 3}, {17, 1}, {100, 100}, {100, 37}, {300, 1}, {260, 133}};
   const std::vector<std::int64_t> block_sizes = {1, 16, 64};
   int config = 0;
   for (std::int64_t head_dim : {64, 128}) {
@@ -168,12 +169,13 @@ TEST(PagedAttentionTest, PrefillEqualsChunkedPrefillEqualsTokenByToken) {
   std::mt19937_64 rng(test_seed() + 41);
   ThreadPool pool(2);
   const Shape shape{9, 3, 64, 16};
-  const std::int64_t len = 100;
+  const std::int64_t len = 300;
   const std::vector<float> q =
       random_floats(rng, static_cast<std::size_t>(len * shape.num_heads * shape.head_dim));
   // The same rng state builds the same cache contents in each run.
   const std::vector<float> whole = run_in_chunks(pool, rng, shape, len, q, {len});
-  const std::vector<float> chunked = run_in_chunks(pool, rng, shape, len, q, {7, 16, 17, 60, len});
+  const std::vector<float> chunked =
+      run_in_chunks(pool, rng, shape, len, q, {7, 16, 17, 60, 128, 129, 200, len});
   std::vector<std::int64_t> each;
   for (std::int64_t t = 1; t <= len; ++t) each.push_back(t);
   const std::vector<float> stepwise = run_in_chunks(pool, rng, shape, len, q, each);

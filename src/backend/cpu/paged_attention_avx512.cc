@@ -1,0 +1,239 @@
+#include "backend/cpu/paged_attention_avx512.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "backend/cpu/exp_avx512.h"
+
+namespace pagoda::cpu::avx512 {
+
+namespace {
+
+constexpr int kLanes = 16;
+static_assert(avx2::kKeyChunk == kLanes, "one zmm of scores per key chunk");
+// Head dimensions per value pass: 4 vectors x up to 4 heads = 16 accumulators.
+constexpr std::int64_t kPassLanes = 4 * kLanes;
+
+// Lane j of the result is the sum of the 16 lanes of v[j]: a transposing tree of 45 shuffles
+// and adds instead of 16 separate horizontal sums.
+//
+//   level 1: v[2i], v[2i+1]      -> per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3]
+//   level 2: pairs of those      -> per 128-bit lane L: sums over L of keys 4i..4i+3
+//   level 3, 4: 128-bit lanes    -> lane L of the result: keys 4L..4L+3 summed over all of v
+inline __m512 sum_each(const __m512 v[kLanes]) {
+  __m512 t[8];
+  for (int i = 0; i < 8; ++i) {
+    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                         _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  }
+  __m512 u[4];
+  for (int i = 0; i < 4; ++i) {
+    const __m512d c = _mm512_castps_pd(t[2 * i]);
+    const __m512d d = _mm512_castps_pd(t[2 * i + 1]);
+    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c, d)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)));
+  }
+  // 0x88 picks 128-bit lanes (0, 2 | 0, 2) of (a | b), 0xDD picks (1, 3 | 1, 3).
+  const __m512 x0 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+  const __m512 x1 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(x0, x1, 0x88), _mm512_shuffle_f32x4(x0, x1, 0xDD));
+}
+
+// A row of zeros standing in for keys and values past a token's visible ones, so every loop
+// below runs all 16 lanes with no per-lane branch and gives the same bits whatever the tile.
+alignas(64) constexpr float kZeroRow[kMaxHeadDim] = {};
+
+// Scores of one query row against the chunk's keys (zero rows past `visible`), scaled; lanes
+// past `visible` are -inf.
+inline __m512 chunk_scores(const float* q, const float* const* keys, std::int64_t visible,
+                           std::int64_t head_dim, float scale) {
+  __m512 dots[kLanes];
+#pragma GCC unroll 16
+  for (int j = 0; j < kLanes; ++j) dots[j] = _mm512_setzero_ps();
+  for (std::int64_t d = 0; d < head_dim; d += kLanes) {
+    const __m512 qv = _mm512_loadu_ps(q + d);
+#pragma GCC unroll 16
+    for (int j = 0; j < kLanes; ++j) {
+      dots[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(keys[j] + d), dots[j]);
+    }
+  }
+  const auto mask = static_cast<__mmask16>((1u << visible) - 1);
+  return _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), mask,
+                            _mm512_mul_ps(sum_each(dots), _mm512_set1_ps(scale)));
+}
+
+// acc[r0 + h, d0 : d0 + 16 kVecs] = correction[h] * acc + sum over j < visible of
+// p[h, j] * V[j, same lanes]. Each key's kVecs vectors serve kHeads heads, and the kHeads x kVecs
+// accumulators are independent chains, so the FMAs issue back to back instead of waiting on one
+// accumulator's latency.
+template <int kHeads, int kVecs>
+void value_pass(float* acc, std::int64_t r0, std::int64_t head_dim, std::int64_t d0,
+                const float* correction, const float* const* values, std::int64_t visible,
+                const float* probs /* [kHeads, kKeyBlock] */) {
+  __m512 a[kHeads][kVecs];
+#pragma GCC unroll 4
+  for (int h = 0; h < kHeads; ++h) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      a[h][v] = _mm512_mul_ps(_mm512_loadu_ps(acc + (r0 + h) * head_dim + d0 + v * kLanes),
+                              _mm512_set1_ps(correction[h]));
+    }
+  }
+  for (std::int64_t j = 0; j < visible; ++j) {
+    __m512 vv[kVecs];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) vv[v] = _mm512_loadu_ps(values[j] + d0 + v * kLanes);
+#pragma GCC unroll 4
+    for (int h = 0; h < kHeads; ++h) {
+      const __m512 p = _mm512_set1_ps(probs[h * kKeyBlock + j]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) a[h][v] = _mm512_fmadd_ps(p, vv[v], a[h][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < kHeads; ++h) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      _mm512_storeu_ps(acc + (r0 + h) * head_dim + d0 + v * kLanes, a[h][v]);
+    }
+  }
+}
+
+// One token's kHeads query heads (rows r0..r0+kHeads-1) against the `visible` keys of a block:
+// all scores first (chunks of 16 are independent, so the core overlaps them), one max, one
+// rescale of the running state, then acc += p · V with each V vector loaded once for all heads.
+template <int kHeads>
+void heads_block(const avx2::AttentionTile& tile, const float* q, std::int64_t r0,
+                 const float* const* keys, const float* const* values, std::int64_t visible,
+                 float* acc, float* scores /* [kHeads, kKeyBlock] */, float* row_max,
+                 float* row_sum) {
+  const std::int64_t head_dim = tile.head_dim;
+  const std::int64_t num_chunks = (visible + kLanes - 1) / kLanes;
+  float correction[kHeads];
+#pragma GCC unroll 4
+  for (int h = 0; h < kHeads; ++h) {
+    const std::int64_t r = r0 + h;
+    float* s = scores + h * kKeyBlock;
+    __m512 max_v = _mm512_set1_ps(-INFINITY);
+    for (std::int64_t c = 0; c < num_chunks; ++c) {
+      const std::int64_t in_chunk = visible - c * kLanes < kLanes ? visible - c * kLanes : kLanes;
+      const float* chunk_keys[kLanes];
+      for (std::int64_t j = 0; j < kLanes; ++j) {
+        chunk_keys[j] = j < in_chunk ? keys[c * kLanes + j] : kZeroRow;
+      }
+      const __m512 sv = chunk_scores(q + h * head_dim, chunk_keys, in_chunk, head_dim, tile.scale);
+      max_v = _mm512_max_ps(max_v, sv);
+      _mm512_storeu_ps(s + c * kLanes, sv);
+    }
+    const float block_max = _mm512_reduce_max_ps(max_v);
+    const float new_max = block_max > row_max[r] ? block_max : row_max[r];
+    correction[h] = expf(row_max[r] - new_max);
+    row_max[r] = new_max;
+    __m512 sum_v = _mm512_setzero_ps();
+    for (std::int64_t c = 0; c < num_chunks; ++c) {
+      // Masked lanes (-inf) must weigh exactly 0: exp512 floors at 2^-126.
+      const std::int64_t in_chunk = visible - c * kLanes < kLanes ? visible - c * kLanes : kLanes;
+      const __m512 sv = _mm512_loadu_ps(s + c * kLanes);
+      const __m512 p = _mm512_maskz_mov_ps(static_cast<__mmask16>((1u << in_chunk) - 1),
+                                           exp512(_mm512_sub_ps(sv, _mm512_set1_ps(new_max))));
+      sum_v = _mm512_add_ps(sum_v, p);
+      _mm512_storeu_ps(s + c * kLanes, p);
+    }
+    row_sum[r] = row_sum[r] * correction[h] + _mm512_reduce_add_ps(sum_v);
+  }
+  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPassLanes) {
+    switch (head_dim - d0 < kPassLanes ? (head_dim - d0) / kLanes : kPassLanes / kLanes) {
+      case 1:
+        value_pass<kHeads, 1>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        break;
+      case 2:
+        value_pass<kHeads, 2>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        break;
+      case 3:
+        value_pass<kHeads, 3>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        break;
+      default:
+        value_pass<kHeads, 4>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+// Per row r = (token t, group head g) the state of a softmax over the keys seen so far, kept
+// across blocks of kKeyBlock keys: running max m, running sum l of exp(s - m), and
+// acc = sum of exp(s - m) * v. Within a block all scores are computed before any exp (two
+// passes), so only a new block with max m' > m rescales l and acc by exp(m - m'). Blocks and
+// chunks start at absolute key positions, so a row's arithmetic depends only on its position.
+//
+//   scratch: acc [rows, D] | scores [kHeadsPerPass, kKeyBlock] | m [rows] | l [rows]
+void attention_tile(const avx2::AttentionTile& tile) {
+  const std::int64_t head_dim = tile.head_dim;
+  const std::int64_t rows = tile.num_queries * tile.group_size;
+  float* acc = tile.scratch;
+  float* scores = acc + rows * head_dim;
+  float* row_max = scores + kHeadsPerPass * kKeyBlock;
+  float* row_sum = row_max + rows;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    row_max[r] = -INFINITY;
+    row_sum[r] = 0.0f;
+  }
+  for (std::int64_t i = 0; i < rows * head_dim; ++i) acc[i] = 0.0f;
+
+  const std::int64_t last_position = tile.first_position + tile.num_queries - 1;
+  const float* keys[kKeyBlock];
+  const float* values[kKeyBlock];
+  for (std::int64_t key0 = 0; key0 <= last_position; key0 += kKeyBlock) {
+    const std::int64_t block =
+        last_position + 1 - key0 < kKeyBlock ? last_position + 1 - key0 : kKeyBlock;
+    for (std::int64_t j = 0; j < block; ++j) {
+      const std::int64_t position = key0 + j;
+      const std::int64_t slot =
+          static_cast<std::int64_t>(tile.block_table[position / tile.block_size]) *
+              tile.block_size +
+          position % tile.block_size;
+      keys[j] = tile.k + slot * tile.slot_stride;
+      values[j] = tile.v + slot * tile.slot_stride;
+    }
+    for (std::int64_t t = 0; t < tile.num_queries; ++t) {
+      // Causal: token t sees keys up to its own position; later tokens of the tile see more.
+      const std::int64_t visible_to = tile.first_position + t - key0 + 1;
+      if (visible_to <= 0) continue;
+      const std::int64_t visible = visible_to < block ? visible_to : block;
+      for (std::int64_t g0 = 0; g0 < tile.group_size; g0 += kHeadsPerPass) {
+        const std::int64_t r0 = t * tile.group_size + g0;
+        const float* q = tile.q + t * tile.token_stride + g0 * head_dim;
+        switch (tile.group_size - g0 < kHeadsPerPass ? tile.group_size - g0 : kHeadsPerPass) {
+          case 1:
+            heads_block<1>(tile, q, r0, keys, values, visible, acc, scores, row_max, row_sum);
+            break;
+          case 2:
+            heads_block<2>(tile, q, r0, keys, values, visible, acc, scores, row_max, row_sum);
+            break;
+          case 3:
+            heads_block<3>(tile, q, r0, keys, values, visible, acc, scores, row_max, row_sum);
+            break;
+          default:
+            heads_block<4>(tile, q, r0, keys, values, visible, acc, scores, row_max, row_sum);
+            break;
+        }
+      }
+    }
+  }
+  for (std::int64_t t = 0; t < tile.num_queries; ++t) {
+    for (std::int64_t g = 0; g < tile.group_size; ++g) {
+      const std::int64_t r = t * tile.group_size + g;
+      const __m512 inv = _mm512_set1_ps(1.0f / row_sum[r]);
+      float* o = tile.out + t * tile.token_stride + g * head_dim;
+      for (std::int64_t d = 0; d < head_dim; d += kLanes) {
+        _mm512_storeu_ps(o + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * head_dim + d), inv));
+      }
+    }
+  }
+}
+
+}  // namespace pagoda::cpu::avx512
