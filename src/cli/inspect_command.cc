@@ -37,6 +37,7 @@ nlohmann::ordered_json model_json(const ModelFiles& files) {
   j["path"] = files.path;
   j["format"] = files.format == ModelFormat::kGguf ? "gguf" : "huggingface";
   j["config"] = config_json(files.config);
+  j["quantization"] = files.quantization.summary();
   j["has_chat_template"] = files.chat_template.has_value();
   auto& tensors = j["tensors"] = nlohmann::ordered_json::array();
   for (const ModelTensor& t : files.tensors) {

@@ -1,7 +1,9 @@
 #include "model/dequantize.h"
 
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 namespace pagoda {
@@ -205,6 +207,30 @@ void block_bf16(const std::uint8_t* b, float* y) {
   *y = bf16_to_float(load_u16(b));
 }
 
+void block_f8_e4m3(const std::uint8_t* b, float* y) {
+  *y = fp8_e4m3_to_float(*b);
+}
+
+// Q4_Z, 32 weights in 19 bytes: fp16 d | u8 z | 16 bytes of nibbles in Q4_0's order;
+// value = d * (q - z). q - z is a small integer, so the product is exact in float: the weight is
+// exactly what a GPTQ or AWQ checkpoint defines, with no rounding added.
+void block_q4_z(const std::uint8_t* b, float* y) {
+  const float d = load_fp16(b);
+  const int z = b[2];
+  const std::uint8_t* qs = b + 3;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>((qs[j] & 0x0F) - z);
+    y[j + 16] = d * static_cast<float>((qs[j] >> 4) - z);
+  }
+}
+
+// F8_S, 32 weights in 36 bytes: fp32 s | 32 E4M3 bytes; value = s * f, one float rounding.
+void block_f8_s(const std::uint8_t* b, float* y) {
+  float s;
+  std::memcpy(&s, b, sizeof(s));
+  for (int j = 0; j < 32; ++j) y[j] = s * fp8_e4m3_to_float(b[4 + j]);
+}
+
 using BlockDecoder = void (*)(const std::uint8_t*, float*);
 
 BlockDecoder decoder_for(DType dtype) {
@@ -222,6 +248,9 @@ BlockDecoder decoder_for(DType dtype) {
     case DType::kQ4_K: return block_q4_k;
     case DType::kQ5_K: return block_q5_k;
     case DType::kQ6_K: return block_q6_k;
+    case DType::kF8E4M3: return block_f8_e4m3;
+    case DType::kQ4_Z: return block_q4_z;
+    case DType::kF8_S: return block_f8_s;
     default: return nullptr;
   }
 }
@@ -241,6 +270,23 @@ float fp16_to_float(std::uint16_t bits) {
   return std::bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
 
+float fp8_e4m3_to_float(std::uint8_t bits) {
+  // E4M3 (OCP FP8, "fn" variant): 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities,
+  // S.1111.111 is NaN, so the largest magnitude is 448.
+  const bool negative = (bits & 0x80) != 0;
+  const int exponent = (bits >> 3) & 0x0F;
+  const int mantissa = bits & 0x07;
+  float magnitude;
+  if (exponent == 0x0F && mantissa == 0x07) {
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  } else if (exponent == 0) {
+    magnitude = static_cast<float>(mantissa) * 0x1p-9f;  // Subnormal: mantissa/8 * 2^-6.
+  } else {
+    magnitude = std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
 float bf16_to_float(std::uint16_t bits) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
 }
@@ -254,7 +300,7 @@ Status dequantize(DType dtype, std::span<const std::uint8_t> src, std::span<floa
   if (decode == nullptr) {
     return unimplemented("dequantizing " + std::string(dtype_name(dtype)) +
                          " is not supported; use a model quantized as F32, F16, BF16, Q4_0, "
-                         "Q4_1, Q5_0, Q5_1, Q8_0 or Q2_K..Q6_K");
+                         "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K or F8_E4M3");
   }
   const DTypeInfo& info = dtype_info(dtype);
   const std::optional<std::uint64_t> bytes = dtype_num_bytes(dtype, dst.size());

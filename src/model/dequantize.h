@@ -20,6 +20,8 @@ Status dequantize(DType dtype, std::span<const std::uint8_t> src, std::span<floa
 
 /// IEEE half-precision bits to float (exact, subnormals and infinities included).
 float fp16_to_float(std::uint16_t bits);
+/// OCP FP8 E4M3 ("e4m3fn": no infinities, max 448) bits to float (exact).
+float fp8_e4m3_to_float(std::uint8_t bits);
 /// bfloat16 bits to float (exact).
 float bf16_to_float(std::uint16_t bits);
 

@@ -48,6 +48,10 @@ constexpr std::array kDTypes = {
     DTypeInfo{DType::kTQ1_0, "TQ1_0", 256, 54, 34, false},
     DTypeInfo{DType::kTQ2_0, "TQ2_0", 256, 66, 35, false},
     DTypeInfo{DType::kMXFP4, "MXFP4", 32, 17, 39, false},
+    // fp16 d | u8 z | 16 bytes of nibbles in Q4_0's order (src/quant/q4_z_block.h).
+    DTypeInfo{DType::kQ4_Z, "Q4_Z", 32, 19, -1, false},
+    // fp32 s | 32 E4M3 bytes (src/quant/f8_s_block.h).
+    DTypeInfo{DType::kF8_S, "F8_S", 32, 36, -1, false},
 };
 
 constexpr bool table_is_indexed_by_enum() {

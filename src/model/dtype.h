@@ -49,6 +49,10 @@ enum class DType : std::uint8_t {
   kTQ1_0,
   kTQ2_0,
   kMXFP4,
+  // Pagoda's own load-time layouts (src/quant/), never stored in a file: checkpoints quantized
+  // by other tools are repacked into them so the CPU kernels decode them like ggml blocks.
+  kQ4_Z,  ///< 32 x 4-bit q, fp16 scale d, integer zero z: x = d * (q - z) (GPTQ, AWQ, int4 RTN).
+  kF8_S,  ///< 32 x E4M3 f, fp32 scale s: x = s * f (FP8 per-tensor, per-channel or block scales).
 };
 
 /// Storage layout of one DType.

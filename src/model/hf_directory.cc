@@ -6,6 +6,7 @@
 
 #include "common/mapped_file.h"
 #include "model/hf_config.h"
+#include "model/quantization_config.h"
 
 namespace pagoda {
 
@@ -126,6 +127,8 @@ StatusOr<HfDirectory> open_hf_directory(const std::string& dir) {
   const std::string config_path = join(dir, "config.json");
   PAGODA_ASSIGN_OR_RETURN(std::string config_text, read_text_file(config_path));
   PAGODA_ASSIGN_OR_RETURN(out.config, model_config_from_hf_json(config_text, config_path));
+  PAGODA_ASSIGN_OR_RETURN(out.quantization,
+                          quantization_config_from_hf_json(config_text, config_path));
   const std::string generation_path = join(dir, "generation_config.json");
   if (is_file(generation_path)) {
     PAGODA_ASSIGN_OR_RETURN(std::string text, read_text_file(generation_path));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/quantization_config.h"
 #include "model/safetensors_file.h"
 #include "pagoda/model_config.h"
 #include "pagoda/status.h"
@@ -17,6 +18,8 @@ namespace pagoda {
 struct HfDirectory {
   std::string path;
   ModelConfig config;
+  /// config.json's quantization_config; method kNone when absent.
+  QuantizationConfig quantization;
   GenerationDefaults generation;
   /// model.safetensors, or the shards in the order the index first names them.
   std::vector<std::shared_ptr<const SafetensorsFile>> shards;

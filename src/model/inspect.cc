@@ -92,6 +92,9 @@ Status write_model_summary(const ModelFiles& files, std::ostream& out) {
              c.bos_token_id ? std::to_string(*c.bos_token_id) : "none",
              ids_string(c.eos_token_ids));
   if (!c.torch_dtype.empty()) fmt::print(out, "torch dtype:        {}\n", c.torch_dtype);
+  if (files.quantization.method != QuantizationMethod::kNone) {
+    fmt::print(out, "quantization:       {}\n", files.quantization.summary());
+  }
   fmt::print(out, "tokenizer:          {}\n", tokenizer);
   fmt::print(out, "chat template:      {}\n",
              files.chat_template ? fmt::format("yes ({} chars)", files.chat_template->size())

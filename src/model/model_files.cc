@@ -31,6 +31,7 @@ StatusOr<ModelFiles> open_hf(const std::string& path) {
   files.format = ModelFormat::kHuggingFace;
   files.path = path;
   files.config = std::move(dir.config);
+  files.quantization = std::move(dir.quantization);
   files.generation = dir.generation;
   files.chat_template = std::move(dir.chat_template);
   files.tokenizer_json_path = std::move(dir.tokenizer_json_path);

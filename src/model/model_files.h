@@ -11,6 +11,7 @@
 
 #include "model/dtype.h"
 #include "model/gguf_file.h"
+#include "model/quantization_config.h"
 #include "model/safetensors_file.h"
 #include "pagoda/model_config.h"
 #include "pagoda/status.h"
@@ -40,6 +41,9 @@ struct ModelFiles {
   /// The path given to open_model_files().
   std::string path;
   ModelConfig config;
+  /// HF only: how the checkpoint's linear weights are quantized (kNone for GGUF, whose
+  /// quantization is each tensor's type).
+  QuantizationConfig quantization;
   GenerationDefaults generation;
   /// In file order (GGUF) or shard then data order (HF).
   std::vector<ModelTensor> tensors;

@@ -10,7 +10,8 @@ namespace pagoda::models {
 StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create(
     std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options) {
   const ModelConfig& c = files->config;
-  PAGODA_ASSIGN_OR_RETURN(LlamaWeights weights, load_llama_weights(*files));
+  PAGODA_ASSIGN_OR_RETURN(LlamaWeights weights,
+                          load_llama_weights(*files, {.quantization = options.quantization}));
   if (options.max_num_batched_tokens <= 0) {
     return invalid_argument("max_num_batched_tokens must be positive");
   }

@@ -11,6 +11,7 @@
 #include "model/model_files.h"
 #include "models/llama.h"
 #include "pagoda/model_executor.h"
+#include "quant/load_time_quantization.h"
 
 namespace pagoda::models {
 
@@ -19,6 +20,8 @@ struct CpuExecutorOptions {
   int num_threads = 0;                         ///< 0: one per hardware thread.
   std::int64_t max_num_batched_tokens = 2048;  ///< Activation buffers hold this many tokens.
   std::int64_t max_model_len = 0;              ///< 0: the model's max_position_embeddings.
+  /// `--quantization`: quantize unquantized linear weights at load.
+  quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
 };
 
 /// Runs a Llama-family model on the CPU.

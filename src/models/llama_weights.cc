@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "models/linear_weights.h"
 #include "models/weights.h"
 
 namespace pagoda::models {
@@ -27,31 +28,32 @@ StatusOr<std::vector<float>> get_vector(const Weights& w, std::string_view name,
   return w.get_f32(name, {static_cast<std::uint64_t>(size)});
 }
 
-StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c) {
+StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c,
+                                       LinearWeightLoader& linear) {
   const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
   const std::int64_t kv_dim = c.num_key_value_heads * c.head_dim;
   LlamaLayerWeights layer;
   PAGODA_ASSIGN_OR_RETURN(layer.input_layernorm,
                           get_vector(w, "input_layernorm.weight", c.hidden_size));
   const Weights attn = w.pp("self_attn");
-  PAGODA_ASSIGN_OR_RETURN(layer.q_proj, get_matrix(attn, "q_proj.weight", q_dim, c.hidden_size));
-  PAGODA_ASSIGN_OR_RETURN(layer.k_proj, get_matrix(attn, "k_proj.weight", kv_dim, c.hidden_size));
-  PAGODA_ASSIGN_OR_RETURN(layer.v_proj, get_matrix(attn, "v_proj.weight", kv_dim, c.hidden_size));
+  PAGODA_ASSIGN_OR_RETURN(layer.q_proj, linear.load(attn, "q_proj", q_dim, c.hidden_size));
+  PAGODA_ASSIGN_OR_RETURN(layer.k_proj, linear.load(attn, "k_proj", kv_dim, c.hidden_size));
+  PAGODA_ASSIGN_OR_RETURN(layer.v_proj, linear.load(attn, "v_proj", kv_dim, c.hidden_size));
   if (c.attention_bias) {
     PAGODA_ASSIGN_OR_RETURN(layer.q_bias, get_vector(attn, "q_proj.bias", q_dim));
     PAGODA_ASSIGN_OR_RETURN(layer.k_bias, get_vector(attn, "k_proj.bias", kv_dim));
     PAGODA_ASSIGN_OR_RETURN(layer.v_bias, get_vector(attn, "v_proj.bias", kv_dim));
   }
-  PAGODA_ASSIGN_OR_RETURN(layer.o_proj, get_matrix(attn, "o_proj.weight", c.hidden_size, q_dim));
+  PAGODA_ASSIGN_OR_RETURN(layer.o_proj, linear.load(attn, "o_proj", c.hidden_size, q_dim));
   PAGODA_ASSIGN_OR_RETURN(layer.post_attention_layernorm,
                           get_vector(w, "post_attention_layernorm.weight", c.hidden_size));
   const Weights mlp = w.pp("mlp");
   PAGODA_ASSIGN_OR_RETURN(layer.gate_proj,
-                          get_matrix(mlp, "gate_proj.weight", c.intermediate_size, c.hidden_size));
+                          linear.load(mlp, "gate_proj", c.intermediate_size, c.hidden_size));
   PAGODA_ASSIGN_OR_RETURN(layer.up_proj,
-                          get_matrix(mlp, "up_proj.weight", c.intermediate_size, c.hidden_size));
+                          linear.load(mlp, "up_proj", c.intermediate_size, c.hidden_size));
   PAGODA_ASSIGN_OR_RETURN(layer.down_proj,
-                          get_matrix(mlp, "down_proj.weight", c.hidden_size, c.intermediate_size));
+                          linear.load(mlp, "down_proj", c.hidden_size, c.intermediate_size));
   return layer;
 }
 
@@ -105,9 +107,17 @@ StatusOr<std::vector<float>> rope_inv_freq(const ModelFiles& files, const Weight
 
 }  // namespace
 
-StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files) {
+StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
+                                          const LlamaLoadOptions& options) {
   const ModelConfig& c = files.config;
   PAGODA_RETURN_IF_ERROR(c.validate());
+  if (options.quantization != quant::LoadTimeQuantization::kNone &&
+      files.quantization.method != QuantizationMethod::kNone) {
+    return invalid_argument(files.path + " is already quantized (" + files.quantization.summary() +
+                            "); drop --quantization " +
+                            std::string(quant::load_time_quantization_name(options.quantization)));
+  }
+  LinearWeightLoader linear(files, options.quantization);
   const std::string& arch = c.architecture;
   if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
     return unimplemented(files.path + ": architecture \"" + arch +
@@ -121,17 +131,20 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files) {
   weights.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     PAGODA_ASSIGN_OR_RETURN(LlamaLayerWeights layer,
-                            load_layer(model.pp("layers").pp(std::to_string(i)), c));
+                            load_layer(model.pp("layers").pp(std::to_string(i)), c, linear));
     weights.layers.push_back(std::move(layer));
   }
   PAGODA_ASSIGN_OR_RETURN(weights.norm, get_vector(model, "norm.weight", c.hidden_size));
   // Some tied checkpoints still store lm_head; use it when present, the embedding otherwise.
-  if (root.contains("lm_head.weight") || !c.tie_word_embeddings) {
+  if (root.contains("lm_head.weight") || root.contains("lm_head.qweight") ||
+      !c.tie_word_embeddings) {
     PAGODA_ASSIGN_OR_RETURN(weights.lm_head,
-                            get_matrix(root, "lm_head.weight", c.vocab_size, c.hidden_size));
+                            linear.load(root, "lm_head", c.vocab_size, c.hidden_size,
+                                        /*quantize_at_load=*/false));
   } else {
     weights.lm_head = weights.embed_tokens;
   }
+  weights.repacked = linear.take_storage();
   weights.rope_style = rope_style(files);
   PAGODA_ASSIGN_OR_RETURN(weights.rope_inv_freq, rope_inv_freq(files, root));
   return weights;

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend/cpu/rope.h"
 #include "backend/cpu/tensor_view.h"
 #include "model/model_files.h"
 #include "pagoda/status.h"
+#include "quant/load_time_quantization.h"
+#include "quant/quantized_matrix.h"
 
 namespace pagoda::models {
 
@@ -39,9 +42,20 @@ struct LlamaWeights {
   /// files (their Q/K rows are permuted at conversion), rotate-half otherwise.
   cpu::RopeStyle rope_style = cpu::RopeStyle::kRotateHalf;
   std::vector<float> rope_inv_freq;  ///< [head_dim / 2], scaling applied
+  /// The matrices repacked or quantized at load (GPTQ, AWQ, FP8, --quantization) that some
+  /// views above point into; empty when every matrix is used in place from the file.
+  std::vector<std::shared_ptr<const quant::QuantizedMatrix>> repacked;
+};
+
+/// How to load the weights.
+struct LlamaLoadOptions {
+  /// `--quantization`: quantize the decoder layers' unquantized linear weights at load (the
+  /// embedding and the LM head stay as stored).
+  quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
 };
 
 /// Finds and checks every weight of `files` (which must outlive the result).
-StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files);
+StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
+                                          const LlamaLoadOptions& options = {});
 
 }  // namespace pagoda::models

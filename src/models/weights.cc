@@ -38,6 +38,11 @@ bool Weights::contains(std::string_view name) const {
   return table_->contains(full_name(name));
 }
 
+const ModelTensor* Weights::find(std::string_view name) const {
+  auto it = table_->find(full_name(name));
+  return it == table_->end() ? nullptr : it->second;
+}
+
 StatusOr<const ModelTensor*> Weights::get_optional(std::string_view name,
                                                    const Shape& shape) const {
   const std::string full = full_name(name);
@@ -49,9 +54,10 @@ StatusOr<const ModelTensor*> Weights::get_optional(std::string_view name,
                             ", file has " + shape_to_string(tensor.shape));
   }
   if (!dequantize_supported(tensor.dtype)) {
-    return unimplemented(source_ + ": " + full + ": tensor type " +
-                         std::string(dtype_name(tensor.dtype)) +
-                         " is not supported; use F32, F16, BF16, Q8_0, Q4_0, Q4_1 or a K-quant");
+    return unimplemented(
+        source_ + ": " + full + ": tensor type " + std::string(dtype_name(tensor.dtype)) +
+        " is not supported; use F32, F16, BF16, Q8_0, Q4_0, Q4_1, a K-quant or a GPTQ, AWQ or "
+        "FP8 checkpoint");
   }
   return &tensor;
 }

@@ -35,6 +35,9 @@ class Weights {
   /// Whether the tensor `name` (under this prefix) exists.
   bool contains(std::string_view name) const;
 
+  /// The tensor `name` as stored, unchecked (packed quantization tensors); nullptr when absent.
+  const ModelTensor* find(std::string_view name) const;
+
   /// The tensor `name`, checked to have `shape` and a type the kernels decode.
   StatusOr<const ModelTensor*> get(std::string_view name, const Shape& shape) const;
 

@@ -1,0 +1,142 @@
+// `pagoda perplexity`: how well the model predicts a text, the standard check that a quantized
+// model still is the model. The text is tokenized once and cut into non-overlapping windows of
+// --ctx tokens; in each window every token after the first is scored given the ones before it
+// (a fresh sequence per window, like llama.cpp's llama-perplexity, which however scores only the
+// second half of each window). PPL = exp(mean negative log-likelihood over scored tokens).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/model_assets.h"
+#include "models/cpu_model_executor.h"
+#include "models/single_sequence_batcher.h"
+
+namespace pagoda::cli {
+
+namespace {
+
+constexpr std::int64_t kBlockSize = 16;
+
+StatusOr<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("--text-file " + path + ": cannot open it");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) return invalid_argument("--text-file " + path + " is empty");
+  return text.str();
+}
+
+// -log softmax(logits)[target], in double.
+double negative_log_likelihood(const float* logits, std::int64_t vocab, std::int32_t target) {
+  float max_logit = logits[0];
+  for (std::int64_t v = 1; v < vocab; ++v) max_logit = std::max(max_logit, logits[v]);
+  double sum = 0.0;
+  for (std::int64_t v = 0; v < vocab; ++v)
+    sum += std::exp(static_cast<double>(logits[v] - max_logit));
+  return std::log(sum) + max_logit - logits[target];
+}
+
+struct PerplexityResult {
+  double nll_sum = 0.0;
+  std::int64_t num_scored = 0;
+  std::int64_t num_windows = 0;
+};
+
+StatusOr<PerplexityResult> evaluate(ModelExecutor& exec, const std::vector<std::int32_t>& tokens,
+                                    std::int64_t ctx, std::int64_t max_windows) {
+  const std::int64_t vocab = exec.info().vocab_size;
+  const std::int64_t num_blocks = (ctx + kBlockSize - 1) / kBlockSize;
+  PAGODA_RETURN_IF_ERROR(exec.allocate_kv_cache(num_blocks, kBlockSize));
+  std::vector<float> logits(static_cast<std::size_t>(ctx * vocab));
+  ForwardBatch batch;
+  PerplexityResult result;
+  const auto total = static_cast<std::int64_t>(tokens.size());
+  for (std::int64_t start = 0; start + 1 < total; start += ctx) {
+    if (max_windows > 0 && result.num_windows == max_windows) break;
+    const std::int64_t n = std::min(ctx, total - start);
+    // A fresh sequence in the same blocks: the window's K/V overwrites the last one's.
+    models::SingleSequenceBatcher batcher(kBlockSize, num_blocks);
+    PAGODA_RETURN_IF_ERROR(batcher.next(std::span(tokens).subspan(start, n), batch));
+    batch.logits_indices.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) batch.logits_indices[i] = static_cast<std::int32_t>(i);
+    PAGODA_RETURN_IF_ERROR(exec.forward(batch, logits.data()));
+    for (std::int64_t i = 0; i + 1 < n; ++i) {
+      result.nll_sum += negative_log_likelihood(logits.data() + i * vocab, vocab,
+                                                tokens[static_cast<std::size_t>(start + i + 1)]);
+    }
+    result.num_scored += n - 1;
+    ++result.num_windows;
+  }
+  return result;
+}
+
+}  // namespace
+
+CLI::App* PerplexityCommand::add_to(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "perplexity", "Perplexity of the model on a text file, over windows of --ctx tokens (CPU)");
+  sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
+  sub->add_option("--text-file", text_file, "UTF-8 text to score")->required();
+  sub->add_option("--ctx", ctx, "Tokens per window")->capture_default_str();
+  sub->add_option("--max-windows", max_windows, "Score at most this many windows (0: all)")
+      ->capture_default_str();
+  sub->add_option("--threads", threads, "Threads (default: all cores)");
+  sub->add_flag("--json", json, "Print one JSON object instead of text");
+  quantization.add_to(*sub);
+  return sub;
+}
+
+int PerplexityCommand::run(const char* argv0) const {
+  if (ctx < 2) return report_error(invalid_argument("--ctx must be at least 2"));
+  if (max_windows < 0) return report_error(invalid_argument("--max-windows must be >= 0"));
+  auto load_time = quantization.for_cpu();
+  if (!load_time.ok()) return report_error(load_time.status());
+  auto text = read_text(text_file);
+  if (!text.ok()) return report_error(text.status());
+  auto path = resolve_model_path(model, argv0);
+  if (!path.ok()) return report_error(path.status());
+  auto opened = open_model_files(*path);
+  if (!opened.ok()) return report_error(opened.status());
+  auto files = std::make_shared<const ModelFiles>(std::move(*opened));
+  auto tokenizer = load_model_tokenizer(*files);
+  if (!tokenizer.ok()) return report_error(tokenizer.status());
+  const std::vector<std::int32_t> tokens = (*tokenizer)->encode(*text);
+  if (tokens.size() < 2) {
+    return report_error(invalid_argument("--text-file has fewer than 2 tokens"));
+  }
+  auto executor = models::CpuModelExecutor::create(
+      files, {.num_threads = threads, .max_num_batched_tokens = ctx, .quantization = *load_time});
+  if (!executor.ok()) return report_error(executor.status());
+  if (ctx > (*executor)->info().max_model_len) {
+    return report_error(invalid_argument("--ctx " + std::to_string(ctx) + " exceeds the model's " +
+                                         std::to_string((*executor)->info().max_model_len) +
+                                         "-token context"));
+  }
+  auto result = evaluate(**executor, tokens, ctx, max_windows);
+  if (!result.ok()) return report_error(result.status());
+  const double ppl = std::exp(result->nll_sum / static_cast<double>(result->num_scored));
+  const std::string quant = files->quantization.method != QuantizationMethod::kNone
+                                ? files->quantization.summary()
+                                : quantization.quantization;
+  if (json) {
+    const nlohmann::json out = {{"perplexity", ppl},
+                                {"num_tokens", result->num_scored},
+                                {"num_windows", result->num_windows},
+                                {"ctx", ctx},
+                                {"quantization", quant}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("perplexity %.4f over %lld tokens (%lld windows of <= %lld, quantization %s)\n",
+                ppl, static_cast<long long>(result->num_scored),
+                static_cast<long long>(result->num_windows), static_cast<long long>(ctx),
+                quant.c_str());
+  }
+  return 0;
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,144 @@
+// `--quantization int4` and `fp8` at load: every weight within the format's rounding bound of
+// the original, checked element by element (a wrong scale, zero or code fails by far more).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "model/dequantize.h"
+#include "quant/fp8_weights.h"
+#include "quant/int4_rtn.h"
+
+namespace pagoda::quant {
+namespace {
+
+ModelTensor f32_tensor(const std::vector<float>& values, std::int64_t rows, std::int64_t cols) {
+  return ModelTensor{"w",
+                     DType::kF32,
+                     {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)},
+                     std::span(reinterpret_cast<const std::uint8_t*>(values.data()),
+                               values.size() * sizeof(float))};
+}
+
+std::vector<float> dequantized(const QuantizedMatrix& m) {
+  std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));
+  EXPECT_TRUE(dequantize(m.dtype, m.bytes, out).ok());
+  return out;
+}
+
+TEST(Int4Rtn, EveryWeightWithinHalfAStepOfItsGroup) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  constexpr std::int64_t kRows = 13;
+  constexpr std::int64_t kCols = 576;  // 4 groups of 128 and a tail of 64
+  std::vector<float> w(kRows * kCols);
+  for (float& v : w) v = dist(rng) + (rng() % 3 == 0 ? 0.03f : 0.0f);
+  for (std::int64_t k = 0; k < kCols; ++k) w[2 * kCols + k] = 0.0f;  // An all-zero row.
+  StatusOr<QuantizedMatrix> q = quantize_int4_rtn("w", f32_tensor(w, kRows, kCols), kRows, kCols);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_EQ(q->group_size, 128);
+  const std::vector<float> got = dequantized(*q);
+  for (std::int64_t n = 0; n < kRows; ++n) {
+    for (std::int64_t g0 = 0; g0 < kCols; g0 += 128) {
+      const std::int64_t g1 = std::min(kCols, g0 + 128);
+      float lo = 0.0f;
+      float hi = 0.0f;
+      for (std::int64_t k = g0; k < g1; ++k) {
+        lo = std::min(lo, w[n * kCols + k]);
+        hi = std::max(hi, w[n * kCols + k]);
+      }
+      // Step d = (hi - lo) / 15 rounded to fp16 (relative 2^-11); rounding to the grid costs
+      // at most d / 2, and the fp16-rounded step can push the range's ends by 15 * d * 2^-11.
+      const float d = (hi - lo) / 15.0f;
+      const float bound = d * (0.5f + 16.0f * 0x1p-11f) + 1e-7f;
+      for (std::int64_t k = g0; k < g1; ++k) {
+        const std::size_t i = static_cast<std::size_t>(n * kCols + k);
+        ASSERT_LE(std::fabs(got[i] - w[i]), bound) << "row " << n << " col " << k;
+      }
+    }
+  }
+}
+
+TEST(Fp8PerChannel, EveryWeightWithinE4M3Rounding) {
+  std::mt19937_64 rng(12);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  constexpr std::int64_t kRows = 9;
+  constexpr std::int64_t kCols = 160;
+  std::vector<float> w(kRows * kCols);
+  for (std::int64_t n = 0; n < kRows; ++n) {
+    const float row_scale = std::ldexp(1.0f, static_cast<int>(n) - 4);  // Rows of any magnitude.
+    for (std::int64_t k = 0; k < kCols; ++k) w[n * kCols + k] = dist(rng) * row_scale;
+  }
+  StatusOr<QuantizedMatrix> q =
+      quantize_fp8_per_channel("w", f32_tensor(w, kRows, kCols), kRows, kCols);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_EQ(q->dtype, DType::kF8_S);
+  const std::vector<float> got = dequantized(*q);
+  for (std::int64_t n = 0; n < kRows; ++n) {
+    float amax = 0.0f;
+    for (std::int64_t k = 0; k < kCols; ++k) amax = std::max(amax, std::fabs(w[n * kCols + k]));
+    const float scale = amax / 448.0f;
+    for (std::int64_t k = 0; k < kCols; ++k) {
+      const std::size_t i = static_cast<std::size_t>(n * kCols + k);
+      // 3 mantissa bits: relative error <= 2^-4 for normals; subnormals step by 2^-9 * scale.
+      const float bound = std::max(std::fabs(w[i]) * 0x1p-4f, scale * 0x1p-10f) * 1.0001f;
+      ASSERT_LE(std::fabs(got[i] - w[i]), bound) << "row " << n << " col " << k;
+    }
+    // The largest weight maps to 448 * scale: the full range is used.
+    float got_max = 0.0f;
+    for (std::int64_t k = 0; k < kCols; ++k)
+      got_max = std::max(got_max, std::fabs(got[n * kCols + k]));
+    EXPECT_NEAR(got_max, amax, amax * 1e-6f);
+  }
+}
+
+TEST(LoadTimeQuantizers, RefuseColumnsThatDoNotFillBlocks) {
+  std::vector<float> w(3 * 40, 0.5f);
+  StatusOr<QuantizedMatrix> fp8 = quantize_fp8_per_channel("layer", f32_tensor(w, 3, 40), 3, 40);
+  ASSERT_FALSE(fp8.ok());
+  EXPECT_NE(fp8.status().message().find("layer"), std::string::npos);
+  StatusOr<QuantizedMatrix> int4 = quantize_int4_rtn("layer", f32_tensor(w, 3, 40), 3, 40);
+  ASSERT_FALSE(int4.ok());
+}
+
+TEST(Fp8Checkpoint, PerTensorAndPerChannelScales) {
+  constexpr std::int64_t kRows = 4;
+  constexpr std::int64_t kCols = 64;
+  std::vector<std::uint8_t> codes(kRows * kCols);
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(i % 0x7E);
+  const ModelTensor weight{"layer.weight", DType::kF8E4M3, {kRows, kCols}, codes};
+  QuantizationConfig config;
+  config.method = QuantizationMethod::kCompressedTensorsFp8;
+  for (const std::int64_t num_scales : {1, 4}) {
+    std::vector<float> scales(static_cast<std::size_t>(num_scales));
+    for (std::int64_t i = 0; i < num_scales; ++i) scales[i] = 0.25f * static_cast<float>(i + 1);
+    const ModelTensor scale{
+        "layer.weight_scale",
+        DType::kF32,
+        {static_cast<std::uint64_t>(num_scales), 1},
+        std::span(reinterpret_cast<const std::uint8_t*>(scales.data()), scales.size() * 4)};
+    StatusOr<QuantizedMatrix> m = fp8_from_checkpoint("layer", weight, scale, config, kRows, kCols);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    const std::vector<float> got = dequantized(*m);
+    for (std::int64_t n = 0; n < kRows; ++n) {
+      for (std::int64_t k = 0; k < kCols; ++k) {
+        const float s = scales[num_scales == 1 ? 0 : n];
+        ASSERT_EQ(got[n * kCols + k], s * fp8_e4m3_to_float(codes[n * kCols + k]));
+      }
+    }
+  }
+  const std::vector<float> three = {1.0f, 2.0f, 3.0f};
+  const ModelTensor bad{"layer.weight_scale",
+                        DType::kF32,
+                        {3},
+                        std::span(reinterpret_cast<const std::uint8_t*>(three.data()), 12)};
+  StatusOr<QuantizedMatrix> m = fp8_from_checkpoint("layer", weight, bad, config, kRows, kCols);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("layer.weight_scale has 3 scales"), std::string::npos)
+      << m.status().message();
+}
+
+}  // namespace
+}  // namespace pagoda::quant
