@@ -144,6 +144,22 @@ std::string ServingMetrics::render(const engine::EngineStats& stats) const {
           static_cast<double>(stats.trace_bytes_written));
   counter(metric("trace_engine_seconds_total"),
           "Engine-thread time spent producing trace data, in seconds.", stats.trace_seconds);
+  // Speculative decoding (vLLM's spec_decode_* names); zeros without --speculative-config.
+  const engine::SpecDecodeStats& spec = stats.spec_decode;
+  counter(metric("spec_decode_num_drafts_total"), "Speculative verifications (request-steps).",
+          static_cast<double>(spec.num_drafts));
+  counter(metric("spec_decode_num_draft_tokens_total"), "Drafted tokens verified.",
+          static_cast<double>(spec.num_draft_tokens));
+  counter(metric("spec_decode_num_accepted_tokens_total"), "Drafted tokens accepted.",
+          static_cast<double>(spec.num_accepted_tokens));
+  w.family(metric("spec_decode_num_accepted_tokens_per_pos_total"), "counter",
+           "Drafted tokens accepted at each draft position (0 = first).");
+  for (std::size_t p = 0; p < spec.num_accepted_tokens_per_pos.size(); ++p) {
+    MetricLabels labels = model;
+    labels.emplace_back("position", std::to_string(p));
+    w.sample(metric("spec_decode_num_accepted_tokens_per_pos_total"), labels,
+             static_cast<double>(spec.num_accepted_tokens_per_pos[p]));
+  }
   {
     std::lock_guard lock(mutex_);
     counter(metric("prompt_tokens_total"), "Prompt tokens of finished requests.",

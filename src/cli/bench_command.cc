@@ -1,11 +1,16 @@
 // `pagoda bench offline`: N random-token prompts submitted at once through the EngineClient,
 // then the same lengths as a single stream, in one invocation so both see the same machine.
+// With --speculative-config the same workload also runs on a second engine without speculation,
+// interleaved, so the speed-up is a ratio from one run.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
+#include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "cli/bench_prompts.h"
 #include "cli/commands.h"
 #include "cli/model_assets.h"
 #include "engine/cpu_engine.h"
@@ -51,19 +56,19 @@ std::vector<double> token_times(const engine::RequestTimings& timings) {
   return times;
 }
 
-StatusOr<BenchResult> run_batch(engine::EngineClient& client, std::int64_t num_prompts,
-                                std::int64_t input_len, std::int64_t output_len,
-                                std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  // Ids from the middle of the vocabulary: ordinary tokens, no specials.
-  std::uniform_int_distribution<std::int32_t> token(1000, 20000);
+// Greedy, all at once; ignore_eos keeps random prompts at output_len tokens, a grounded answer
+// ends where the model ends it.
+StatusOr<BenchResult> run_batch(engine::EngineClient& client,
+                                const std::vector<std::vector<std::int32_t>>& prompts,
+                                std::int64_t output_len, bool ignore_eos) {
+  const auto num_prompts = static_cast<std::int64_t>(prompts.size());
   std::vector<std::shared_ptr<engine::OutputStream>> streams;
   const auto start = std::chrono::steady_clock::now();
-  for (std::int64_t i = 0; i < num_prompts; ++i) {
+  for (const std::vector<std::int32_t>& prompt : prompts) {
     engine::EngineRequest r;
-    for (std::int64_t t = 0; t < input_len; ++t) r.prompt_token_ids.push_back(token(rng));
+    r.prompt_token_ids = prompt;
     r.max_tokens = output_len;
-    r.ignore_eos = true;
+    r.ignore_eos = ignore_eos;
     r.sampling.temperature = 0.0;
     r.stream = false;
     PAGODA_ASSIGN_OR_RETURN(auto stream, client.submit(std::move(r)));
@@ -117,6 +122,38 @@ void print(const char* label, const BenchResult& r) {
       r.itl_percentile(0.99) * 1e3);
 }
 
+// Stats once the engine is idle (they are published after each step).
+engine::EngineStats settled_stats(const engine::EngineClient& client) {
+  engine::EngineStats stats = client.stats();
+  for (int i = 0; i < 200 && (stats.num_running > 0 || stats.num_waiting > 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stats = client.stats();
+  }
+  return stats;
+}
+
+// Drafts between two snapshots: acceptance rate, and mean accepted length (tokens per
+// verification, the bonus token included; vLLM's mean acceptance length).
+void print_speculation(const engine::SpecDecodeStats& before,
+                       const engine::SpecDecodeStats& after) {
+  const std::int64_t drafts = after.num_drafts - before.num_drafts;
+  const std::int64_t proposed = after.num_draft_tokens - before.num_draft_tokens;
+  const std::int64_t accepted = after.num_accepted_tokens - before.num_accepted_tokens;
+  std::printf(
+      "speculation: %lld verifications, %lld draft tokens, %lld accepted (rate %.3f), "
+      "mean accepted length %.2f; per position",
+      static_cast<long long>(drafts), static_cast<long long>(proposed),
+      static_cast<long long>(accepted),
+      proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0,
+      drafts > 0 ? 1.0 + static_cast<double>(accepted) / static_cast<double>(drafts) : 0.0);
+  for (std::size_t p = 0; p < after.num_accepted_tokens_per_pos.size(); ++p) {
+    const std::int64_t prior =
+        p < before.num_accepted_tokens_per_pos.size() ? before.num_accepted_tokens_per_pos[p] : 0;
+    std::printf(" %lld", static_cast<long long>(after.num_accepted_tokens_per_pos[p] - prior));
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 CLI::App* BenchCommand::add_to(CLI::App& app) {
@@ -136,6 +173,13 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
   sub->add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
   sub->add_option("--threads", threads, "Threads (default: all cores)");
   sub->add_flag("--no-single-stream", no_single_stream, "Skip the single-stream baseline");
+  sub->add_option("--workload", workload,
+                  "random (random tokens, --input-len each) or grounded (repeat a given passage; "
+                  "EOS ends the answer)")
+      ->check(CLI::IsMember({"random", "grounded"}))
+      ->capture_default_str();
+  speculative.add_to(*sub);
+  quantization.add_to(*sub);
   trace.add_to(*sub);
   return sub;
 }
@@ -149,24 +193,85 @@ int BenchCommand::run(const char* argv0) const {
   engine::CpuEngineOptions options;
   options.model_path = *path;
   options.num_threads = threads;
+  auto load_time = quantization.for_cpu();
+  if (!load_time.ok()) return report_error(load_time.status());
+  options.quantization = *load_time;
   options.engine.scheduler.max_num_seqs = max_num_seqs;
   options.engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
-  options.engine.scheduler.max_model_len = input_len + output_len;
+  auto prompts = workload == "grounded" ? grounded_prompts(*path, num_prompts, seed)
+                                        : random_prompts(num_prompts, input_len, seed);
+  if (!prompts.ok()) return report_error(prompts.status());
+  auto single_prompt = workload == "grounded" ? grounded_prompts(*path, 1, seed + 2)
+                                              : random_prompts(1, input_len, seed + 2);
+  if (!single_prompt.ok()) return report_error(single_prompt.status());
+  std::int64_t longest = input_len;
+  for (const auto& p : *prompts) longest = std::max<std::int64_t>(longest, std::ssize(p));
+  for (const auto& p : *single_prompt) longest = std::max<std::int64_t>(longest, std::ssize(p));
+  options.engine.scheduler.max_model_len = longest + output_len;
   options.engine.kv_cache_memory_bytes = kv_cache_memory;
   if (Status s = trace.apply(options.engine); !s.ok()) return report_error(s);
+  if (Status s = speculative.apply(options.engine); !s.ok()) return report_error(s);
   auto client = engine::open_cpu_engine(options);
   if (!client.ok()) return report_error(client.status());
-  std::printf("model %s, %lld prompts x (%lld in + %lld out), max_num_seqs %lld, %lld KV blocks\n",
-              path->c_str(), static_cast<long long>(num_prompts), static_cast<long long>(input_len),
-              static_cast<long long>(output_len), static_cast<long long>(max_num_seqs),
-              static_cast<long long>((*client)->stats().num_kv_blocks));
-  // A short warm-up so page faults on the weights do not count against the first run.
-  if (auto warm = run_batch(**client, 1, 8, 2, seed + 1); !warm.ok()) {
-    return report_error(warm.status());
+  // With speculation, the baseline is the same engine without it, run beside it.
+  std::unique_ptr<engine::EngineClient> baseline;
+  if (speculative.enabled()) {
+    engine::CpuEngineOptions plain = options;
+    plain.engine.speculative.reset();
+    plain.engine.trace_sink = nullptr;
+    auto opened = engine::open_cpu_engine(std::move(plain));
+    if (!opened.ok()) return report_error(opened.status());
+    baseline = std::move(*opened);
   }
-  auto batch = run_batch(**client, num_prompts, input_len, output_len, seed);
+  std::printf(
+      "model %s, %s workload, %lld prompts x (%lld in + %lld out), max_num_seqs %lld, "
+      "%lld KV blocks%s\n",
+      path->c_str(), workload.c_str(), static_cast<long long>(num_prompts),
+      static_cast<long long>(longest), static_cast<long long>(output_len),
+      static_cast<long long>(max_num_seqs),
+      static_cast<long long>((*client)->stats().num_kv_blocks),
+      speculative.enabled() ? (", speculative " + speculative.json).c_str() : "");
+  const bool ignore_eos = workload == "random";
+  // A short warm-up so page faults on the weights do not count against the first run.
+  for (engine::EngineClient* c : {client->get(), baseline.get()}) {
+    if (c == nullptr) continue;
+    if (auto warm = run_batch(*c, random_prompts(1, 8, seed + 1), 2, true); !warm.ok()) {
+      return report_error(warm.status());
+    }
+  }
+  // One workload on the engine under test; with a baseline, in the order off, spec, spec, off
+  // so that warm-up and drift favour neither side, and the ratio pools both runs of each.
+  const auto compare =
+      [&](const char* label,
+          const std::vector<std::vector<std::int32_t>>& work) -> StatusOr<BenchResult> {
+    if (!baseline) {
+      PAGODA_ASSIGN_OR_RETURN(BenchResult on, run_batch(**client, work, output_len, ignore_eos));
+      print(label, on);
+      return on;
+    }
+    BenchResult runs[4];
+    const engine::SpecDecodeStats before = settled_stats(**client).spec_decode;
+    for (int i = 0; i < 4; ++i) {
+      const bool spec = i == 1 || i == 2;
+      PAGODA_ASSIGN_OR_RETURN(runs[i],
+                              run_batch(spec ? **client : *baseline, work, output_len, ignore_eos));
+      print((std::string(label) + (spec ? " spec" : " off")).c_str(), runs[i]);
+    }
+    print_speculation(before, settled_stats(**client).spec_decode);
+    const auto pooled = [](const BenchResult& a, const BenchResult& b) {
+      return std::pair{
+          static_cast<double>(a.output_tokens + b.output_tokens) / (a.seconds + b.seconds),
+          static_cast<double>(a.decode_tokens + b.decode_tokens) /
+              (a.decode_seconds + b.decode_seconds)};
+    };
+    const auto [on_output, on_decode] = pooled(runs[1], runs[2]);
+    const auto [off_output, off_decode] = pooled(runs[0], runs[3]);
+    std::printf("%s spec vs off: output tok/s %.2fx, decode tok/s %.2fx\n", label,
+                on_output / off_output, on_decode / off_decode);
+    return runs[1];
+  };
+  auto batch = compare("concurrent", *prompts);
   if (!batch.ok()) return report_error(batch.status());
-  print("concurrent", *batch);
   if (options.engine.trace_sink) {
     const engine::EngineStats stats = (*client)->stats();
     std::printf("trace: %lld events written, %lld dropped, %lld bytes, engine time %.1f ms\n",
@@ -175,13 +280,13 @@ int BenchCommand::run(const char* argv0) const {
                 static_cast<long long>(stats.trace_bytes_written), stats.trace_seconds * 1e3);
   }
   if (no_single_stream) return 0;
-  auto single = run_batch(**client, 1, input_len, output_len, seed + 2);
+  auto single = compare("single-stream", *single_prompt);
   if (!single.ok()) return report_error(single.status());
-  print("single-stream", *single);
+  const BenchResult& b = *batch;
+  const BenchResult& s = *single;
   std::printf("vs single stream: output tok/s %.2fx, decode tok/s %.2fx, steady decode %.2fx\n",
-              (batch->output_tokens / batch->seconds) / (single->output_tokens / single->seconds),
-              batch->decode_rate() / single->decode_rate(),
-              batch->steady_rate() / single->steady_rate());
+              (b.output_tokens / b.seconds) / (s.output_tokens / s.seconds),
+              b.decode_rate() / s.decode_rate(), b.steady_rate() / s.steady_rate());
   return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/quantization_options.h"
+#include "cli/speculative_options.h"
 #include "cli/trace_options.h"
 #include "pagoda/status.h"
 
@@ -72,6 +74,9 @@ struct GenerateCommand {
   std::string device;          ///< "cuda" or "cpu"; empty: cuda when a GPU is present
   std::string dtype = "bf16";  ///< CUDA weights/activations: bf16, f16 or f32
   double gpu_memory_utilization = 0.9;
+  /// Given: the CPU engine runs the one sequence, with speculative decoding.
+  SpeculativeOptions speculative;
+  QuantizationOptions quantization;
   CLI::App* add_to(CLI::App& app);
   int run(const char* argv0) const;
 };
@@ -89,7 +94,26 @@ struct BenchCommand {
   std::uint64_t seed = 0;
   int threads = 0;
   bool no_single_stream = false;
+  /// random: random-token prompts; grounded: chat prompts asking to repeat a given text, so
+  /// the answer copies its input (n-gram speculation's case).
+  std::string workload = "random";
+  QuantizationOptions quantization;
   TraceOptions trace;
+  SpeculativeOptions speculative;
+  CLI::App* add_to(CLI::App& app);
+  int run(const char* argv0) const;
+};
+
+/// `pagoda perplexity [MODEL] --text-file F [--ctx 512]`: perplexity of the model on a text over
+/// non-overlapping windows (CPU), to check what a quantization costs in accuracy.
+struct PerplexityCommand {
+  std::string model;
+  std::string text_file;
+  std::int64_t ctx = 512;
+  std::int64_t max_windows = 0;
+  int threads = 0;
+  bool json = false;
+  QuantizationOptions quantization;
   CLI::App* add_to(CLI::App& app);
   int run(const char* argv0) const;
 };
@@ -119,8 +143,10 @@ struct ServeCommand {
   double idle_timeout_seconds = 60;
   double shutdown_grace_seconds = 30;
   bool disable_log_requests = false;
+  QuantizationOptions quantization;
   TraceOptions trace;
   ReasoningOptions reasoning;
+  SpeculativeOptions speculative;
   CLI::App* app = nullptr;
   CLI::App* add_to(CLI::App& parent);
   int run(const char* argv0);

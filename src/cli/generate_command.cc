@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_assets.h"
+#include "engine/cpu_engine.h"
 #include "models/cpu_model_executor.h"
 #include "models/single_sequence_batcher.h"
 #if PAGODA_HAVE_CUDA
@@ -103,6 +104,14 @@ StatusOr<GenerateExecutor> make_executor(const GenerateCommand& cmd,
   GenerateExecutor out;
 #if PAGODA_HAVE_CUDA
   if (device == "cuda") {
+    // The CUDA executor dequantizes weights into --dtype at upload; it has no FP8 KV cache,
+    // no load-time quantization and no act-order input permutation yet (docs/quantization.md).
+    if (cmd.quantization.quantization != "none" || cmd.quantization.kv_cache_dtype != "auto" ||
+        files->quantization.desc_act) {
+      return unimplemented(
+          "--quantization, --kv-cache-dtype fp8 and act-order GPTQ run on the "
+          "CPU only so far; add --device cpu");
+    }
     cuda::ScalarType dtype;
     if (!cuda::parse_scalar_type(cmd.dtype, &dtype)) {
       return invalid_argument("--dtype must be bf16, f16 or f32, got \"" + cmd.dtype + "\"");
@@ -120,14 +129,71 @@ StatusOr<GenerateExecutor> make_executor(const GenerateCommand& cmd,
     return out;
   }
 #endif
+  PAGODA_ASSIGN_OR_RETURN(quant::LoadTimeQuantization quantization, cmd.quantization.for_cpu());
   PAGODA_ASSIGN_OR_RETURN(auto executor,
                           models::CpuModelExecutor::create(
                               std::move(files), {.num_threads = cmd.threads,
                                                  .max_num_batched_tokens = max_num_batched_tokens,
-                                                 .max_model_len = cmd.max_model_len}));
+                                                 .max_model_len = cmd.max_model_len,
+                                                 .quantization = quantization}));
   out.description = std::to_string(executor->num_threads()) + " threads";  // bench/peer parses it
   out.executor = std::move(executor);
   return out;
+}
+
+// With --speculative-config the sequence runs through the CPU engine, which owns speculative
+// decoding; the text streams the same way and stderr gets the same speed lines plus the drafts.
+int generate_with_engine(const GenerateCommand& cmd, const std::string& path,
+                         std::vector<std::int32_t> ids, const SamplingParams& params) {
+  auto device = chosen_device(cmd);
+  if (!device.ok()) return report_error(device.status());
+  if (*device != "cpu") {
+    return report_error(
+        unimplemented("--speculative-config runs on the CPU engine; add --device cpu"));
+  }
+  engine::CpuEngineOptions options;
+  options.model_path = path;
+  options.num_threads = cmd.threads;
+  options.engine.scheduler.max_model_len = cmd.max_model_len;
+  options.engine.scheduler.max_num_seqs = 1;
+  options.engine.cache.block_size = cmd.block_size;
+  if (Status s = cmd.speculative.apply(options.engine); !s.ok()) return report_error(s);
+  auto client = engine::open_cpu_engine(std::move(options));
+  if (!client.ok()) return report_error(client.status());
+  const auto num_prompt = static_cast<std::int64_t>(ids.size());
+  engine::EngineRequest request;
+  request.prompt_token_ids = std::move(ids);
+  request.sampling = params;
+  request.max_tokens = std::min<std::int64_t>(
+      cmd.max_tokens, (*client)->config().scheduler.max_model_len - num_prompt);
+  request.ignore_eos = cmd.ignore_eos;
+  auto stream = (*client)->submit(std::move(request));
+  if (!stream.ok()) return report_error(stream.status());
+  engine::RequestOutput final_output;
+  while (true) {
+    auto item = (*stream)->next();
+    if (!item.ok()) break;
+    if (!item->error.ok()) return report_error(item->error);
+    std::cout << item->output.text << std::flush;
+    if (item->output.finished) final_output = std::move(item->output);
+  }
+  std::cout << "\n" << std::flush;
+  const engine::RequestTimings& t = final_output.timings;
+  const std::int64_t generated = final_output.usage.num_completion_tokens;
+  const double ttft = t.time_to_first_token().value_or(0.0);
+  const double decode_seconds = t.finished_time.value_or(0.0) - t.first_token_time.value_or(0.0);
+  const engine::SpecDecodeStats spec = (*client)->stats().spec_decode;
+  std::fprintf(stderr,
+               "prompt tokens: %lld, prefill: %.1f tokens/s\n"
+               "generated tokens: %lld, decode: %.1f tokens/s (engine, %s)\n"
+               "speculation: %lld verifications, %lld draft tokens, %lld accepted\n",
+               static_cast<long long>(num_prompt), ttft > 0 ? num_prompt / ttft : 0.0,
+               static_cast<long long>(generated),
+               generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
+               cmd.speculative.json.c_str(), static_cast<long long>(spec.num_drafts),
+               static_cast<long long>(spec.num_draft_tokens),
+               static_cast<long long>(spec.num_accepted_tokens));
+  return 0;
 }
 
 }  // namespace
@@ -161,6 +227,8 @@ CLI::App* GenerateCommand::add_to(CLI::App& app) {
   sub->add_option("--gpu-memory-utilization", gpu_memory_utilization,
                   "Share of GPU memory Pagoda may use, the KV cache included")
       ->capture_default_str();
+  quantization.add_to(*sub);
+  speculative.add_to(*sub);
   return sub;
 }
 
@@ -182,6 +250,7 @@ int GenerateCommand::run(const char* argv0) const {
   if (Status s = params.validate(); !s.ok()) return report_error(s);
   const auto num_prompt = static_cast<std::int64_t>(ids->size());
   if (num_prompt == 0) return report_error(invalid_argument("the prompt has no tokens"));
+  if (speculative.enabled()) return generate_with_engine(*this, *path, std::move(*ids), params);
 
   auto made = make_executor(*this, files, std::min(num_prompt, kMaxPrefillChunk));
   if (!made.ok()) return report_error(made.status());

@@ -15,12 +15,14 @@ int main(int argc, char** argv) {
   pagoda::cli::GenerateCommand generate;
   pagoda::cli::BenchCommand bench;
   pagoda::cli::ServeCommand serve;
+  pagoda::cli::PerplexityCommand perplexity;
   CLI::App* inspect_app = inspect.add_to(app);
   CLI::App* tokenize_app = tokenize.add_to(app);
   CLI::App* chat_template_app = chat_template.add_to(app);
   CLI::App* generate_app = generate.add_to(app);
   CLI::App* bench_app = bench.add_to(app);
   CLI::App* serve_app = serve.add_to(app);
+  CLI::App* perplexity_app = perplexity.add_to(app);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   if (generate_app->parsed()) return generate.run(argv[0]);
   if (bench_app->parsed()) return bench.run(argv[0]);
   if (serve_app->parsed()) return serve.run(argv[0]);
+  if (perplexity_app->parsed()) return perplexity.run(argv[0]);
   std::fputs(app.help().c_str(), stderr);
   return 2;
 }

@@ -88,7 +88,9 @@ struct ModelLoader {
     }
 
     spdlog::info("loading weights and allocating the KV cache");
-    engine::CpuEngineOptions options{.model_path = path, .num_threads = cmd.threads};
+    PAGODA_ASSIGN_OR_RETURN(quant::LoadTimeQuantization quantization, cmd.quantization.for_cpu());
+    engine::CpuEngineOptions options{
+        .model_path = path, .num_threads = cmd.threads, .quantization = quantization};
     engine::EngineConfig& config = options.engine;
     config.scheduler.max_model_len = cmd.max_model_len;
     config.scheduler.max_num_seqs = cmd.max_num_seqs;
@@ -98,6 +100,7 @@ struct ModelLoader {
     config.max_waiting_requests = cmd.max_waiting_requests;
     PAGODA_RETURN_IF_ERROR(cmd.trace.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.reasoning.apply(config));
+    PAGODA_RETURN_IF_ERROR(cmd.speculative.apply(config));
     PAGODA_ASSIGN_OR_RETURN(engine, engine::open_cpu_engine(std::move(options)));
     const engine::EngineConfig& resolved = engine->config();
 
@@ -225,8 +228,10 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
                   "On SIGTERM/SIGINT, how long requests in flight may take to finish")
       ->capture_default_str();
   sub->add_flag("--disable-log-requests", disable_log_requests, "No log line per finished request");
+  quantization.add_to(*sub);
   trace.add_to(*sub);
   reasoning.add_to(*sub);
+  speculative.add_to(*sub);
   // Keep this last: every option registered above becomes settable as PAGODA_<FLAG_NAME> (and
   // MODEL as PAGODA_MODEL), with the command line > environment > --config > default.
   add_env_names(*sub, "PAGODA_");

@@ -41,7 +41,19 @@ StatusOr<std::unique_ptr<EngineClient>> open_cpu_engine(CpuEngineOptions options
       models::CpuModelExecutor::create(
           files, {.num_threads = options.num_threads,
                   .max_num_batched_tokens = config.scheduler.max_num_batched_tokens,
-                  .max_model_len = config.scheduler.max_model_len}));
+                  .max_model_len = config.scheduler.max_model_len,
+                  .quantization = options.quantization}));
+  if (config.speculative && config.speculative->method == spec::SpeculativeMethod::kDraftModel) {
+    // The draft runs on its own executor and cache; its vocabulary is checked against the
+    // target's when the speculator is built.
+    PAGODA_ASSIGN_OR_RETURN(ModelFiles draft_opened, open_model_files(config.speculative->model));
+    PAGODA_ASSIGN_OR_RETURN(config.draft_executor,
+                            models::CpuModelExecutor::create(
+                                std::make_shared<const ModelFiles>(std::move(draft_opened)),
+                                {.num_threads = options.num_threads,
+                                 .max_num_batched_tokens = config.scheduler.max_num_batched_tokens,
+                                 .max_model_len = executor->info().max_model_len}));
+  }
   return EngineClient::create(std::move(config), std::move(executor), std::move(tokenizer));
 }
 

@@ -9,6 +9,7 @@
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "pagoda/status.h"
+#include "quant/load_time_quantization.h"
 
 namespace pagoda::engine {
 
@@ -16,6 +17,8 @@ namespace pagoda::engine {
 struct CpuEngineOptions {
   std::string model_path;  ///< A .gguf file or a Hugging Face folder.
   int num_threads = 0;     ///< 0: one per hardware thread.
+  /// `--quantization`: quantize unquantized linear weights at load.
+  quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
   EngineConfig engine;
 };
 

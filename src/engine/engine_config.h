@@ -21,6 +21,7 @@
 #include "engine/scheduler_config.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/status.h"
+#include "spec/speculative_config.h"
 #include "trace/trace_sink.h"
 
 namespace pagoda::engine {
@@ -54,6 +55,12 @@ struct EngineConfig {
   std::optional<ReasoningTags> reasoning;
   /// What reasoning_effort low / medium / high mean, in tokens.
   ReasoningEffortBudgets reasoning_effort_budgets;
+
+  /// Speculative decoding (--speculative-config); unset: off.
+  std::optional<spec::SpeculativeConfig> speculative;
+  /// The draft model's executor when speculative->method is draft_model (its KV cache gets as
+  /// many blocks as the target's).
+  std::shared_ptr<ModelExecutor> draft_executor;
 
   /// Upper bound of the default KV budget.
   static constexpr std::int64_t kDefaultKvCacheBytesCap = std::int64_t{4} << 30;

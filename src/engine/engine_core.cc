@@ -32,8 +32,16 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(
   PAGODA_RETURN_IF_ERROR(config.scheduler.validate(config.cache));
   PAGODA_RETURN_IF_ERROR(
       executor->allocate_kv_cache(config.cache.num_blocks, config.cache.block_size));
+  std::unique_ptr<Speculator> speculator;
+  if (config.speculative) {
+    PAGODA_ASSIGN_OR_RETURN(
+        speculator,
+        Speculator::create(*config.speculative, config.draft_executor, executor->info().vocab_size,
+                           config.cache.block_size, config.cache.num_blocks));
+  }
   std::unique_ptr<EngineCore> core(
       new EngineCore(config, std::move(executor), std::move(tokenizer)));
+  core->speculator_ = std::move(speculator);
   core->publish_stats();
   {
     std::lock_guard lock(core->mutex_);
@@ -209,6 +217,10 @@ void EngineCore::add(EngineCoreRequest& r) {
   }
   sampler_.add(r.request_id, r.sampling, r.prompt_token_ids, std::move(stop_ids),
                logprobs_for_trace_only);
+  // Logprobs come one row per token and a budget forces tokens: those requests never draft.
+  if (speculator_ && !r.sampling.logprobs && !r.max_reasoning_tokens) {
+    speculator_->add(r.request_id, r.sampling);
+  }
   status = scheduler_.add_request(
       std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options));
   if (!status.ok()) abort(r.request_id, status);
@@ -224,6 +236,7 @@ void EngineCore::abort(std::string_view request_id, const Status& error) {
 
 // The five parts of a step; each callee hides its own bookkeeping.
 void EngineCore::step() {
+  if (speculator_) speculator_->propose(scheduler_);
   const SchedulerOutput scheduled = scheduler_.schedule();
   outputs_.record_scheduled(scheduled, now());
   tracer_.begin_step(num_steps_ + 1, static_cast<std::int64_t>(scheduled.requests.size()));
@@ -245,6 +258,23 @@ SampledTokens EngineCore::sample(const SchedulerOutput& scheduled) {
     if (!s.needs_sample) continue;
     std::int32_t token;
     const auto budget = budgets_.empty() ? budgets_.end() : budgets_.find(s.request_id);
+    if (s.num_spec_tokens > 0) {
+      std::vector<std::int32_t> verified =
+          speculator_->verify(s, runner_.logits_for(i), sampler_.sampler(s.request_id));
+      step_index_[s.request_id] = i;
+      if (tracer_.is_traced(s.request_id)) {
+        const Request* request = scheduler_.find_request(s.request_id);
+        const std::int64_t index = request != nullptr ? request->num_output_tokens() : 0;
+        tracer_.speculation(s.request_id, index, s.num_spec_tokens,
+                            static_cast<std::int64_t>(verified.size()) - 1, now());
+        for (std::size_t t = 0; t < verified.size(); ++t) {
+          tracer_.token(s.request_id, index + static_cast<std::int64_t>(t), verified[t], nullptr,
+                        now());
+        }
+      }
+      sampled.token_ids[i] = std::move(verified);
+      continue;
+    }
     if (budget != budgets_.end() && !budget->second.forced.empty()) {
       token = budget->second.forced.front();
       budget->second.forced.pop_front();
@@ -336,6 +366,7 @@ void EngineCore::deliver(RequestOutput output, Status error) {
 
 void EngineCore::forget_sampling(std::string_view request_id) {
   sampler_.remove(request_id);
+  if (speculator_) speculator_->remove(request_id);
   if (const auto it = budgets_.find(request_id); it != budgets_.end()) budgets_.erase(it);
 }
 
@@ -352,6 +383,7 @@ void EngineCore::publish_stats() {
   stats_.num_steps = num_steps_;
   stats_.num_failed_steps = num_failed_steps_;
   stats_.num_generated_tokens = num_generated_tokens_;
+  if (speculator_) stats_.spec_decode = speculator_->stats();
   const trace::TraceSinkStats trace = tracer_.sink_stats();
   stats_.trace_events_written = trace.events_written;
   stats_.trace_events_dropped = trace.events_dropped;

@@ -31,6 +31,7 @@
 #include "engine/request.h"
 #include "engine/request_tracer.h"
 #include "engine/scheduler.h"
+#include "engine/speculator.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/sampling_params.h"
 #include "pagoda/tokenizer.h"
@@ -73,6 +74,8 @@ struct EngineStats {
   std::int64_t trace_bytes_written = 0;
   double trace_seconds = 0.0;  ///< Engine time spent producing trace data.
   bool running = false;        ///< The loop thread is alive.
+  /// Speculative decoding (zeros when off).
+  SpecDecodeStats spec_decode;
 };
 
 /// The loop thread and everything it owns.
@@ -147,6 +150,8 @@ class EngineCore {
   sampling::BatchSampler sampler_;
   OutputProcessor outputs_;
   RequestTracer tracer_;
+  // Set when --speculative-config is given.
+  std::unique_ptr<Speculator> speculator_;
   std::unordered_map<std::string, LiveRequest, StringHash, std::equal_to<>> live_;
   // The step's logprobs by scheduled index; reused between steps.
   std::vector<std::optional<sampling::SampledLogprobs>> step_logprobs_;

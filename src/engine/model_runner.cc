@@ -25,7 +25,7 @@ std::span<const float> ModelRunner::logits_for(std::size_t i) const {
   const std::int32_t row = logits_row_[i];
   if (row < 0) return {};
   return std::span(logits_).subspan(static_cast<std::size_t>(row * vocab_size_),
-                                    static_cast<std::size_t>(vocab_size_));
+                                    static_cast<std::size_t>(logits_rows_[i] * vocab_size_));
 }
 
 const std::vector<std::int32_t>* ModelRunner::block_table(std::string_view request_id) const {
@@ -50,8 +50,11 @@ void ModelRunner::update_states(const SchedulerOutput& output) {
       const auto it = states_.find(s.request_id);
       PAGODA_CHECK(it != states_.end()) << s.request_id << " is running but the runner lost it";
       RequestState& state = it->second;
-      PAGODA_CHECK_EQ(state.num_computed_tokens, s.num_computed_tokens)
-          << s.request_id << ": the step does not start where the last one ended";
+      PAGODA_CHECK(s.num_computed_tokens >= state.num_computed_tokens &&
+                   s.num_computed_tokens <= state.num_computed_tokens + state.num_spec_tokens)
+          << s.request_id << ": the step starts at " << s.num_computed_tokens
+          << " but the last one ended at " << state.num_computed_tokens << " + "
+          << state.num_spec_tokens << " drafts";
       state.block_table.insert(state.block_table.end(), s.block_ids.begin(), s.block_ids.end());
     }
   }
@@ -63,10 +66,12 @@ void ModelRunner::update_states(const SchedulerOutput& output) {
 //   positions        nA  nA+1 nA+2                |  nB                 n = num_computed_tokens
 //   slot_mapping     table_A[p / bs] * bs + p % bs, per token
 //   block_tables     [num_seqs, max_blocks], rows padded with -1 past each table's end
-//   logits_indices   last row of each request that needs a sample, in request order
+//   logits_indices   last row of each request that needs a sample, in request order; for a
+//                    request with k drafts its last k + 1 rows (verification scores each)
 void ModelRunner::prepare_batch(const SchedulerOutput& output) {
   batch_.clear();
   logits_row_.assign(output.requests.size(), -1);
+  logits_rows_.assign(output.requests.size(), 0);
   std::int64_t max_blocks = 0;
   for (const ScheduledRequest& s : output.requests) {
     max_blocks = std::max<std::int64_t>(
@@ -96,9 +101,13 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     batch_.block_tables.resize(batch_.block_tables.size() + (max_blocks - table.size()), -1);
     if (s.needs_sample) {
       logits_row_[i] = static_cast<std::int32_t>(batch_.num_logits());
-      batch_.logits_indices.push_back(static_cast<std::int32_t>(batch_.num_tokens() - 1));
+      logits_rows_[i] = static_cast<std::int32_t>(1 + s.num_spec_tokens);
+      for (std::int64_t r = s.num_spec_tokens; r >= 0; --r) {
+        batch_.logits_indices.push_back(static_cast<std::int32_t>(batch_.num_tokens() - 1 - r));
+      }
     }
-    state.num_computed_tokens = seq_len;
+    state.num_computed_tokens = seq_len - s.num_spec_tokens;
+    state.num_spec_tokens = s.num_spec_tokens;
   }
 }
 

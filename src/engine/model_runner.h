@@ -39,8 +39,8 @@ class ModelRunner {
   /// finished_request_ids.
   Status execute(const SchedulerOutput& output);
 
-  /// The logits row of output.requests[i] from the last execute(); empty when that request did
-  /// not need a sample.
+  /// The logits of output.requests[i] from the last execute(): [1 + num_spec_tokens, vocab]
+  /// (one row without drafts); empty when that request did not need a sample.
   std::span<const float> logits_for(std::size_t i) const;
 
   /// The batch the last execute() ran (for tests and tracing).
@@ -53,9 +53,11 @@ class ModelRunner {
  private:
   struct RequestState {
     std::vector<std::int32_t> block_table;
-    // Tokens with K/V in the cache after the last step that ran this request; a running
-    // request's next step must start exactly there.
+    // Tokens with K/V in the cache after the last step that ran this request, not counting its
+    // drafts; a running request's next step starts there plus however many drafts were
+    // accepted (0..num_spec_tokens).
     std::int64_t num_computed_tokens = 0;
+    std::int64_t num_spec_tokens = 0;
   };
   struct StringHash {
     using is_transparent = void;
@@ -70,8 +72,9 @@ class ModelRunner {
   std::int64_t vocab_size_;
   std::unordered_map<std::string, RequestState, StringHash, std::equal_to<>> states_;
   ForwardBatch batch_;
-  std::vector<float> logits_;             // [num_logits, vocab]
-  std::vector<std::int32_t> logits_row_;  // [num_scheduled], row in logits_ or -1
+  std::vector<float> logits_;              // [num_logits, vocab]
+  std::vector<std::int32_t> logits_row_;   // [num_scheduled], first row in logits_ or -1
+  std::vector<std::int32_t> logits_rows_;  // [num_scheduled], rows from logits_row_
 };
 
 }  // namespace pagoda::engine

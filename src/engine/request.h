@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/block_hash.h"
@@ -69,6 +70,12 @@ class Request {
   /// Appends a sampled token.
   void append_output_token(std::int32_t token_id) { token_ids_.push_back(token_id); }
 
+  /// Tokens a proposer drafted after the last token, to verify in the next step (speculative
+  /// decoding); consumed when scheduled, dropped on preemption.
+  const std::vector<std::int32_t>& spec_token_ids() const { return spec_token_ids_; }
+  /// Set by the engine's speculator between steps; cleared by the scheduler.
+  void set_spec_token_ids(std::vector<std::int32_t> ids) { spec_token_ids_ = std::move(ids); }
+
   /// Tokens whose K/V is (or, during a step, is being) written to the cache.
   std::int64_t num_computed_tokens() const { return num_computed_tokens_; }
   /// Set by the scheduler (advance on schedule, 0 on preemption) and the KV manager (prefix hit).
@@ -120,6 +127,7 @@ class Request {
  private:
   std::string request_id_;
   std::vector<std::int32_t> token_ids_;
+  std::vector<std::int32_t> spec_token_ids_;
   std::int64_t num_prompt_tokens_ = 0;
   std::int64_t num_computed_tokens_ = 0;
   RequestOptions options_;

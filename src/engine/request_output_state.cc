@@ -53,9 +53,17 @@ std::optional<RequestOutput> RequestOutputState::apply(const RequestUpdate& upda
   // tokens included).
   const bool was_in_reasoning = in_reasoning();
   reasoning_opened_ = reasoning_closed_ = false;
-  detokenize(update);
+  const std::size_t kept = detokenize(update);
+  if (kept < ids.size()) {
+    // A stop string ended before the update's last token: the output stops exactly where
+    // one-token-at-a-time decoding would have stopped, in tokens and usage too.
+    const std::size_t dropped = ids.size() - kept;
+    token_ids_.resize(token_ids_.size() - dropped);
+    usage_.num_completion_tokens -= static_cast<std::int64_t>(dropped);
+    if (options_.num_logprobs) logprobs_.resize(logprobs_.size() - dropped);
+  }
   if (was_in_reasoning || reasoning_opened_) {
-    usage_.num_reasoning_tokens += static_cast<std::int64_t>(ids.size());
+    usage_.num_reasoning_tokens += static_cast<std::int64_t>(kept);
   }
   // A stop string outranks what the scheduler saw (length, or the EOS after it), as in vLLM.
   if (!finished() && update.finished()) {
@@ -66,7 +74,7 @@ std::optional<RequestOutput> RequestOutputState::apply(const RequestUpdate& upda
   return std::nullopt;
 }
 
-void RequestOutputState::detokenize(const RequestUpdate& update) {
+std::size_t RequestOutputState::detokenize(const RequestUpdate& update) {
   std::span<const std::int32_t> ids = update.new_token_ids;
   const bool stopped_by_token =
       update.status == RequestStatus::kFinishedStopped && update.stop_token_id.has_value();
@@ -75,15 +83,17 @@ void RequestOutputState::detokenize(const RequestUpdate& update) {
         << request_id_ << ": the stop token must be the update's last token";
     ids = ids.first(ids.size() - 1);
   }
-  for (const std::int32_t id : ids) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
     ++num_decoded_tokens_;
-    if (feed(decoder_->push(id))) return;
+    if (feed(decoder_->push(ids[i]))) return i + 1;
   }
-  if (!update.finished()) return;
+  const std::size_t all = update.new_token_ids.size();
+  if (!update.finished()) return all;
   // The decoder's held-back bytes belong to the last token and may still complete a stop string.
-  if (feed(decoder_->finish())) return;
+  if (feed(decoder_->finish())) return all;
   release(matcher_.flush());
   release_held_reasoning();
+  return all;
 }
 
 void RequestOutputState::release(std::string_view text) {

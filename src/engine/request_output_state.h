@@ -63,7 +63,9 @@ class RequestOutputState {
   bool reasoning_closed() const { return reasoning_closed_; }
 
  private:
-  void detokenize(const RequestUpdate& update);
+  // Returns how many of the update's tokens the output keeps: all of them, unless a stop string
+  // ends inside them (several tokens come at once when speculative drafts are accepted).
+  std::size_t detokenize(const RequestUpdate& update);
   // Appends released text to the answer or, inside the thinking span, to the reasoning.
   void release(std::string_view text);
   void release_held_reasoning();

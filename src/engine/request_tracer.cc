@@ -135,6 +135,17 @@ void RequestTracer::token(std::string_view request_id, std::int64_t index, std::
   emit(e);
 }
 
+void RequestTracer::speculation(std::string_view request_id, std::int64_t index,
+                                std::int64_t num_drafts, std::int64_t num_accepted, double now) {
+  if (find(request_id) == nullptr) return;
+  CostTimer timer(seconds_spent_);
+  trace::TraceEvent e = event(trace::TraceEventKind::kSpeculation, request_id, now);
+  e.index = index;
+  e.num_draft_tokens = num_drafts;
+  e.num_accepted_tokens = num_accepted;
+  emit(e);
+}
+
 void RequestTracer::reasoning_start(std::string_view request_id, std::int64_t index, double now) {
   if (find(request_id) == nullptr) return;
   CostTimer timer(seconds_spent_);

@@ -46,6 +46,10 @@ class RequestTracer {
   /// A token sampled for `request_id` at output position `index`; `logprobs` when computed.
   void token(std::string_view request_id, std::int64_t index, std::int32_t token_id,
              const sampling::SampledLogprobs* logprobs, double now);
+  /// Drafts verified for `request_id`: `num_accepted` of `num_drafts` accepted, the first
+  /// verified token at output position `index`.
+  void speculation(std::string_view request_id, std::int64_t index, std::int64_t num_drafts,
+                   std::int64_t num_accepted, double now);
   /// A thinking span opened (at output position `index`; 0 when the prompt opened it).
   void reasoning_start(std::string_view request_id, std::int64_t index, double now);
   /// The thinking span closed after `num_tokens` tokens; `forced` by the budget.

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <span>
 #include <utility>
 
 #include "common/check.h"
@@ -17,6 +18,17 @@ const SchedulerConfig& validated(const SchedulerConfig& config, const CacheConfi
 
 std::string n_tokens(std::int64_t n) {
   return std::to_string(n) + (n == 1 ? " token" : " tokens");
+}
+
+// Verified tokens are the accepted drafts, in order, then one token of the target's own.
+void check_verified(const ScheduledRequest& scheduled, const std::vector<std::int32_t>& tokens) {
+  const auto num_spec = static_cast<std::size_t>(scheduled.num_spec_tokens);
+  PAGODA_CHECK(!tokens.empty() && tokens.size() <= num_spec + 1)
+      << scheduled.request_id << ": " << tokens.size() << " tokens verified from " << num_spec
+      << " drafts";
+  const auto drafts = std::span(scheduled.token_ids).last(num_spec);
+  PAGODA_CHECK(std::equal(tokens.begin(), tokens.end() - 1, drafts.begin()))
+      << scheduled.request_id << ": verified tokens are not a prefix of its drafts";
 }
 
 }  // namespace
@@ -95,7 +107,17 @@ bool Scheduler::schedule_running(TokenBudget& budget, SchedulerOutput& out) {
     const std::int64_t num_new = budget.grant(request.num_tokens() - request.num_computed_tokens());
     if (num_new <= 0) continue;  // waiting for its sampled token
     std::optional<std::vector<std::int32_t>> blocks;
-    while (!(blocks = kv_.allocate_slots(request, num_new))) {
+    // Drafts only behind the last known token, within the budget, and only if their slots are
+    // free now: a guess never preempts anyone.
+    std::int64_t num_spec = 0;
+    if (num_new == 1 && request.num_tokens() - request.num_computed_tokens() == 1) {
+      num_spec = std::min(
+          static_cast<std::int64_t>(request.spec_token_ids().size()),
+          budget.grant(1 + static_cast<std::int64_t>(request.spec_token_ids().size())) - 1);
+      if (num_spec > 0) blocks = kv_.allocate_slots(request, num_new, {}, num_spec);
+      if (!blocks) num_spec = 0;
+    }
+    while (!blocks && !(blocks = kv_.allocate_slots(request, num_new))) {
       // The victim is always at or after position i, never a request served earlier this step.
       const bool self = running_.back() == &request;
       preempt_last_running(out);
@@ -103,8 +125,8 @@ bool Scheduler::schedule_running(TokenBudget& budget, SchedulerOutput& out) {
       if (self) break;
     }
     if (!blocks) break;  // `request` was the last one and is now preempted
-    add_scheduled(request, num_new, std::move(*blocks), /*is_new=*/false, out);
-    budget.consume(num_new);
+    add_scheduled(request, num_new, std::move(*blocks), /*is_new=*/false, out, num_spec);
+    budget.consume(num_new + num_spec);
   }
   return preempted;
 }
@@ -128,7 +150,8 @@ void Scheduler::schedule_waiting(TokenBudget& budget, SchedulerOutput& out) {
 }
 
 void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
-                              std::vector<std::int32_t> blocks, bool is_new, SchedulerOutput& out) {
+                              std::vector<std::int32_t> blocks, bool is_new, SchedulerOutput& out,
+                              std::int64_t num_spec_tokens) {
   ScheduledRequest& s = out.requests.emplace_back();
   s.request_id = request.request_id();
   s.is_new = is_new;
@@ -136,6 +159,10 @@ void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
   s.num_computed_tokens = request.num_computed_tokens();
   const auto tokens = request.token_ids().subspan(s.num_computed_tokens, num_tokens);
   s.token_ids.assign(tokens.begin(), tokens.end());
+  const std::vector<std::int32_t>& drafts = request.spec_token_ids();
+  s.token_ids.insert(s.token_ids.end(), drafts.begin(), drafts.begin() + num_spec_tokens);
+  s.num_spec_tokens = num_spec_tokens;
+  request.set_spec_token_ids({});
   // A new request's returned blocks are its whole table (it held none before the call).
   s.block_ids = std::move(blocks);
   const std::int64_t computed_after = s.num_computed_tokens + num_tokens;
@@ -143,13 +170,14 @@ void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
   // Advanced now, not after the step: the step runs before anything else reads it, and the
   // next schedule() must not hand out these tokens again.
   request.set_num_computed_tokens(computed_after);
-  out.total_num_scheduled_tokens += num_tokens;
+  out.total_num_scheduled_tokens += num_tokens + num_spec_tokens;
 }
 
 void Scheduler::preempt_last_running(SchedulerOutput& out) {
   Request& victim = *running_.back();
   running_.pop_back();
   kv_.free(victim);
+  victim.set_spec_token_ids({});
   // Recompute: the K/V is gone; prompt + output so far is the new prompt.
   victim.set_num_computed_tokens(0);
   victim.set_status(RequestStatus::kPreempted);
@@ -172,16 +200,23 @@ std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& 
     Request& request = *it->second;
     PAGODA_CHECK(request.status() == RequestStatus::kRunning)
         << request.request_id() << " got tokens while " << request_status_name(request.status());
+    const std::vector<std::int32_t>& tokens = sampled.token_ids[i];
+    if (scheduled.num_spec_tokens > 0) check_verified(scheduled, tokens);
     RequestUpdate& update = updates.emplace_back();
     update.request_id = request.request_id();
-    for (const std::int32_t token : sampled.token_ids[i]) {
+    for (const std::int32_t token : tokens) {
       request.append_output_token(token);
       update.new_token_ids.push_back(token);
       const std::optional<RequestStatus> stop = check_stop(request, config_.max_model_len);
       if (!stop) continue;
       if (*stop == RequestStatus::kFinishedStopped) request.set_stop_token_id(token);
       update.status = *stop;
-      break;  // tokens after a stop (speculative extras) are dropped
+      break;  // tokens after a stop (accepted drafts past it) are dropped
+    }
+    // Roll back past the rejected drafts: only the last known token's and the accepted drafts'
+    // K/V count, exactly as after a plain decode.
+    if (scheduled.num_spec_tokens > 0 && !update.finished()) {
+      request.set_num_computed_tokens(request.num_tokens() - 1);
     }
     kv_.update_block_hashes(request);
     update.stop_token_id = request.stop_token_id();
@@ -194,6 +229,14 @@ std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& 
     }
   }
   return updates;
+}
+
+bool Scheduler::set_spec_token_ids(std::string_view request_id,
+                                   std::vector<std::int32_t> token_ids) {
+  const auto it = requests_.find(request_id);
+  if (it == requests_.end()) return false;
+  it->second->set_spec_token_ids(std::move(token_ids));
+  return true;
 }
 
 bool Scheduler::abort_request(std::string_view request_id) {

@@ -9,6 +9,19 @@
 //      prefix-cache hit and is admitted only if its blocks can be allocated now (no overtaking:
 //      the first that does not fit stops admission).
 //
+// Speculative decoding rides on the same rule. A decoding request may carry k drafts
+// (Request::spec_token_ids); they are scheduled behind its last token when the budget and free
+// blocks allow (never at the cost of a preemption), and verified in the same pass. Say n tokens
+// are known, n - 1 computed, drafts d1 d2 d3:
+//
+//   schedule         run  t[n-1] d1 d2 d3 at positions n-1 .. n+2; slots for n+3 tokens
+//                    num_computed_tokens = n (the drafts are not counted yet)
+//   verify           d1 accepted, d2 rejected -> appended d1 x (x: the replacement)
+//   update           num_computed_tokens = num_tokens - 1 = n + 1: K/V of t[n-1] and d1 count,
+//                    the slots of d2 d3 are overwritten later; their blocks stay in the table
+//                    (reused by the next steps, freed with the request) and are keyed for the
+//                    prefix cache only once real tokens fill them.
+//
 // Owned by the engine loop: single-threaded, no exceptions. The named pieces live apart:
 // admission/preemption order (scheduling_policy.h, request_queue.h), budget (token_budget.h),
 // finish rules (stop_checker.h), blocks (kv_cache_manager.h).
@@ -60,6 +73,10 @@ class Scheduler {
   std::vector<RequestUpdate> update_from_output(const SchedulerOutput& output,
                                                 const SampledTokens& sampled);
 
+  /// Sets the drafts `request_id` carries into the next schedule() (speculative decoding); false
+  /// when the id is unknown. Only a running request with exactly one token to compute uses them.
+  bool set_spec_token_ids(std::string_view request_id, std::vector<std::int32_t> token_ids);
+
   /// Ends a request in any state and frees its blocks now; false when the id is unknown.
   /// Call between steps (after update_from_output), as the engine loop does.
   bool abort_request(std::string_view request_id);
@@ -95,7 +112,7 @@ class Scheduler {
   bool schedule_running(TokenBudget& budget, SchedulerOutput& out);
   void schedule_waiting(TokenBudget& budget, SchedulerOutput& out);
   void add_scheduled(Request& request, std::int64_t num_tokens, std::vector<std::int32_t> blocks,
-                     bool is_new, SchedulerOutput& out);
+                     bool is_new, SchedulerOutput& out, std::int64_t num_spec_tokens = 0);
   void preempt_last_running(SchedulerOutput& out);
   void finish(Request& request, RequestStatus status);
 

@@ -31,8 +31,12 @@ struct ScheduledRequest {
   bool resumed_from_preemption = false;
   /// Tokens already in the cache before this step: the position of token_ids[0].
   std::int64_t num_computed_tokens = 0;
-  /// The tokens to run, [num_scheduled_tokens], positions num_computed_tokens onward.
+  /// The tokens to run, [num_scheduled_tokens], positions num_computed_tokens onward; the last
+  /// num_spec_tokens of them are drafts to verify.
   std::vector<std::int32_t> token_ids;
+  /// Drafted tokens at the end of token_ids (speculative decoding). The last 1 + num_spec_tokens
+  /// rows all return logits: row j scores the token after draft j - 1.
+  std::int64_t num_spec_tokens = 0;
   /// Whole table (is_new) or appended blocks, in position order.
   std::vector<std::int32_t> block_ids;
   /// This step reaches the request's last known token, so the last row's logits are sampled.
@@ -59,8 +63,8 @@ struct SchedulerOutput {
 };
 
 /// The sampler's answer to a SchedulerOutput, aligned with it: token_ids[i] are the tokens
-/// sampled for requests[i] (one for a decode; several once speculative decoding verifies
-/// drafts; none when needs_sample was false, and anything given then is ignored).
+/// sampled for requests[i] (one for a decode; for a request with drafts, the accepted drafts
+/// then one more token; none when needs_sample was false, and anything given then is ignored).
 struct SampledTokens {
   std::vector<std::vector<std::int32_t>> token_ids;
 };

@@ -15,6 +15,7 @@ std::string_view trace_event_name(TraceEventKind kind) {
     case TraceEventKind::kPreempted: return "preempted";
     case TraceEventKind::kResumed: return "resumed";
     case TraceEventKind::kFinished: return "finished";
+    case TraceEventKind::kSpeculation: return "speculation";
   }
   return "unknown";
 }
@@ -75,6 +76,11 @@ std::string to_json_line(const TraceEvent& e) {
       j["queue_time"] = optional_seconds(e.queue_time);
       j["time_to_first_token"] = optional_seconds(e.time_to_first_token);
       j["end_to_end_latency"] = optional_seconds(e.end_to_end_latency);
+      break;
+    case TraceEventKind::kSpeculation:
+      j["index"] = e.index;
+      j["num_draft_tokens"] = e.num_draft_tokens;
+      j["num_accepted_tokens"] = e.num_accepted_tokens;
       break;
   }
   // dump() escapes every control character; `replace` turns invalid UTF-8 into U+FFFD instead

@@ -25,6 +25,7 @@ enum class TraceEventKind : std::uint8_t {
   kPreempted,       ///< Lost its KV blocks; will be recomputed.
   kResumed,         ///< Scheduled again after a preemption.
   kFinished,        ///< Final output made.
+  kSpeculation,     ///< Drafted tokens were verified (speculative decoding).
 };
 
 /// The event's name in the JSONL file ("admitted", "token", ...).
@@ -63,6 +64,10 @@ struct TraceEvent {
   // kReasoningEnd: tokens inside the span, and whether the budget closed it.
   std::int64_t num_reasoning_tokens = 0;
   bool forced = false;
+  // kSpeculation: output position of the first verified token (index), drafts verified and
+  // how many were accepted.
+  std::int64_t num_draft_tokens = 0;
+  std::int64_t num_accepted_tokens = 0;
   // kFinished: finish_reason, usage and timings (seconds; unset when never reached).
   std::string finish_reason;
   std::int64_t num_output_tokens = 0;

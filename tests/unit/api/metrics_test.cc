@@ -214,4 +214,22 @@ TEST(ServingMetricsTest, PromtoolAcceptsTheRendering) {
 }
 
 }  // namespace
+TEST(ServingMetricsTest, RendersSpeculativeDecodingCountersPerPosition) {
+  ServingMetrics metrics("smol", 2048);
+  engine::EngineStats stats;
+  stats.spec_decode.num_drafts = 10;
+  stats.spec_decode.num_draft_tokens = 30;
+  stats.spec_decode.num_accepted_tokens = 17;
+  stats.spec_decode.num_accepted_tokens_per_pos = {9, 6, 2};
+  const std::string text = "\n" + metrics.render(stats);
+  const std::string m = "{model_name=\"smol\"}";
+  EXPECT_EQ(sample_value(text, "pagoda:spec_decode_num_drafts_total" + m), "10");
+  EXPECT_EQ(sample_value(text, "pagoda:spec_decode_num_draft_tokens_total" + m), "30");
+  EXPECT_EQ(sample_value(text, "pagoda:spec_decode_num_accepted_tokens_total" + m), "17");
+  const std::string per_pos = "pagoda:spec_decode_num_accepted_tokens_per_pos_total";
+  EXPECT_EQ(sample_value(text, per_pos + "{model_name=\"smol\",position=\"0\"}"), "9");
+  EXPECT_EQ(sample_value(text, per_pos + "{model_name=\"smol\",position=\"2\"}"), "2");
+  EXPECT_EQ(text.find("position=\"3\""), std::string::npos);
+}
+
 }  // namespace pagoda::api

@@ -1,0 +1,101 @@
+// Speculative decoding on the engine loop: before a step, decoding requests draft tokens (a
+// Proposer, as the SpeculationPolicy allows); the scheduler runs the drafts behind each last
+// token; after the forward pass the RejectionSampler keeps the accepted prefix plus one token of
+// the target's own. One step of one request, k = 3:
+//
+//   propose    tokens ... t      drafts d1 d2 d3               (policy: k for this request)
+//   schedule   run t d1 d2 d3    4 logits rows                 (scheduler.h: budget, blocks)
+//   verify     rows 0..3 -> d1 accepted, d2 rejected -> [d1, x] (rejection_sampler.h)
+//   update     append d1 x; num_computed_tokens rolls back past d2 d3
+//
+// Requests that cannot combine with speculation exactly are never drafted for: those with
+// logprobs (client- or trace-requested: the values come from one row per token) and those with
+// a reasoning budget (the engine forces the end tag's tokens).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "engine/scheduler_output.h"
+#include "pagoda/model_executor.h"
+#include "pagoda/sampling_params.h"
+#include "pagoda/status.h"
+#include "sampling/rejection_sampler.h"
+#include "sampling/sampler.h"
+#include "spec/proposer.h"
+#include "spec/speculation_policy.h"
+#include "spec/speculative_config.h"
+
+namespace pagoda::engine {
+
+/// Counters for /metrics (vLLM's spec_decode_* names).
+struct SpecDecodeStats {
+  std::int64_t num_drafts = 0;           ///< Verifications (requests-steps with drafts).
+  std::int64_t num_draft_tokens = 0;     ///< Drafted tokens verified.
+  std::int64_t num_accepted_tokens = 0;  ///< Of those, accepted.
+  /// [num_speculative_tokens]: accepted drafts at each draft position.
+  std::vector<std::int64_t> num_accepted_tokens_per_pos;
+};
+
+/// Proposing, verifying and counting; owned by the engine loop.
+class Speculator {
+ public:
+  /// A speculator for a validated `config`. draft_model needs `draft_executor` (its KV cache is
+  /// allocated here: `draft_num_blocks` blocks of `block_size`), whose vocabulary must match
+  /// `target_vocab_size`; INVALID_ARGUMENT otherwise.
+  static StatusOr<std::unique_ptr<Speculator>> create(const spec::SpeculativeConfig& config,
+                                                      std::shared_ptr<ModelExecutor> draft_executor,
+                                                      std::int64_t target_vocab_size,
+                                                      std::int64_t block_size,
+                                                      std::int64_t draft_num_blocks);
+
+  /// Drafts for `request_id` from now on (its sampling settings allow exact verification).
+  void add(const std::string& request_id, const SamplingParams& params);
+  /// Forgets a request; no-op for an unknown id.
+  void remove(std::string_view request_id);
+  /// Whether `request_id` drafts.
+  bool contains(std::string_view request_id) const;
+
+  /// Sets the drafts of every request that decodes next step and may draft now.
+  void propose(Scheduler& scheduler);
+  /// Verifies `scheduled`'s drafts against its logits rows ([1 + num_spec_tokens, vocab])
+  /// through `sampler`; returns the accepted drafts plus one token and counts them.
+  std::vector<std::int32_t> verify(const ScheduledRequest& scheduled, std::span<const float> logits,
+                                   sampling::Sampler& sampler);
+
+  /// Counters since construction.
+  const SpecDecodeStats& stats() const { return stats_; }
+  /// The policy (tests read its acceptance EMAs).
+  const spec::SpeculationPolicy& policy() const { return policy_; }
+
+ private:
+  struct RequestState {
+    SamplingParams sampling;
+    sampling::RejectionSampler verifier;
+    std::vector<float> draft_probs;  // [drafts, vocab] of the pending drafts, or empty
+  };
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  Speculator(const spec::SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer);
+
+  spec::SpeculativeConfig config_;
+  std::unique_ptr<spec::Proposer> proposer_;
+  spec::SpeculationPolicy policy_;
+  std::unordered_map<std::string, RequestState, StringHash, std::equal_to<>> requests_;
+  SpecDecodeStats stats_;
+  // Scratch of propose(), reused between steps.
+  std::vector<spec::ProposalRequest> batch_;
+  std::vector<spec::Proposal> proposals_;
+};
+
+}  // namespace pagoda::engine

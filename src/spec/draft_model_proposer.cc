@@ -1,0 +1,210 @@
+#include "spec/draft_model_proposer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "common/check.h"
+
+namespace pagoda::spec {
+namespace {
+
+// Keeps a seeded request's draft draws apart from its target sampler's and verifier's streams.
+constexpr std::uint64_t kDraftStreamOffset = 0xD1B54A32D192ED03ULL;
+
+std::uint64_t draft_seed(const SamplingParams& params) {
+  if (params.seed) return *params.seed ^ kDraftStreamOffset;
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) ^ device();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
+    std::shared_ptr<ModelExecutor> executor, std::int64_t target_vocab_size,
+    std::int64_t block_size, std::int64_t num_blocks) {
+  PAGODA_CHECK(executor != nullptr) << "no draft executor";
+  const std::int64_t vocab = executor->info().vocab_size;
+  if (vocab != target_vocab_size) {
+    return invalid_argument("--speculative-config: the draft model's vocabulary has " +
+                            std::to_string(vocab) + " tokens but the target's has " +
+                            std::to_string(target_vocab_size) +
+                            "; the draft must share the target's tokenizer");
+  }
+  PAGODA_RETURN_IF_ERROR(executor->allocate_kv_cache(num_blocks, block_size));
+  return std::unique_ptr<DraftModelProposer>(
+      new DraftModelProposer(std::move(executor), block_size, num_blocks));
+}
+
+DraftModelProposer::DraftModelProposer(std::shared_ptr<ModelExecutor> executor,
+                                       std::int64_t block_size, std::int64_t num_blocks)
+    : executor_(std::move(executor)),
+      block_size_(block_size),
+      vocab_size_(executor_->info().vocab_size) {
+  // Highest id last out, so blocks are handed out from 0 upward.
+  for (std::int64_t b = num_blocks; b-- > 0;) free_blocks_.push_back(static_cast<std::int32_t>(b));
+}
+
+void DraftModelProposer::remove(std::string_view request_id) {
+  const auto it = states_.find(request_id);
+  if (it == states_.end()) return;
+  const auto& table = it->second.block_table;
+  free_blocks_.insert(free_blocks_.end(), table.rbegin(), table.rend());
+  states_.erase(it);
+}
+
+// Grows the table to hold `num_tokens`; false (nothing taken) when the pool is short.
+bool DraftModelProposer::reserve(RequestState& state, std::int64_t num_tokens) {
+  const std::int64_t needed = (num_tokens + block_size_ - 1) / block_size_;
+  const auto held = static_cast<std::int64_t>(state.block_table.size());
+  if (needed <= held) return true;
+  if (needed - held > static_cast<std::int64_t>(free_blocks_.size())) return false;
+  for (std::int64_t b = held; b < needed; ++b) {
+    state.block_table.push_back(free_blocks_.back());
+    free_blocks_.pop_back();
+  }
+  return true;
+}
+
+void DraftModelProposer::propose(std::span<const ProposalRequest> requests,
+                                 std::vector<Proposal>& proposals) {
+  proposals.resize(requests.size());
+  std::vector<Feed> feeds;
+  std::vector<std::size_t> request_of;  // feeds[f] drafts for requests[request_of[f]]
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const ProposalRequest& r = requests[i];
+    proposals[i].token_ids.clear();
+    proposals[i].probs.clear();
+    auto it = states_.find(r.request_id);
+    if (it == states_.end()) {
+      it = states_.emplace(std::string(r.request_id), RequestState{}).first;
+      it->second.rng.seed(draft_seed(*r.sampling));
+    }
+    RequestState& state = it->second;
+    const auto n = static_cast<std::int64_t>(r.token_ids.size());
+    // Feeds t[n-1] and k - 1 drafts after the kept prefix: n + k - 1 tokens in the cache.
+    if (n < 1 || !reserve(state, n + r.max_tokens - 1)) continue;
+    const auto mismatch = std::mismatch(state.cached.begin(), state.cached.end(),
+                                        r.token_ids.begin(), r.token_ids.end());
+    const std::int64_t keep = std::min<std::int64_t>(mismatch.first - state.cached.begin(), n - 1);
+    state.cached.assign(r.token_ids.begin(), r.token_ids.end());
+    feeds.push_back({&state, {r.token_ids.begin() + keep, r.token_ids.end()}, keep, feeds.size()});
+    request_of.push_back(i);
+  }
+  // Pass j drafts token j + 1 for every request that still wants one.
+  for (std::int64_t j = 0; !feeds.empty(); ++j) {
+    if (Status s = run(feeds); !s.ok()) {
+      // A failed pass loses what it wrote: forget every state it touched, draft nothing.
+      for (const Feed& f : feeds) f.state->cached.clear();
+      for (const std::size_t i : request_of) proposals[i] = {};
+      return;
+    }
+    std::vector<Feed> next;
+    std::vector<std::size_t> next_request_of;
+    for (std::size_t f = 0; f < feeds.size(); ++f) {
+      const std::size_t i = request_of[f];
+      Proposal& proposal = proposals[i];
+      const std::span<const float> row =
+          std::span(logits_).subspan(feeds[f].slot * static_cast<std::size_t>(vocab_size_),
+                                     static_cast<std::size_t>(vocab_size_));
+      const std::int32_t token =
+          draw(row, *requests[i].sampling, feeds[f].state->rng, proposal.probs);
+      proposal.token_ids.push_back(token);
+      if (static_cast<std::int64_t>(proposal.token_ids.size()) >= requests[i].max_tokens) continue;
+      const std::int64_t position =
+          feeds[f].start + static_cast<std::int64_t>(feeds[f].tokens.size());
+      feeds[f].state->cached.push_back(token);
+      next.push_back({feeds[f].state, {token}, position, next.size()});
+      next_request_of.push_back(i);
+    }
+    feeds.swap(next);
+    request_of.swap(next_request_of);
+  }
+}
+
+// Runs every feed through the draft model in as few forward passes as its token budget allows
+// (a long catch-up is split into chunks); logits_[feed.slot] gets each feed's last row.
+Status DraftModelProposer::run(std::vector<Feed>& feeds) {
+  const std::int64_t budget = executor_->info().max_num_batched_tokens;
+  logits_.resize(feeds.size() * static_cast<std::size_t>(vocab_size_));
+  std::vector<std::int64_t> done(feeds.size(), 0);  // tokens of each feed already run
+  std::size_t f = 0;
+  while (f < feeds.size()) {
+    batch_.clear();
+    batch_.query_start_loc.push_back(0);
+    std::vector<std::size_t> logits_slots;
+    std::int64_t max_blocks = 0;
+    for (std::size_t g = f; g < feeds.size(); ++g) {
+      max_blocks = std::max<std::int64_t>(
+          max_blocks, static_cast<std::int64_t>(feeds[g].state->block_table.size()));
+    }
+    batch_.max_blocks_per_seq = max_blocks;
+    while (f < feeds.size() && batch_.num_tokens() < budget) {
+      Feed& feed = feeds[f];
+      const auto total = static_cast<std::int64_t>(feed.tokens.size());
+      const std::int64_t count = std::min(total - done[f], budget - batch_.num_tokens());
+      const std::vector<std::int32_t>& table = feed.state->block_table;
+      for (std::int64_t t = done[f]; t < done[f] + count; ++t) {
+        const std::int64_t pos = feed.start + t;
+        batch_.token_ids.push_back(feed.tokens[static_cast<std::size_t>(t)]);
+        batch_.positions.push_back(static_cast<std::int32_t>(pos));
+        batch_.slot_mapping.push_back(
+            std::int64_t{table[static_cast<std::size_t>(pos / block_size_)]} * block_size_ +
+            pos % block_size_);
+      }
+      done[f] += count;
+      batch_.query_start_loc.push_back(static_cast<std::int32_t>(batch_.num_tokens()));
+      batch_.seq_lens.push_back(static_cast<std::int32_t>(feed.start + done[f]));
+      batch_.block_tables.insert(batch_.block_tables.end(), table.begin(), table.end());
+      batch_.block_tables.resize(batch_.block_tables.size() + (max_blocks - table.size()), -1);
+      if (done[f] < total) break;  // the budget ran out mid-feed: the rest goes next pass
+      batch_.logits_indices.push_back(static_cast<std::int32_t>(batch_.num_tokens() - 1));
+      logits_slots.push_back(feed.slot);
+      ++f;
+    }
+    batch_logits_.resize(logits_slots.size() * static_cast<std::size_t>(vocab_size_));
+    PAGODA_RETURN_IF_ERROR(executor_->forward(batch_, batch_logits_.data()));
+    const auto vocab = static_cast<std::size_t>(vocab_size_);
+    for (std::size_t r = 0; r < logits_slots.size(); ++r) {
+      std::copy_n(batch_logits_.begin() + static_cast<std::ptrdiff_t>(r * vocab), vocab,
+                  logits_.begin() + static_cast<std::ptrdiff_t>(logits_slots[r] * vocab));
+    }
+  }
+  return Status::ok_status();
+}
+
+// Greedy: the argmax, no probabilities. Otherwise a draw from softmax(logits / temperature),
+// whose row is appended to `probs`.
+std::int32_t DraftModelProposer::draw(std::span<const float> logits, const SamplingParams& sampling,
+                                      std::mt19937_64& rng, std::vector<float>& probs) {
+  if (sampling.is_greedy()) {
+    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) -
+                                     logits.begin());
+  }
+  const double inv_t = 1.0 / sampling.temperature;
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  const std::size_t offset = probs.size();
+  probs.resize(offset + logits.size());
+  double total = 0.0;
+  for (std::size_t v = 0; v < logits.size(); ++v) {
+    const double w = std::exp((double{logits[v]} - max_logit) * inv_t);
+    probs[offset + v] = static_cast<float>(w);
+    total += w;
+  }
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+  double target = u * total;
+  std::int32_t token = static_cast<std::int32_t>(logits.size()) - 1;
+  for (std::size_t v = 0; v < logits.size(); ++v) {
+    target -= probs[offset + v];
+    if (target < 0.0) {
+      token = static_cast<std::int32_t>(v);
+      break;
+    }
+  }
+  for (std::size_t v = 0; v < logits.size(); ++v) {
+    probs[offset + v] = static_cast<float>(probs[offset + v] / total);
+  }
+  return token;
+}
+
+}  // namespace pagoda::spec

@@ -1,0 +1,85 @@
+// A small model with the target's vocabulary drafts k tokens per request, autoregressively and
+// batched across requests, on its own executor and its own paged KV cache:
+//
+//   request tokens   t0 ... t[n-1]                     (prompt + output, as the target has it)
+//   draft cache      t0 ... t[c-1]                      c = common prefix with what it holds
+//   pass 0           feed t[c..n-1] (chunked by the executor's budget) -> logits -> d1 ~ q1
+//   pass j = 1..k-1  feed d_j at position n - 1 + j                     -> logits -> d(j+1) ~
+//   q(j+1)
+//
+// After a verification the request's tokens share a prefix with what the draft cached (its
+// accepted drafts), so the next pass 0 only feeds the difference: rejected drafts roll back by
+// being overwritten, as in the target's cache. Under greedy sampling d_j = argmax (no q); else
+// d_j is drawn from q_j = softmax(logits / temperature) over the whole vocabulary with the
+// request's own seeded generator, and q_j is returned for the rejection rule.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "pagoda/forward_batch.h"
+#include "pagoda/model_executor.h"
+#include "pagoda/status.h"
+#include "spec/proposer.h"
+
+namespace pagoda::spec {
+
+/// The draft model and its cache.
+class DraftModelProposer final : public Proposer {
+ public:
+  /// Allocates `num_blocks` KV blocks of `block_size` tokens on `executor`. INVALID_ARGUMENT
+  /// when its vocabulary differs from `target_vocab_size` (they must share the tokenizer).
+  static StatusOr<std::unique_ptr<DraftModelProposer>> create(
+      std::shared_ptr<ModelExecutor> executor, std::int64_t target_vocab_size,
+      std::int64_t block_size, std::int64_t num_blocks);
+
+  void propose(std::span<const ProposalRequest> requests,
+               std::vector<Proposal>& proposals) override;
+  void remove(std::string_view request_id) override;
+
+  /// Blocks not held by any request (tests check that nothing leaks).
+  std::int64_t num_free_blocks() const { return static_cast<std::int64_t>(free_blocks_.size()); }
+
+ private:
+  struct RequestState {
+    std::vector<std::int32_t> cached;  // tokens whose K/V the draft cache holds, by position
+    std::vector<std::int32_t> block_table;
+    std::mt19937_64 rng;
+  };
+  // One sequence's share of a pass: `tokens` at positions `start` onward; logits of the last.
+  struct Feed {
+    RequestState* state;
+    std::vector<std::int32_t> tokens;
+    std::int64_t start;
+    std::size_t slot;  // row of logits_ this feed's last token fills
+  };
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  DraftModelProposer(std::shared_ptr<ModelExecutor> executor, std::int64_t block_size,
+                     std::int64_t num_blocks);
+  bool reserve(RequestState& state, std::int64_t num_tokens);
+  Status run(std::vector<Feed>& feeds);
+  std::int32_t draw(std::span<const float> logits, const SamplingParams& sampling,
+                    std::mt19937_64& rng, std::vector<float>& probs);
+
+  std::shared_ptr<ModelExecutor> executor_;
+  std::int64_t block_size_;
+  std::int64_t vocab_size_;
+  std::vector<std::int32_t> free_blocks_;
+  std::unordered_map<std::string, RequestState, StringHash, std::equal_to<>> states_;
+  ForwardBatch batch_;
+  std::vector<float> batch_logits_;  // [rows of one forward, vocab]
+  std::vector<float> logits_;        // [requests of the step, vocab]
+};
+
+}  // namespace pagoda::spec
