@@ -106,6 +106,27 @@ void paged_attention(ThreadPool& pool, const float* q, std::int64_t num_heads,
       });
 }
 
+void avx2::reset_softmax_state(std::int64_t rows, std::int64_t head_dim, float* acc, float* row_max,
+                               float* row_sum) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    row_max[r] = -INFINITY;
+    row_sum[r] = 0.0f;
+  }
+  for (std::int64_t i = 0; i < rows * head_dim; ++i) acc[i] = 0.0f;
+}
+
+void avx2::gather_kv_rows(const AttentionTile& tile, std::int64_t key0, std::int64_t count,
+                          const float** keys, const float** values) {
+  for (std::int64_t j = 0; j < count; ++j) {
+    const std::int64_t position = key0 + j;
+    const std::int64_t slot =
+        static_cast<std::int64_t>(tile.block_table[position / tile.block_size]) * tile.block_size +
+        position % tile.block_size;
+    keys[j] = tile.k + slot * tile.slot_stride;
+    values[j] = tile.v + slot * tile.slot_stride;
+  }
+}
+
 void paged_attention_reference(const float* q, std::int64_t num_heads, const KvCacheView& cache,
                                const AttentionBatch& batch, float* out) {
   check_batch(num_heads, cache, batch);

@@ -44,11 +44,7 @@ void attention_tile(const AttentionTile& tile) {
   float* scores = acc + rows * head_dim;
   float* row_max = scores + rows * kKeyChunk;
   float* row_sum = row_max + rows;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    row_max[r] = -INFINITY;
-    row_sum[r] = 0.0f;
-  }
-  for (std::int64_t i = 0; i < rows * head_dim; ++i) acc[i] = 0.0f;
+  reset_softmax_state(rows, head_dim, acc, row_max, row_sum);
 
   const std::int64_t last_position = tile.first_position + tile.num_queries - 1;
   const float* keys[kKeyChunk];
@@ -56,15 +52,7 @@ void attention_tile(const AttentionTile& tile) {
   for (std::int64_t key0 = 0; key0 <= last_position; key0 += kKeyChunk) {
     const std::int64_t chunk =
         last_position + 1 - key0 < kKeyChunk ? last_position + 1 - key0 : kKeyChunk;
-    for (std::int64_t j = 0; j < chunk; ++j) {
-      const std::int64_t position = key0 + j;
-      const std::int64_t slot =
-          static_cast<std::int64_t>(tile.block_table[position / tile.block_size]) *
-              tile.block_size +
-          position % tile.block_size;
-      keys[j] = tile.k + slot * tile.slot_stride;
-      values[j] = tile.v + slot * tile.slot_stride;
-    }
+    gather_kv_rows(tile, key0, chunk, keys, values);
     for (std::int64_t t = 0; t < tile.num_queries; ++t) {
       // Causal: token t sees keys up to its own position; later tokens of the tile see more.
       const std::int64_t visible_to = tile.first_position + t - key0 + 1;

@@ -35,4 +35,17 @@ constexpr std::int64_t attention_tile_scratch_floats(std::int64_t rows, std::int
 /// Computes the tile's outputs.
 void attention_tile(const AttentionTile& tile);
 
+// Shared by the AVX2 and AVX-512 tiles; defined in paged_attention.cc (baseline flags), so
+// nothing here is compiled with wider instructions than the caller's CPU has.
+
+/// Starts an online softmax over `rows` rows: acc [rows, head_dim] = 0, row_max = -inf,
+/// row_sum = 0.
+void reset_softmax_state(std::int64_t rows, std::int64_t head_dim, float* acc, float* row_max,
+                         float* row_sum);
+
+/// keys[j] and values[j]: the tile's K and V rows at key position key0 + j, for j < count,
+/// found through the block table.
+void gather_kv_rows(const AttentionTile& tile, std::int64_t key0, std::int64_t count,
+                    const float** keys, const float** values);
+
 }  // namespace pagoda::cpu::avx2
