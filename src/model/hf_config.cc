@@ -3,32 +3,18 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
+
 namespace pagoda {
 
 namespace {
 
 using nlohmann::json;
 
-// Typed reads of one JSON object with errors naming the file and the key. A key holding null
-// counts as absent, as transformers treats it.
-class JsonFields {
+// config.json's fields: the shared typed reads plus the keys a decoder config must have.
+class HfFields : public JsonFields {
  public:
-  JsonFields(const json& object, const std::string& path) : object_(object), path_(path) {}
-
-  const json* find(const std::string& key) const {
-    auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  StatusOr<std::optional<std::int64_t>> optional_int(const std::string& key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::optional<std::int64_t>();
-    if (!v->is_number_integer()) return wrong_type(key, "an integer");
-    if (v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX) {
-      return wrong_type(key, "an integer below 2^63");
-    }
-    return std::optional<std::int64_t>(v->get<std::int64_t>());
-  }
+  using JsonFields::JsonFields;
 
   StatusOr<std::int64_t> required_int(const std::string& key) const {
     PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> v, optional_int(key));
@@ -36,52 +22,10 @@ class JsonFields {
     return *v;
   }
 
-  StatusOr<std::optional<double>> optional_float(const std::string& key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::optional<double>();
-    if (!v->is_number()) return wrong_type(key, "a number");
-    return std::optional<double>(v->get<double>());
-  }
-
-  StatusOr<std::optional<bool>> optional_bool(const std::string& key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::optional<bool>();
-    if (!v->is_boolean()) return wrong_type(key, "true or false");
-    return std::optional<bool>(v->get<bool>());
-  }
-
-  StatusOr<std::optional<std::string>> optional_string(const std::string& key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::optional<std::string>();
-    if (!v->is_string()) return wrong_type(key, "a string");
-    return std::optional<std::string>(v->get<std::string>());
-  }
-
-  // An int or a list of ints (eos_token_id may be either).
-  StatusOr<std::vector<std::int64_t>> int_or_list(const std::string& key) const {
-    const json* v = find(key);
-    std::vector<std::int64_t> out;
-    if (v == nullptr) return out;
-    const json list = v->is_array() ? *v : json::array({*v});
-    for (const json& e : list) {
-      if (!e.is_number_integer()) return wrong_type(key, "an integer or a list of integers");
-      out.push_back(e.get<std::int64_t>());
-    }
-    return out;
-  }
-
   Status missing(const std::string& key) const {
-    return invalid_argument(path_ + ": required key \"" + key +
+    return invalid_argument(path() + ": required key \"" + key +
                             "\" is missing; is this a Llama, Mistral or Qwen2 checkpoint?");
   }
-
-  Status wrong_type(const std::string& key, const std::string& want) const {
-    return invalid_argument(path_ + ": \"" + key + "\" must be " + want);
-  }
-
- private:
-  const json& object_;
-  const std::string& path_;
 };
 
 StatusOr<json> parse_object(std::string_view text, const std::string& path) {
@@ -101,7 +45,7 @@ void add_unique(std::vector<std::int64_t>& ids, const std::vector<std::int64_t>&
 // transformers 4.x writes `rope_scaling` {"rope_type" or "type", "factor", ...} beside
 // `rope_theta`; 5.x writes `rope_parameters` {"rope_type", "rope_theta", ...}.
 Status read_rope(const json& root, const std::string& path, ModelConfig& config) {
-  const JsonFields fields(root, path);
+  const HfFields fields(root, path);
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> theta, fields.optional_float("rope_theta"));
   const json* params = fields.find("rope_parameters");
   if (params == nullptr) params = fields.find("rope_scaling");
@@ -109,7 +53,7 @@ Status read_rope(const json& root, const std::string& path, ModelConfig& config)
     return invalid_argument(path + ": \"rope_scaling\" must be an object or null");
   }
   if (params != nullptr) {
-    const JsonFields rope(*params, path);
+    const HfFields rope(*params, path);
     PAGODA_ASSIGN_OR_RETURN(std::optional<double> inner_theta, rope.optional_float("rope_theta"));
     if (inner_theta) theta = inner_theta;
     PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> type, rope.optional_string("rope_type"));
@@ -150,7 +94,7 @@ Status read_rope(const json& root, const std::string& path, ModelConfig& config)
 
 StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std::string& path) {
   PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, path));
-  const JsonFields f(root, path);
+  const HfFields f(root, path);
   ModelConfig config;
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> model_type, f.optional_string("model_type"));
   if (!model_type) return f.missing("model_type");
@@ -203,7 +147,7 @@ StatusOr<GenerationDefaults> generation_defaults_from_hf_json(std::string_view t
                                                               const std::string& path,
                                                               ModelConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, path));
-  const JsonFields f(root, path);
+  const HfFields f(root, path);
   GenerationDefaults defaults;
   PAGODA_ASSIGN_OR_RETURN(defaults.temperature, f.optional_float("temperature"));
   PAGODA_ASSIGN_OR_RETURN(defaults.top_p, f.optional_float("top_p"));

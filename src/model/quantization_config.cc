@@ -4,73 +4,13 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
+
 namespace pagoda {
 
 namespace {
 
 using nlohmann::json;
-
-// Typed reads of one object of quantization_config; errors name the file and the full key.
-class QuantFields {
- public:
-  QuantFields(const json& object, std::string path, std::string prefix)
-      : object_(object), path_(std::move(path)), prefix_(std::move(prefix)) {}
-
-  const json* find(const std::string& key) const {
-    auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  StatusOr<std::optional<std::int64_t>> optional_int(const std::string& key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::optional<std::int64_t>();
-    if (!v->is_number_integer()) return wrong_type(key, "an integer");
-    return std::optional<std::int64_t>(v->get<std::int64_t>());
-  }
-
-  StatusOr<std::optional<bool>> optional_bool(const std::string& key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::optional<bool>();
-    if (!v->is_boolean()) return wrong_type(key, "true or false");
-    return std::optional<bool>(v->get<bool>());
-  }
-
-  StatusOr<std::optional<std::string>> optional_string(const std::string& key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::optional<std::string>();
-    if (!v->is_string()) return wrong_type(key, "a string");
-    return std::optional<std::string>(v->get<std::string>());
-  }
-
-  StatusOr<std::vector<std::string>> string_list(const std::string& key) const {
-    std::vector<std::string> out;
-    const json* v = find(key);
-    if (v == nullptr) return out;
-    if (!v->is_array()) return wrong_type(key, "a list of strings");
-    for (const json& e : *v) {
-      if (!e.is_string()) return wrong_type(key, "a list of strings");
-      out.push_back(e.get<std::string>());
-    }
-    return out;
-  }
-
-  std::string key_name(const std::string& key) const { return "\"" + prefix_ + key + "\""; }
-
-  Status wrong_type(const std::string& key, const std::string& want) const {
-    return invalid_argument(path_ + ": " + key_name(key) + " must be " + want);
-  }
-
-  Status unsupported(const std::string& key, const std::string& value,
-                     const std::string& supported) const {
-    return unimplemented(path_ + ": " + key_name(key) + " = " + value + " is not supported (" +
-                         supported + ")");
-  }
-
- private:
-  const json& object_;
-  std::string path_;
-  std::string prefix_;
-};
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -79,13 +19,12 @@ std::string lower(std::string s) {
 }
 
 // Group sizes the Q4_Z repacking can express: a 32-weight block must never span two groups.
-Status check_int4_group_size(const QuantFields& f, const std::string& key,
-                             std::int64_t group_size) {
+Status check_int4_group_size(const JsonFields& f, const std::string& key, std::int64_t group_size) {
   if (group_size == -1 || (group_size > 0 && group_size % 32 == 0)) return {};
   return f.unsupported(key, std::to_string(group_size), "-1 (per channel) or a multiple of 32");
 }
 
-Status read_gptq(const QuantFields& f, QuantizationConfig& q) {
+Status read_gptq(const JsonFields& f, QuantizationConfig& q) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> bits, f.optional_int("bits"));
   if (!bits || *bits != 4) {
     return f.unsupported("bits", bits ? std::to_string(*bits) : "missing", "only 4-bit GPTQ");
@@ -123,7 +62,7 @@ Status read_gptq(const QuantFields& f, QuantizationConfig& q) {
   return {};
 }
 
-Status read_awq(const QuantFields& f, QuantizationConfig& q) {
+Status read_awq(const JsonFields& f, QuantizationConfig& q) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> bits, f.optional_int("bits"));
   if (!bits) {
     PAGODA_ASSIGN_OR_RETURN(bits, f.optional_int("w_bit"));
@@ -152,7 +91,7 @@ Status read_awq(const QuantFields& f, QuantizationConfig& q) {
   return {};
 }
 
-Status read_fp8_block_size(const QuantFields& f, const std::string& key, const json& value,
+Status read_fp8_block_size(const JsonFields& f, const std::string& key, const json& value,
                            QuantizationConfig& q) {
   if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() ||
       !value[1].is_number_integer()) {
@@ -169,7 +108,7 @@ Status read_fp8_block_size(const QuantFields& f, const std::string& key, const j
   return {};
 }
 
-Status read_compressed_tensors(const QuantFields& f, const std::string& path,
+Status read_compressed_tensors(const JsonFields& f, const std::string& path,
                                QuantizationConfig& q) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> format, f.optional_string("format"));
   const std::string fmt = format.value_or("float-quantized");
@@ -191,7 +130,7 @@ Status read_compressed_tensors(const QuantFields& f, const std::string& path,
       return invalid_argument(path + ": \"quantization_config.config_groups." + name +
                               ".weights\" must be an object");
     }
-    const QuantFields w(*weights, path, prefix);
+    const JsonFields w(*weights, path, prefix);
     PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> bits, w.optional_int("num_bits"));
     PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> type, w.optional_string("type"));
     if (bits.value_or(0) != 8 || type.value_or("") != "float") {
@@ -228,7 +167,7 @@ Status read_compressed_tensors(const QuantFields& f, const std::string& path,
   return {};
 }
 
-Status read_fp8(const QuantFields& f, QuantizationConfig& q) {
+Status read_fp8(const JsonFields& f, QuantizationConfig& q) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> fmt, f.optional_string("fmt"));
   if (fmt && *fmt != "e4m3") return f.unsupported("fmt", "\"" + *fmt + "\"", "e4m3 only");
   q.bits = 8;
@@ -286,7 +225,7 @@ StatusOr<QuantizationConfig> quantization_config_from_hf_json(std::string_view t
   if (!root.contains(key) || root[key].is_null()) return q;
   const json& config = root[key];
   if (!config.is_object()) return invalid_argument(path + ": \"" + key + "\" must be an object");
-  const QuantFields f(config, path, key + ".");
+  const JsonFields f(config, path, key + ".");
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> method, f.optional_string("quant_method"));
   const std::string m = lower(method.value_or(""));
   if (m == "gptq") {
