@@ -43,13 +43,11 @@ CLI::App* ChatTemplateCommand::add_to(CLI::App& app) {
 }
 
 int ChatTemplateCommand::run(const char* argv0) const {
-  auto path = resolve_model_path(model, argv0);
-  if (!path.ok()) return report_error(path.status());
-  auto files = open_model_files(*path);
-  if (!files.ok()) return report_error(files.status());
-  auto tokenizer = load_model_tokenizer(*files);
-  if (!tokenizer.ok()) return report_error(tokenizer.status());
-  auto chat_template = load_model_chat_template(*files, chat_template_path);
+  auto opened = open_model_and_tokenizer(model, argv0);
+  if (!opened.ok()) return report_error(opened.status());
+  const ModelFiles& files = *opened->files;
+  const Tokenizer& tokenizer = *opened->tokenizer;
+  auto chat_template = load_model_chat_template(files, chat_template_path);
   if (!chat_template.ok()) return report_error(chat_template.status());
 
   ChatTemplateInputs inputs;
@@ -68,15 +66,15 @@ int ChatTemplateCommand::run(const char* argv0) const {
     inputs.extra_kwargs = std::move(*parsed);
   }
   inputs.add_generation_prompt = !no_generation_prompt;
-  inputs.bos_token = piece_or_empty(**tokenizer, (*tokenizer)->bos_id());
-  inputs.eos_token = piece_or_empty(**tokenizer, (*tokenizer)->eos_id());
+  inputs.bos_token = piece_or_empty(tokenizer, tokenizer.bos_id());
+  inputs.eos_token = piece_or_empty(tokenizer, tokenizer.eos_id());
 
   auto prompt = chat_template->render(inputs);
   if (!prompt.ok()) return report_error(prompt.status());
   std::cout << *prompt;
   if (tokenize) {
     // The template already wrote any BOS, so the tokenizer adds none.
-    auto ids = (*tokenizer)->encode(*prompt, {.add_special_tokens = false, .parse_special = true});
+    auto ids = tokenizer.encode(*prompt, {.add_special_tokens = false, .parse_special = true});
     std::cout << "\n" << nlohmann::json(ids).dump() << "\n";
   }
   return 0;

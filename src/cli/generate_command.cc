@@ -237,20 +237,18 @@ int GenerateCommand::run(const char* argv0) const {
     return report_error(invalid_argument("give --prompt or --chat"));
   if (max_tokens < 1) return report_error(invalid_argument("--max-tokens must be at least 1"));
   if (block_size < 1) return report_error(invalid_argument("--block-size must be at least 1"));
-  auto path = resolve_model_path(model, argv0);
-  if (!path.ok()) return report_error(path.status());
-  auto opened = open_model_files(*path);
+  auto opened = open_model_and_tokenizer(model, argv0);
   if (!opened.ok()) return report_error(opened.status());
-  auto files = std::make_shared<const ModelFiles>(std::move(*opened));
-  auto tokenizer = load_model_tokenizer(*files);
-  if (!tokenizer.ok()) return report_error(tokenizer.status());
-  auto ids = prompt_ids(*this, *files, **tokenizer);
+  const std::shared_ptr<const ModelFiles> files = opened->files;
+  Tokenizer& tokenizer = *opened->tokenizer;
+  auto ids = prompt_ids(*this, *files, tokenizer);
   if (!ids.ok()) return report_error(ids.status());
   const SamplingParams params = sampling_params(*this, files->generation);
   if (Status s = params.validate(); !s.ok()) return report_error(s);
   const auto num_prompt = static_cast<std::int64_t>(ids->size());
   if (num_prompt == 0) return report_error(invalid_argument("the prompt has no tokens"));
-  if (speculative.enabled()) return generate_with_engine(*this, *path, std::move(*ids), params);
+  if (speculative.enabled())
+    return generate_with_engine(*this, files->path, std::move(*ids), params);
 
   auto made = make_executor(*this, files, std::min(num_prompt, kMaxPrefillChunk));
   if (!made.ok()) return report_error(made.status());
@@ -276,8 +274,8 @@ int GenerateCommand::run(const char* argv0) const {
   ForwardBatch batch;
   std::vector<float> logits(static_cast<std::size_t>(exec.info().vocab_size));
   sampling::Sampler sampler(params);
-  const std::vector<std::int32_t> stops = stop_ids(*files, **tokenizer);
-  auto stream = (*tokenizer)->start_decode({.skip_special_tokens = true});
+  const std::vector<std::int32_t> stops = stop_ids(*files, tokenizer);
+  auto stream = tokenizer.start_decode({.skip_special_tokens = true});
 
   const auto prefill_start = Clock::now();
   for (std::int64_t begin = 0; begin < num_prompt; begin += kMaxPrefillChunk) {

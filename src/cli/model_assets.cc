@@ -54,6 +54,14 @@ StatusOr<std::unique_ptr<Tokenizer>> load_model_tokenizer(const ModelFiles& file
   return load_tokenizer_json(files.tokenizer_json_path, files.tokenizer_config_path);
 }
 
+StatusOr<ModelAndTokenizer> open_model_and_tokenizer(const std::string& given, const char* argv0) {
+  PAGODA_ASSIGN_OR_RETURN(std::string path, resolve_model_path(given, argv0));
+  PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(path));
+  auto files = std::make_shared<const ModelFiles>(std::move(opened));
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_model_tokenizer(*files));
+  return ModelAndTokenizer{std::move(files), std::move(tokenizer)};
+}
+
 StatusOr<ChatTemplate> load_model_chat_template(const ModelFiles& files,
                                                 const std::string& override_path) {
   if (!override_path.empty()) return load_chat_template_file(override_path);

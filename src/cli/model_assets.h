@@ -19,6 +19,15 @@ StatusOr<std::string> resolve_model_path(const std::string& given, const char* a
 /// The tokenizer of a GGUF file (its metadata) or an HF folder (tokenizer.json).
 StatusOr<std::unique_ptr<Tokenizer>> load_model_tokenizer(const ModelFiles& files);
 
+/// A model's files and tokenizer, as most commands start.
+struct ModelAndTokenizer {
+  std::shared_ptr<const ModelFiles> files;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+/// resolve_model_path, open_model_files and load_model_tokenizer in one.
+StatusOr<ModelAndTokenizer> open_model_and_tokenizer(const std::string& given, const char* argv0);
+
 /// The model's own chat template, or the one in `override_path` when that is not empty.
 StatusOr<ChatTemplate> load_model_chat_template(const ModelFiles& files,
                                                 const std::string& override_path);

@@ -98,14 +98,11 @@ int PerplexityCommand::run(const char* argv0) const {
   if (!load_time.ok()) return report_error(load_time.status());
   auto text = read_text(text_file);
   if (!text.ok()) return report_error(text.status());
-  auto path = resolve_model_path(model, argv0);
-  if (!path.ok()) return report_error(path.status());
-  auto opened = open_model_files(*path);
+  auto opened = open_model_and_tokenizer(model, argv0);
   if (!opened.ok()) return report_error(opened.status());
-  auto files = std::make_shared<const ModelFiles>(std::move(*opened));
-  auto tokenizer = load_model_tokenizer(*files);
-  if (!tokenizer.ok()) return report_error(tokenizer.status());
-  const std::vector<std::int32_t> tokens = (*tokenizer)->encode(*text);
+  const std::shared_ptr<const ModelFiles> files = opened->files;
+  Tokenizer& tokenizer = *opened->tokenizer;
+  const std::vector<std::int32_t> tokens = tokenizer.encode(*text);
   if (tokens.size() < 2) {
     return report_error(invalid_argument("--text-file has fewer than 2 tokens"));
   }

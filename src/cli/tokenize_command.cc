@@ -48,23 +48,20 @@ int TokenizeCommand::run(const char* argv0) const {
   if (!decoding && text_option->count() == 0) {
     return report_error(invalid_argument("give --text TEXT or --ids JSON"));
   }
-  auto path = resolve_model_path(model, argv0);
-  if (!path.ok()) return report_error(path.status());
-  auto files = open_model_files(*path);
-  if (!files.ok()) return report_error(files.status());
-  auto tokenizer = load_model_tokenizer(*files);
-  if (!tokenizer.ok()) return report_error(tokenizer.status());
+  auto opened = open_model_and_tokenizer(model, argv0);
+  if (!opened.ok()) return report_error(opened.status());
+  const Tokenizer& tokenizer = *opened->tokenizer;
 
   if (decoding) {
-    auto parsed = parse_ids(ids, (*tokenizer)->vocab_size());
+    auto parsed = parse_ids(ids, tokenizer.vocab_size());
     if (!parsed.ok()) return report_error(parsed.status());
-    std::string out = (*tokenizer)->decode(*parsed, {.skip_special_tokens = skip_special_tokens});
+    std::string out = tokenizer.decode(*parsed, {.skip_special_tokens = skip_special_tokens});
     std::cout << nlohmann::json(out).dump() << "\n";
     return 0;
   }
   EncodeOptions options{.add_special_tokens = !no_special_tokens,
                         .parse_special = !plain_special_text};
-  std::cout << nlohmann::json((*tokenizer)->encode(text, options)).dump() << "\n";
+  std::cout << nlohmann::json(tokenizer.encode(text, options)).dump() << "\n";
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/elementwise_avx2.h"
 #include "common/check.h"
 #include "sampling/logprobs_avx2.h"
 
@@ -40,7 +41,7 @@ void compute_logprobs(std::span<const float> logits, std::int32_t token_id, std:
   check_token(logits, token_id);
   const float* x = logits.data();
   const auto n = static_cast<std::int64_t>(logits.size());
-  const float max_logit = avx2::max_value(x, n);
+  const float max_logit = cpu::avx2::max_value(x, n);
   const double log_z = double{max_logit} + std::log(avx2::sum_exp_shifted(x, n, max_logit));
   const float chosen = logits[static_cast<std::size_t>(token_id)];
   out.token_id = token_id;

@@ -10,13 +10,6 @@
 namespace pagoda::sampling::avx2 {
 namespace {
 
-float horizontal_max(__m256 v) {
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
-}
-
 double horizontal_sum_as_double(__m256 v) {
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, v);
@@ -26,19 +19,6 @@ double horizontal_sum_as_double(__m256 v) {
 }
 
 }  // namespace
-
-float max_value(const float* x, std::int64_t n) {
-  __m256 m0 = _mm256_set1_ps(-INFINITY);
-  __m256 m1 = m0;
-  std::int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
-    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
-  }
-  float best = horizontal_max(_mm256_max_ps(m0, m1));
-  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
-  return best;
-}
 
 double sum_exp_shifted(const float* x, std::int64_t n, float shift) {
   using cpu::avx2::exp256;

@@ -1,14 +1,12 @@
-// AVX2 + FMA passes behind compute_logprobs (logprobs.h): the four scans over the vocabulary it
-// makes per token. Call only when cpu::cpu_has_avx2().
+// AVX2 + FMA passes behind compute_logprobs (logprobs.h): three of its four scans over the
+// vocabulary it makes per token (the max is cpu::avx2::max_value). Call only when
+// cpu::cpu_has_avx2().
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 namespace pagoda::sampling::avx2 {
-
-/// Maximum of x; -inf for n == 0.
-float max_value(const float* x /* [n] */, std::int64_t n);
 
 /// sum(exp(x[i] - shift)) for x[i] <= shift: exp in fp32 (within 2 ulp of expf), partial sums of
 /// at most 16 terms per lane in fp32, the rest accumulated in double.
