@@ -10,16 +10,24 @@
 #                                  # full logs under $OUT (default: build-gpu-check/gpu-check-out)
 #   scripts/gpu_check.sh build-run # where every dependency is installed: build here, then run
 #   PAGODA_GPU_BUILD_DIR=build-x scripts/gpu_check.sh bundle   # bundle an existing CUDA build
+#   scripts/gpu_check.sh exec CMD [ARGS...]   # on the GPU machine: unpack the bundle, put its
+#                                  # binaries on PATH and its libraries on LD_LIBRARY_PATH, run CMD
+#                                  # (e.g. gpu_bench kernels, or one test with --gtest_filter)
+#
+# PAGODA_GPU_BUNDLE=.gpu-bundle-x keeps a second bundle beside the default one (each helper or
+# experiment its own); name the same folder in the device call's carry.
 #
 # The device tool call: run(command="bash scripts/gpu_check.sh run", carry=[".gpu-bundle"]).
 # Commit what comes back under docs/perf/gpu-runs/<date>-<gpu>/ so figures trace to a run.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUNDLE="$ROOT/.gpu-bundle"
+BUNDLE="$(cd "$ROOT" && realpath -m "${PAGODA_GPU_BUNDLE:-.gpu-bundle}")"
 BUILD_DIR="${PAGODA_GPU_BUILD_DIR:-$ROOT/build-gpu-check}"
 UNPACKED=/tmp/pagoda-gpu-bundle
 TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
          gpu_cuda_model_executor_test gpu_bench)
+TESTS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
+       gpu_cuda_model_executor_test)
 
 build() {
   local jobs="$1"
@@ -34,9 +42,9 @@ bundle() {
   local staging="$BUILD_DIR/gpu-bundle-staging"
   rm -rf "$staging" "$BUNDLE" && mkdir -p "$staging/bin" "$staging/lib" "$BUNDLE" || return 1
   local bins=("$BUILD_DIR/gpu_bench")
-  for t in "${TARGETS[@]}"; do
-    [[ "$t" == gpu_bench ]] || bins+=("$BUILD_DIR/tests/gpu/$t")
-  done
+  for t in "${TESTS[@]}"; do bins+=("$BUILD_DIR/tests/gpu/$t"); done
+  # The CLI travels when the build has it (`ninja pagoda`): generate/serve/bench on the GPU.
+  [[ -x "$BUILD_DIR/pagoda" ]] && bins+=("$BUILD_DIR/pagoda")
   cp "${bins[@]}" "$staging/bin/" || return 1
   # Every shared library outside glibc, the C++ runtime (the GPU image's is newer) and CUDA
   # (the GPU machine has its own CUDA 13) travels.
@@ -49,7 +57,7 @@ bundle() {
   exclude="$(git -C "$ROOT" rev-parse --git-path info/exclude)"
   [[ "$exclude" = /* ]] || exclude="$ROOT/$exclude"
   mkdir -p "$(dirname "$exclude")"
-  grep -qx '/.gpu-bundle/' "$exclude" 2>/dev/null || echo '/.gpu-bundle/' >>"$exclude"
+  grep -qx '/.gpu-bundle*/' "$exclude" 2>/dev/null || echo '/.gpu-bundle*/' >>"$exclude"
   du -sh "$BUNDLE/bundle.tar.xz"
 }
 
@@ -64,15 +72,22 @@ cuda_library_path() {
   echo "$path"
 }
 
+unpack() {
+  [[ -f "$BUNDLE/bundle.tar.xz" ]] ||
+    { echo "no $BUNDLE/bundle.tar.xz: run 'scripts/gpu_check.sh prepare' first" >&2; return 1; }
+  rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && xz -dc "$BUNDLE/bundle.tar.xz" | tar -C "$UNPACKED" -xf - ||
+    { echo "cannot unpack $BUNDLE/bundle.tar.xz" >&2; return 1; }
+  export LD_LIBRARY_PATH="$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PATH="$UNPACKED/bin:$PATH"
+}
+
 run_all() {
   local out="${OUT:-$BUILD_DIR/gpu-check-out}"
   mkdir -p "$out"
   local log="$out/gpu_check.log" summary="$out/summary.txt" bench_log="$out/bench.log"
   local sanitizer_log="$out/sanitizer.log"
   : >"$log"
-  rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && xz -dc "$BUNDLE/bundle.tar.xz" | tar -C "$UNPACKED" -xf - ||
-    { echo "cannot unpack $BUNDLE/bundle.tar.xz" >&2; return 1; }
-  export LD_LIBRARY_PATH="$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  unpack || return 1
   local bin="$UNPACKED/bin"
   {
     echo "== gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
@@ -83,8 +98,7 @@ run_all() {
   } >>"$log" 2>&1
 
   local results=()
-  for t in gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test \
-           gpu_cuda_model_executor_test; do
+  for t in "${TESTS[@]}"; do
     echo "== $t" >>"$log"
     local start=$SECONDS part="$out/.part"
     timeout 240 "$bin/$t" --gtest_color=no >"$part" 2>&1
@@ -139,9 +153,8 @@ run_all() {
 case "${1:-}" in
   prepare) build 2 && bundle ;;
   bundle) bundle ;;  # an existing build in $PAGODA_GPU_BUILD_DIR
-  run) [[ -f "$BUNDLE/bundle.tar.xz" ]] ||
-         { echo "no $BUNDLE/bundle.tar.xz: run 'scripts/gpu_check.sh prepare' first" >&2; exit 1; }
-       run_all ;;
+  run) run_all ;;
+  exec) shift; unpack && exec "$@" ;;
   build-run) build "$(nproc)" && bundle && run_all ;;
-  *) echo "usage: scripts/gpu_check.sh prepare | run | build-run" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu_check.sh prepare | bundle | run | exec CMD... | build-run" >&2; exit 2 ;;
 esac
