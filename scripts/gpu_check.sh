@@ -25,9 +25,9 @@ BUNDLE="$(cd "$ROOT" && realpath -m "${PAGODA_GPU_BUNDLE:-.gpu-bundle}")"
 BUILD_DIR="${PAGODA_GPU_BUILD_DIR:-$ROOT/build-gpu-check}"
 UNPACKED=/tmp/pagoda-gpu-bundle
 TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
-         gpu_cuda_model_executor_test gpu_bench)
+         gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_bench)
 TESTS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
-       gpu_cuda_model_executor_test)
+       gpu_cuda_model_executor_test gpu_smollm2_golden_test)
 
 build() {
   local jobs="$1"
@@ -79,6 +79,12 @@ unpack() {
     { echo "cannot unpack $BUNDLE/bundle.tar.xz" >&2; return 1; }
   export LD_LIBRARY_PATH="$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$UNPACKED/bin:$PATH"
+  # The binaries run away from the source tree they were built in: point the real-model test at
+  # this checkout's golden data and, if present, the default model (it skips without one).
+  export PAGODA_TEST_DATA="$ROOT/tests/data"
+  local model="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+  [[ -z "${PAGODA_SMOLLM2_GGUF:-}" && -f "$model" ]] && export PAGODA_SMOLLM2_GGUF="$model"
+  return 0
 }
 
 run_all() {

@@ -1,4 +1,5 @@
-// Shared by the model tests: open a model into a CPU executor and run one sequence through it.
+// Shared by the model tests (CPU, and the GPU golden test): open a model into a CPU executor and
+// run one sequence through any executor.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -29,10 +30,10 @@ inline std::unique_ptr<CpuModelExecutor> open_executor(const std::string& path,
   return executor.ok() ? std::move(*executor) : nullptr;
 }
 
-/// One sequence fed to an executor chunk by chunk, with blocks 0..n-1.
+/// One sequence fed to an executor (CPU or CUDA) chunk by chunk, with blocks 0..n-1.
 class SequenceRun {
  public:
-  SequenceRun(CpuModelExecutor& executor, std::int64_t block_size, std::int64_t max_len)
+  SequenceRun(ModelExecutor& executor, std::int64_t block_size, std::int64_t max_len)
       : executor_(executor),
         batcher_(block_size, (max_len + block_size - 1) / block_size),
         logits_(static_cast<std::size_t>(executor.info().vocab_size)) {
@@ -65,7 +66,7 @@ class SequenceRun {
   }
 
  private:
-  CpuModelExecutor& executor_;
+  ModelExecutor& executor_;
   SingleSequenceBatcher batcher_;
   ForwardBatch batch_;
   std::vector<float> logits_;
