@@ -25,9 +25,9 @@ BUNDLE="$(cd "$ROOT" && realpath -m "${PAGODA_GPU_BUNDLE:-.gpu-bundle}")"
 BUILD_DIR="${PAGODA_GPU_BUILD_DIR:-$ROOT/build-gpu-check}"
 UNPACKED=/tmp/pagoda-gpu-bundle
 TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
-         gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_bench)
+         gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test gpu_bench)
 TESTS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
-       gpu_cuda_model_executor_test gpu_smollm2_golden_test)
+       gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test)
 
 build() {
   local jobs="$1"
@@ -129,7 +129,9 @@ run_all() {
     for spec in "gpu_elementwise_kernels_test:GpuRmsNorm.*:GpuSiluMul.*:GpuRopeKvCache.*" \
                 "gpu_sampling_kernel_test:GpuSampling.GreedyAndTopKOneAreArgmax" \
                 "gpu_cuda_model_executor_test:GpuCudaModelExecutor.LlamaFp32MatchesCpu" \
-                "gpu_paged_attention_test:GpuPagedAttention.DecodeMatchesCpuOracleWithOneAndManySplits"; do
+                "gpu_paged_attention_test:GpuPagedAttention.DecodeMatchesCpuOracleWithOneAndManySplits" \
+                "gpu_paged_attention_test:GpuPagedPrefillMma.AutoDispatch" \
+                "gpu_skinny_gemm_test:GpuSkinnyGemm.*"; do
       local t="${spec%%:*}" filter="${spec#*:}"
       echo "== memcheck $t $filter" >>"$sanitizer_log"
       timeout 150 compute-sanitizer --tool memcheck --error-exitcode 7 \

@@ -31,6 +31,7 @@
 #include "backend/cuda/random_fill.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/gemm/skinny_gemm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
 #include "kernels/sampling/sampling.h"
@@ -131,8 +132,10 @@ Ceilings measure_ceilings(cuda::BlasLt& blas) {
 }
 
 // Llama-3-8B-shaped paged decode attention: 32 q / 8 kv heads, d 128, bf16, page 16.
+// `sweep`: extra rows with these split counts forced, to check the planner's choice.
 void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batch,
-                            std::int64_t context, const char* name, const char* goal) {
+                            std::int64_t context, const char* name, const char* goal,
+                            std::vector<int> sweep = {}) {
   const std::int64_t heads = 32, kv_heads = 8, d = 128, page = 16;
   const std::int64_t blocks_per_seq = (context + page - 1) / page;
   const std::int64_t num_blocks = batch * blocks_per_seq;
@@ -153,8 +156,12 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
   cudaMemcpy(d_lens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice);
   const kernels::DecodeSplitPlan plan =
       kernels::plan_decode_splits(batch, kv_heads, heads, context, num_sms, 64);
+  int most_splits = plan.num_splits;
+  for (int s : sweep) most_splits = std::max(most_splits, s);
   const std::int64_t ws =
-      std::max<std::int64_t>(kernels::decode_workspace_floats(batch, heads, d, plan), 1);
+      std::max<std::int64_t>(kernels::decode_workspace_floats(
+                                 batch, heads, d, {.num_splits = most_splits, .partition_size = 1}),
+                             1);
   DeviceBuffer partial = alloc(static_cast<std::size_t>(ws) * 4);
   DeviceBuffer lse = alloc(static_cast<std::size_t>(ws / d + 1) * 4);
   const kernels::PagedAttentionParams p{.q = q.data(),
@@ -174,20 +181,32 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
                                         .num_heads = heads,
                                         .softmax_scale = 1.0f / std::sqrt(128.0f),
                                         .dtype = ScalarType::kBF16};
-  const double ms = median_ms([&](int) {
-    check(kernels::launch_paged_decode_attention(p, plan,
-                                                 {.partial_out = partial.as<float>(),
-                                                  .partial_lse = lse.as<float>(),
-                                                  .capacity_floats = ws},
-                                                 nullptr),
-          "decode attention");
-  });
+  auto time_plan = [&](const kernels::DecodeSplitPlan& pl) {
+    return median_ms(
+        [&](int) {
+          check(kernels::launch_paged_decode_attention(p, pl,
+                                                       {.partial_out = partial.as<float>(),
+                                                        .partial_lse = lse.as<float>(),
+                                                        .capacity_floats = ws},
+                                                       nullptr),
+                "decode attention");
+        },
+        20, 50);  // longer warm-up: the first row after the GEMM ceiling ran ~15% slow
+  };
   // K and V of every sequence once (bf16), plus q in and out.
   const double bytes = 2.0 * cache_elems * 2 + 2.0 * batch * heads * d * 2;
-  const double gbs = bytes / (ms * 1e-3) / 1e9;
+  const double gbs = bytes / (time_plan(plan) * 1e-3) / 1e9;
   char label[96];
   std::snprintf(label, sizeof(label), "%s (splits %d)", name, plan.num_splits);
   result(label, gbs, "GB/s", gbs / ceil.bandwidth_gbs, goal);
+  for (int s : sweep) {
+    const kernels::DecodeSplitPlan forced{
+        .num_splits = s, .partition_size = static_cast<int>((context + s - 1) / s)};
+    const double g = bytes / (time_plan(forced) * 1e-3) / 1e9;
+    std::snprintf(label, sizeof(label), "  sweep b%lld ctx%lld splits %d",
+                  static_cast<long long>(batch), static_cast<long long>(context), s);
+    result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(planner check)");
+  }
 }
 
 void bench_prefill_attention(const Ceilings& ceil) {
@@ -222,13 +241,29 @@ void bench_prefill_attention(const Ceilings& ceil) {
                                         .num_heads = heads,
                                         .softmax_scale = 1.0f / std::sqrt(128.0f),
                                         .dtype = ScalarType::kBF16};
-  const double ms = median_ms(
-      [&](int) { check(kernels::launch_paged_prefill_attention(p, len, nullptr), "prefill"); }, 1,
-      5);
   // Causal half of QK^T and PV: 4 * len^2 / 2 * d * heads.
-  const double tflops = 2.0 * len * len * d * heads / (ms * 1e-3) / 1e12;
+  const double flops = 2.0 * len * len * d * heads;
+  const double ms = median_ms(
+      [&](int) { check(kernels::launch_paged_prefill_attention(p, len, nullptr), "prefill"); });
+  const double tflops = flops / (ms * 1e-3) / 1e12;
   result("G10 prefill attention causal 4k d128 bf16", tflops, "TFLOP/s", tflops / ceil.tflops,
          ">= 0.40 F (FA2) / 0.70 F (FA3)");
+  // Each prefill kernel on its own (kAuto above picks one of them).
+  using kernels::PrefillKernel;
+  const std::pair<PrefillKernel, const char*> variants[] = {
+      {PrefillKernel::kReference, "G10 variant: CUDA-core reference"},
+      {PrefillKernel::kMma16, "G10 variant: mma.sync 16 rows/warp"},
+      {PrefillKernel::kMma32, "G10 variant: mma.sync 32 rows/warp"}};
+  for (const auto& [kernel, name] : variants) {
+    const bool slow = kernel == PrefillKernel::kReference;
+    const double variant_ms = median_ms(
+        [&](int) {
+          check(kernels::launch_paged_prefill_attention(p, len, kernel, nullptr), "prefill");
+        },
+        slow ? 1 : 3, slow ? 3 : 20);
+    const double variant_tflops = flops / (variant_ms * 1e-3) / 1e12;
+    result(name, variant_tflops, "TFLOP/s", variant_tflops / ceil.tflops, "(G10 variant)");
+  }
 }
 
 void bench_elementwise(const Ceilings& ceil) {
@@ -352,9 +387,12 @@ void bench_sampling(const Ceilings& ceil) {
          "<= 3x one read of the logits at B");
 }
 
+// G5: the decode products at m = 1..16 rows, weight bytes over time, cuBLASLt and (m <= 4) the
+// skinny kernel the executor dispatches to, on the same buffers.
 void bench_skinny_gemm(const Ceilings& ceil, cuda::BlasLt& blas) {
-  const std::int64_t shapes[][2] = {{6144, 4096}, {28672, 4096}, {4096, 14336}, {128256, 4096}};
-  for (std::int64_t m : {1, 16}) {
+  const std::int64_t shapes[][2] = {
+      {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {128256, 4096}};
+  for (std::int64_t m : {1, 2, 4, 8, 16}) {
     for (const auto& s : shapes) {
       const std::int64_t n = s[0], k = s[1];
       // Four weight copies rotated so each call streams from HBM, not L2.
@@ -362,7 +400,7 @@ void bench_skinny_gemm(const Ceilings& ceil, cuda::BlasLt& blas) {
       for (int i = 0; i < 4; ++i) w.push_back(random_buffer(n * k, ScalarType::kBF16, 50 + i));
       DeviceBuffer x = random_buffer(m * k, ScalarType::kBF16, 60);
       DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
-      const double ms = median_ms([&](int i) {
+      const double cublas_ms = median_ms([&](int i) {
         check(blas.linear({.x = x.data(),
                            .w = w[i % 4].data(),
                            .y = y.data(),
@@ -374,12 +412,28 @@ void bench_skinny_gemm(const Ceilings& ceil, cuda::BlasLt& blas) {
                           nullptr),
               "skinny gemm");
       });
-      const double gbs = n * k * 2.0 / (ms * 1e-3) / 1e9;
+      const double weight_bytes = n * k * 2.0;
+      const double cublas_gbs = weight_bytes / (cublas_ms * 1e-3) / 1e9;
       char label[96];
       std::snprintf(label, sizeof(label), "G5 cuBLASLt bf16 M=%lld %lldx%lld",
                     static_cast<long long>(m), static_cast<long long>(n),
                     static_cast<long long>(k));
-      result(label, gbs, "GB/s", gbs / ceil.bandwidth_gbs, ">= 0.80 B (weight bytes)");
+      result(label, cublas_gbs, "GB/s", cublas_gbs / ceil.bandwidth_gbs,
+             ">= 0.80 B (weight bytes)");
+      kernels::SkinnyGemmParams p{
+          .x = x.data(), .y = y.data(), .m = m, .n = n, .k = k, .dtype = ScalarType::kBF16};
+      p.w = w[0].data();
+      if (!kernels::skinny_gemm_applies(p)) continue;
+      const double ours_ms = median_ms([&](int i) {
+        p.w = w[i % 4].data();
+        check(kernels::launch_skinny_gemm(p, nullptr), "skinny kernel");
+      });
+      const double ours_gbs = weight_bytes / (ours_ms * 1e-3) / 1e9;
+      std::snprintf(label, sizeof(label), "G5 skinny bf16 M=%lld %lldx%lld (cuBLAS/ours %.2fx)",
+                    static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                    cublas_ms / ours_ms);
+      result(label, ours_gbs, "GB/s", ours_gbs / ceil.bandwidth_gbs,
+             ">= 0.80 B and >= 1.0x cuBLAS");
     }
   }
 }
@@ -393,9 +447,13 @@ int run_kernels() {
   auto blas = cuda::BlasLt::create(32u << 20);
   if (!blas.ok()) die(blas.status(), "cublasLt");
   const Ceilings ceil = measure_ceilings(**blas);
-  bench_decode_attention(ceil, props->num_sms, 64, 2048, "G1 decode attn b64 ctx2048", ">= 0.75 B");
-  bench_decode_attention(ceil, props->num_sms, 64, 512, "G2 decode attn b64 ctx512", ">= 0.60 B");
-  bench_decode_attention(ceil, props->num_sms, 1, 16384, "G3 decode attn b1 ctx16k", ">= 0.70 B");
+  bench_decode_attention(ceil, props->num_sms, 64, 2048, "G1 decode attn b64 ctx2048", ">= 0.75 B",
+                         {1, 2, 4});
+  bench_decode_attention(ceil, props->num_sms, 64, 512, "G2 decode attn b64 ctx512", ">= 0.60 B",
+                         {1, 2});
+  bench_decode_attention(ceil, props->num_sms, 1, 16384, "G3 decode attn b1 ctx16k", ">= 0.70 B",
+                         {32, 64, 128});
+  bench_decode_attention(ceil, props->num_sms, 16, 4096, "decode attn b16 ctx4096", "(info)");
   bench_prefill_attention(ceil);
   bench_elementwise(ceil);
   bench_sampling(ceil);

@@ -7,9 +7,10 @@
 // p % block_size, laid out as PagedKvCache says.
 //
 // Two kernels:
-//   prefill  any q_len (chunked prefill, prefix hits, mixed batches): tiles of (query, q head)
-//            rows against tiles of keys, online softmax; each KV tile is loaded once for the
-//            whole GQA group.
+//   prefill  any q_len (chunked prefill, prefix hits, mixed batches), online softmax. bf16/f16:
+//            tensor cores (mma.sync, FA2-style), one CTA per (q head, 64 or 128 queries); the
+//            CUDA-core reference kernel (tiles of (query, q head) rows, each KV tile loaded
+//            once for the whole GQA group) serves f32 and is what the fast one is tested against.
 //   decode   q_len == 1 for every sequence: one CTA per (sequence, KV head, split), all q heads
 //            of the group at once, 16-byte loads; splits write partial (o, lse) that a merge
 //            kernel combines (flash-decoding).
@@ -45,6 +46,16 @@ struct PagedAttentionParams {
 Status launch_paged_prefill_attention(const PagedAttentionParams& params,
                                       std::int64_t max_query_len, cudaStream_t stream);
 
+/// Which prefill kernel runs. kAuto: the tensor-core (FA2-style mma.sync) kernel for bf16 and f16
+/// when q, out and the cache are 16-byte aligned (q_row_stride a multiple of 8), else the
+/// CUDA-core reference kernel (always for f32). kMma16 / kMma32: the tensor-core kernel with 16
+/// or 32 query rows per warp (64 or 128 queries per CTA); unimplemented where it does not apply.
+/// The explicit choices exist for tests and benchmarks.
+enum class PrefillKernel { kAuto, kReference, kMma16, kMma32 };
+Status launch_paged_prefill_attention(const PagedAttentionParams& params,
+                                      std::int64_t max_query_len, PrefillKernel kernel,
+                                      cudaStream_t stream);
+
 /// How decode splits each sequence's KV: split j of a sequence covers tokens
 /// [j * partition_size, (j + 1) * partition_size); a sequence uses ceil(seq_len / partition_size)
 /// of the num_splits CTAs, the rest exit at once (so the grid can stay fixed for CUDA graphs).
@@ -56,8 +67,9 @@ struct DecodeSplitPlan {
   int partition_size = 0;  ///< tokens; num_splits * partition_size >= the longest seq_len
 };
 
-/// Picks splits so that num_seqs * kv-head CTAs * splits fills about twice `num_sms`, with at
-/// least `min_partition` tokens per split, and at most `max_splits`.
+/// Picks splits so that num_seqs * kv-head CTAs * splits fills about 4 CTAs per SM (none when the
+/// unsplit CTAs already give 3 per SM), with at least `min_partition` tokens per split, and at
+/// most `max_splits`.
 DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_heads,
                                    std::int64_t num_heads, std::int64_t max_seq_len, int num_sms,
                                    int max_splits, int min_partition = 256);

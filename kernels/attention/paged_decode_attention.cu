@@ -28,7 +28,10 @@ namespace {
 constexpr int kMergeThreads = 128;
 
 // One CTA per (sequence, q head): out = sum_j 2^(lse_j - M) o_j / sum_j 2^(lse_j - M) over the
-// splits that held keys (lse in log2 units, o_j already normalized within its split).
+// splits that held keys (lse in log2 units, o_j already normalized within its split). Each
+// thread owns 4 dims of one slice of the splits (head_dim / 4 lanes per row, 128 / that slices),
+// so a long context's 64 splits are read as 16-byte loads by all 128 threads at once rather
+// than one split after another; the slices meet in shared memory.
 template <typename T>
 __global__ void __launch_bounds__(kMergeThreads)
     merge_splits_kernel(const float* __restrict__ partial_out,
@@ -43,18 +46,62 @@ __global__ void __launch_bounds__(kMergeThreads)
   T* dst = out + (token_row * num_heads + head) * head_dim;
   const int used = min(num_splits, (seq_len + partition_size - 1) / partition_size);
   const std::int64_t first = (static_cast<std::int64_t>(seq) * num_heads + head) * num_splits;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as a programmatic dependent of the decode kernel (Hopper): the launch and the
+  // lines above overlap its tail; the partials are read only after it has completed.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+
+  __shared__ float warp_max[kMergeThreads / 32];
   float lse_max = -INFINITY;
-  for (int j = 0; j < used; ++j) lse_max = fmaxf(lse_max, partial_lse[first + j]);
-  for (int d = threadIdx.x; d < head_dim; d += kMergeThreads) {
-    float weight_sum = 0.0f;
-    float o = 0.0f;
-    for (int j = 0; j < used; ++j) {
-      const float w = exp2f(partial_lse[first + j] - lse_max);
-      weight_sum += w;
-      o += w * partial_out[(first + j) * head_dim + d];
-    }
-    dst[d] = from_float<T>(used > 0 ? o / weight_sum : 0.0f);
+  for (int j = threadIdx.x; j < used; j += kMergeThreads) {
+    lse_max = fmaxf(lse_max, partial_lse[first + j]);
   }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    lse_max = fmaxf(lse_max, __shfl_xor_sync(0xffffffffu, lse_max, offset));
+  }
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = lse_max;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kMergeThreads / 32; ++w) lse_max = fmaxf(lse_max, warp_max[w]);
+
+  const int lanes = head_dim / 4;
+  const int slices = kMergeThreads / lanes;
+  const int slice = threadIdx.x / lanes;
+  const int d0 = (threadIdx.x % lanes) * 4;
+  float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float weight_sum = 0.0f;
+#pragma unroll 4
+  for (int j = slice; j < used; j += slices) {
+    const float w = exp2f(partial_lse[first + j] - lse_max);
+    const float4 x = *reinterpret_cast<const float4*>(partial_out + (first + j) * head_dim + d0);
+    weight_sum += w;
+    o.x += w * x.x;
+    o.y += w * x.y;
+    o.z += w * x.z;
+    o.w += w * x.w;
+  }
+  __shared__ float4 slice_o[kMergeThreads];
+  __shared__ float slice_w[kMergeThreads];
+  slice_o[threadIdx.x] = o;
+  slice_w[threadIdx.x] = weight_sum;
+  __syncthreads();
+  if (slice != 0) return;
+  for (int s = 1; s < slices; ++s) {
+    const float4 x = slice_o[s * lanes + threadIdx.x];
+    weight_sum += slice_w[s * lanes + threadIdx.x];
+    o.x += x.x;
+    o.y += x.y;
+    o.z += x.z;
+    o.w += x.w;
+  }
+  // A zero-length sequence has no split with keys: its output is 0, as in the one-split kernel.
+  const float inv = used > 0 ? 1.0f / weight_sum : 0.0f;
+  dst[d0 + 0] = from_float<T>(o.x * inv);
+  dst[d0 + 1] = from_float<T>(o.y * inv);
+  dst[d0 + 2] = from_float<T>(o.z * inv);
+  dst[d0 + 3] = from_float<T>(o.w * inv);
 }
 
 }  // namespace
@@ -67,8 +114,11 @@ DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_he
   const std::int64_t group =
       std::max<std::int64_t>(num_heads / std::max<std::int64_t>(num_kv_heads, 1), 1);
   const std::int64_t ctas = std::max<std::int64_t>(num_seqs * num_kv_heads * ((group + 7) / 8), 1);
-  const std::int64_t wanted =
-      (2 * static_cast<std::int64_t>(std::max(num_sms, 1)) + ctas - 1) / ctas;
+  // The kernel keeps 4 CTAs resident per SM (its launch bounds), each with 8 loads per thread in
+  // flight. At >= 3 CTAs per SM from (sequence, kv head) alone the stream already saturates and a
+  // split would only add the merge; below that, split up to a full wave of 4 per SM.
+  const std::int64_t sms = std::max(num_sms, 1);
+  const std::int64_t wanted = ctas >= 3 * sms ? 1 : (4 * sms + ctas - 1) / ctas;
   const std::int64_t by_length = (max_seq_len + min_partition - 1) / std::max(min_partition, 1);
   const std::int64_t splits =
       std::clamp<std::int64_t>(std::min(wanted, by_length), 1, std::max(max_splits, 1));
@@ -106,6 +156,7 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
       p.q_row_stride * static_cast<std::int64_t>(cuda::scalar_type_size(p.dtype)) % 16 == 0, kOp);
   if (plan.num_splits > 1) {
     PAGODA_KERNEL_REQUIRE(w.partial_out != nullptr && w.partial_lse != nullptr, kOp);
+    PAGODA_KERNEL_REQUIRE(is_aligned16(w.partial_out), kOp);  // the merge's float4 loads
     PAGODA_KERNEL_REQUIRE(
         w.capacity_floats >= decode_workspace_floats(p.num_seqs, p.num_heads, c.head_dim, plan),
         kOp);
@@ -113,11 +164,30 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
     PAGODA_RETURN_IF_ERROR(decode::run_paged_decode<T>(p, plan, w, stream));
     if (plan.num_splits == 1) return Status::ok_status();
-    const dim3 grid(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads));
-    merge_splits_kernel<T><<<grid, kMergeThreads, 0, stream>>>(
-        w.partial_out, w.partial_lse, p.query_start_loc, p.seq_lens, static_cast<T*>(p.out),
-        static_cast<int>(p.num_heads), static_cast<int>(c.head_dim), plan.num_splits,
-        plan.partition_size);
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads));
+    config.blockDim = dim3(kMergeThreads);
+    config.stream = stream;
+    // Programmatic dependent launch where the device has it (sm_90+): hides the merge's launch
+    // gap behind the decode kernel's tail, which matters when the whole step is ~30 us (G3).
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    int device = 0;
+    int major = 0;
+    PAGODA_RETURN_IF_ERROR(cuda::cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+    PAGODA_RETURN_IF_ERROR(cuda::cuda_status(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cc"));
+    if (major >= 9) {
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+    }
+    PAGODA_RETURN_IF_ERROR(cuda::cuda_status(
+        cudaLaunchKernelEx(&config, merge_splits_kernel<T>, w.partial_out,
+                           static_cast<const float*>(w.partial_lse), p.query_start_loc, p.seq_lens,
+                           static_cast<T*>(p.out), static_cast<int>(p.num_heads),
+                           static_cast<int>(c.head_dim), plan.num_splits, plan.partition_size),
+        "merge_splits_kernel"));
     return cuda::check_launch("merge_splits_kernel");
   });
 }

@@ -19,8 +19,39 @@ extern template Status run_paged_prefill<__nv_bfloat16>(const PagedAttentionPara
 
 }  // namespace prefill
 
+namespace prefill_mma {
+
+template <typename T>
+Status run_paged_prefill_mma(const PagedAttentionParams&, std::int64_t, int, cudaStream_t);
+extern template Status run_paged_prefill_mma<__half>(const PagedAttentionParams&, std::int64_t, int,
+                                                     cudaStream_t);
+extern template Status run_paged_prefill_mma<__nv_bfloat16>(const PagedAttentionParams&,
+                                                            std::int64_t, int, cudaStream_t);
+
+}  // namespace prefill_mma
+
+namespace {
+
+bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0;
+}
+
+// The tensor-core kernel moves 16-byte chunks of q rows and cache rows with cp.async.
+bool mma_applies(const PagedAttentionParams& p) {
+  return (p.dtype == cuda::ScalarType::kBF16 || p.dtype == cuda::ScalarType::kF16) &&
+         aligned16(p.q) && aligned16(p.out) && aligned16(p.cache.k) && aligned16(p.cache.v) &&
+         p.q_row_stride % 8 == 0;
+}
+
+}  // namespace
+
 Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_t max_query_len,
                                       cudaStream_t stream) {
+  return launch_paged_prefill_attention(p, max_query_len, PrefillKernel::kAuto, stream);
+}
+
+Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_t max_query_len,
+                                      PrefillKernel kernel, cudaStream_t stream) {
   constexpr const char* kOp = "paged_prefill_attention";
   const PagedKvCache& c = p.cache;
   PAGODA_KERNEL_REQUIRE(p.num_seqs >= 0 && p.num_seqs <= 65535, kOp);  // grid.z
@@ -36,9 +67,26 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
                         kOp);
   PAGODA_KERNEL_REQUIRE(
       p.query_start_loc != nullptr && p.seq_lens != nullptr && p.block_tables != nullptr, kOp);
-  return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
-    return prefill::run_paged_prefill<T>(p, max_query_len, stream);
-  });
+  if (kernel == PrefillKernel::kAuto) {
+    // 16 rows per warp: within 2% of 32 on the G10 shape on the H100 and twice the CTAs for
+    // short prompts (docs/perf/gpu-prefill-notes.md).
+    kernel = mma_applies(p) ? PrefillKernel::kMma16 : PrefillKernel::kReference;
+  }
+  if (kernel == PrefillKernel::kReference) {
+    return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
+      return prefill::run_paged_prefill<T>(p, max_query_len, stream);
+    });
+  }
+  if (!mma_applies(p)) {
+    return unimplemented(
+        "paged prefill attention (mma): needs bf16 or f16 and 16-byte aligned q, out and cache");
+  }
+  const int rows_per_warp = kernel == PrefillKernel::kMma32 ? 32 : 16;
+  if (p.dtype == cuda::ScalarType::kBF16) {
+    return prefill_mma::run_paged_prefill_mma<__nv_bfloat16>(p, max_query_len, rows_per_warp,
+                                                             stream);
+  }
+  return prefill_mma::run_paged_prefill_mma<__half>(p, max_query_len, rows_per_warp, stream);
 }
 
 }  // namespace pagoda::kernels

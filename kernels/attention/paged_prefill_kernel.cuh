@@ -1,7 +1,8 @@
 // Device code of paged prefill attention (see paged_attention.h). Included by one .cu per dtype.
 //
-// A correct, simply tiled kernel on CUDA cores; the mma.sync / wgmma versions (FA2 / FA3) are the
-// performance issue's work and will be tested against this one and the CPU reference.
+// A correct, simply tiled kernel on CUDA cores: the path for f32 and the reference that the
+// tensor-core kernel (paged_prefill_mma_kernel.cuh, bf16/f16) is tested against, beside the CPU
+// oracle.
 //
 // CTA = (tile of kBlockM rows, KV head, sequence). Rows are (query token, q head of the group)
 // pairs, token-major, so one K/V tile in shared memory serves the whole GQA group:

@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/embedding/embedding.h"
+#include "kernels/gemm/skinny_gemm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
 #include "models/forward_batch_check.h"
@@ -38,6 +39,26 @@ Status check_supported(const ModelConfig& c) {
                          std::to_string(c.head_dim) + "; use --device cpu");
   }
   return Status::ok_status();
+}
+
+// A dense product: decode-sized ones (m <= 4 rows, 16-bit) through the skinny kernel, which
+// streams the weight faster than cuBLASLt there (docs/perf/gpu.md, G5); the rest, and FP32,
+// through cuBLASLt.
+Status linear(cuda::BlasLt& blas, const cuda::LinearGemm& g, cudaStream_t stream) {
+  const kernels::SkinnyGemmParams skinny{.x = g.x,
+                                         .w = g.w,
+                                         .bias = g.bias,
+                                         .y = g.y,
+                                         .m = g.m,
+                                         .n = g.n,
+                                         .k = g.k,
+                                         .dtype = g.input_type,
+                                         .output_f32 = g.output_type == ScalarType::kF32};
+  const bool output_ok = g.output_type == g.input_type || skinny.output_f32;
+  if (output_ok && kernels::skinny_gemm_applies(skinny)) {
+    return kernels::launch_skinny_gemm(skinny, stream);
+  }
+  return blas.linear(g, stream);
 }
 
 }  // namespace
@@ -234,26 +255,28 @@ Status CudaModelExecutor::run_layers(const ForwardBatch& batch) {
                                stream));
   for (std::size_t i = 0; i < weights_.layers.size(); ++i) {
     const CudaLayerWeights& layer = weights_.layers[i];
-    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = normed_.data(),
-                                          .w = layer.qkv_proj.data(),
-                                          .bias = layer.qkv_bias.data(),
-                                          .y = qkv_.data(),
-                                          .m = n,
-                                          .n = qkv_dim,
-                                          .k = c.hidden_size,
-                                          .input_type = t,
-                                          .output_type = t},
-                                         stream));
+    PAGODA_RETURN_IF_ERROR(linear(*blas_,
+                                  {.x = normed_.data(),
+                                   .w = layer.qkv_proj.data(),
+                                   .bias = layer.qkv_bias.data(),
+                                   .y = qkv_.data(),
+                                   .m = n,
+                                   .n = qkv_dim,
+                                   .k = c.hidden_size,
+                                   .input_type = t,
+                                   .output_type = t},
+                                  stream));
     PAGODA_RETURN_IF_ERROR(attention(batch, i));
-    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = attn_.data(),
-                                          .w = layer.o_proj.data(),
-                                          .y = proj_.data(),
-                                          .m = n,
-                                          .n = c.hidden_size,
-                                          .k = q_dim,
-                                          .input_type = t,
-                                          .output_type = t},
-                                         stream));
+    PAGODA_RETURN_IF_ERROR(linear(*blas_,
+                                  {.x = attn_.data(),
+                                   .w = layer.o_proj.data(),
+                                   .y = proj_.data(),
+                                   .m = n,
+                                   .n = c.hidden_size,
+                                   .k = q_dim,
+                                   .input_type = t,
+                                   .output_type = t},
+                                  stream));
     PAGODA_RETURN_IF_ERROR(
         kernels::launch_rms_norm({.x = proj_.data(),
                                   .residual = residual_.data(),
@@ -264,15 +287,16 @@ Status CudaModelExecutor::run_layers(const ForwardBatch& batch) {
                                   .eps = eps,
                                   .dtype = t},
                                  stream));
-    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = normed_.data(),
-                                          .w = layer.gate_up_proj.data(),
-                                          .y = gate_up_.data(),
-                                          .m = n,
-                                          .n = 2 * c.intermediate_size,
-                                          .k = c.hidden_size,
-                                          .input_type = t,
-                                          .output_type = t},
-                                         stream));
+    PAGODA_RETURN_IF_ERROR(linear(*blas_,
+                                  {.x = normed_.data(),
+                                   .w = layer.gate_up_proj.data(),
+                                   .y = gate_up_.data(),
+                                   .m = n,
+                                   .n = 2 * c.intermediate_size,
+                                   .k = c.hidden_size,
+                                   .input_type = t,
+                                   .output_type = t},
+                                  stream));
     PAGODA_RETURN_IF_ERROR(kernels::launch_silu_mul({.gate_up = gate_up_.data(),
                                                      .gate_up_row_stride = 2 * c.intermediate_size,
                                                      .out = act_.data(),
@@ -280,15 +304,16 @@ Status CudaModelExecutor::run_layers(const ForwardBatch& batch) {
                                                      .width = c.intermediate_size,
                                                      .dtype = t},
                                                     stream));
-    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = act_.data(),
-                                          .w = layer.down_proj.data(),
-                                          .y = proj_.data(),
-                                          .m = n,
-                                          .n = c.hidden_size,
-                                          .k = c.intermediate_size,
-                                          .input_type = t,
-                                          .output_type = t},
-                                         stream));
+    PAGODA_RETURN_IF_ERROR(linear(*blas_,
+                                  {.x = act_.data(),
+                                   .w = layer.down_proj.data(),
+                                   .y = proj_.data(),
+                                   .m = n,
+                                   .n = c.hidden_size,
+                                   .k = c.intermediate_size,
+                                   .input_type = t,
+                                   .output_type = t},
+                                  stream));
     const bool last_layer = i + 1 == weights_.layers.size();
     const void* next_norm =
         last_layer ? weights_.norm.data() : weights_.layers[i + 1].input_layernorm.data();
@@ -385,15 +410,16 @@ Status CudaModelExecutor::compute_logits(const ForwardBatch& batch, float* logit
                                                       .hidden = c.hidden_size,
                                                       .dtype = t},
                                                      stream));
-    PAGODA_RETURN_IF_ERROR(blas_->linear({.x = last_.data(),
-                                          .w = weights_.lm_head_data(),
-                                          .y = logits_.data(),
-                                          .m = rows,
-                                          .n = c.vocab_size,
-                                          .k = c.hidden_size,
-                                          .input_type = t,
-                                          .output_type = ScalarType::kF32},
-                                         stream));
+    PAGODA_RETURN_IF_ERROR(linear(*blas_,
+                                  {.x = last_.data(),
+                                   .w = weights_.lm_head_data(),
+                                   .y = logits_.data(),
+                                   .m = rows,
+                                   .n = c.vocab_size,
+                                   .k = c.hidden_size,
+                                   .input_type = t,
+                                   .output_type = ScalarType::kF32},
+                                  stream));
     PAGODA_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(logits + r0 * c.vocab_size, logits_.data(),
                         static_cast<std::size_t>(rows * c.vocab_size) * sizeof(float),

@@ -101,8 +101,11 @@ TEST(GpuSampling, DrawsStayInsideTheCpuKeptSet) {
       {.temperature = 0.8f, .top_p = 0.5f},
       {.temperature = 1.3f, .top_k = 40, .top_p = 0.9f},
       {.temperature = 1.0f, .min_p = 0.2f},
-      {.temperature = 0.5f, .top_k = 100, .top_p = 0.95f, .min_p = 0.05f}};
-  for (std::int64_t vocab : {50, 32000, 128256}) {
+      {.temperature = 0.5f, .top_k = 100, .top_p = 0.95f, .min_p = 0.05f},
+      // The top-k fast path's limit (k = its 512 sample groups): the largest sample it takes.
+      {.temperature = 1.0f, .top_k = 512, .top_p = 0.9f}};
+  // 32003: a row length that is no multiple of 4 (the fast path's scalar loads).
+  for (std::int64_t vocab : {50, 32003, 128256}) {
     const std::vector<float> row =
         gpu_test::random_vector(static_cast<std::size_t>(vocab), rng, -8.0f, 8.0f);
     for (const RowParams& rp : settings) {
@@ -122,6 +125,31 @@ TEST(GpuSampling, DrawsStayInsideTheCpuKeptSet) {
       }
     }
   }
+}
+
+// A row of massive ties: every sample group's max is the tied value, so the top-k fast path's
+// candidates overflow and the row takes the full-row path; the draws must still stay inside the
+// CPU's kept set. The ties sit 35 below the high logits (weight e^-35 each, 1e-10 all together),
+// so top-p keeps only the 10 distinct high ones whatever top-k does with the ties (the GPU keeps
+// every tie at its cut-off, the CPU exactly k).
+TEST(GpuSampling, TiedRowFallsBackToTheFullRowPath) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(24);
+  const std::int64_t vocab = 128256;
+  std::vector<float> row(static_cast<std::size_t>(vocab), -30.0f);
+  std::uniform_int_distribution<std::int64_t> pick(0, vocab - 1);
+  std::uniform_real_distribution<float> high(5.0f, 6.0f);
+  for (int i = 0; i < 10; ++i) row[static_cast<std::size_t>(pick(rng))] = high(rng);
+  const RowParams rp{.temperature = 1.0f, .top_k = 50, .top_p = 0.9f};
+  const std::set<std::int32_t> kept = cpu_kept(row, rp);
+  ASSERT_LE(kept.size(), 10u);
+  const auto tokens = sample(repeat_rows(row, 64), 64, vocab, rp, 3);
+  std::set<std::int32_t> seen;
+  for (std::int32_t t : tokens) {
+    EXPECT_TRUE(kept.count(t)) << "token " << t << " outside the kept set";
+    seen.insert(t);
+  }
+  EXPECT_GE(seen.size(), 2u);
 }
 
 // 100k draws over 10 ids with top_k 6: the counts follow the 6 renormalized probabilities

@@ -1,0 +1,436 @@
+// Tensor-core paged prefill attention (FlashAttention-2 style) for bf16 and f16; see
+// paged_attention.h for the contract. Included by paged_prefill_mma_<dtype>.cu. The CUDA-core
+// kernel in paged_prefill_kernel.cuh stays the simple reference it is tested against.
+//
+// CTA = (q head, tile of kBlockM queries of one sequence). 4 warps; warp w owns kMTiles slices of
+// 16 whole query rows ("split-Q": the softmax of a row never leaves its warp). Per tile of
+// kBlockN keys (64; 32 for two m-tiles at d128, where 64 keys spill registers):
+//
+//   K, V tile  <- cp.async gather from the paged cache (block table per key), double buffered
+//   S = Q K^T     mma.sync m16n8k16, fp32 accumulators (Q fragments via ldmatrix, K via ldmatrix)
+//   P = exp2(S * scale_log2 - m), online softmax per row in registers (4 lanes share a row)
+//   O += P V      P re-packed to bf16/f16 from the S accumulators, V via ldmatrix.trans
+//
+// Only key tiles that reach past the CTA's first query position get the causal mask. Keys past
+// the sequence are zero-filled (cp.async src-size 0), so 0 * garbage never enters P V.
+//
+// Shared memory rows are head_dim elements (8 or 16 chunks of 16 bytes); chunk c of row r is
+// stored at chunk c ^ (r & 7), so the 8 row addresses of one ldmatrix phase hit 8 distinct
+// 16-byte bank groups (unswizzled, all 8 rows start in the same bank: 8-way conflicts).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/cuda/cuda_status.h"
+#include "kernels/attention/paged_attention.h"
+
+namespace pagoda::kernels::prefill_mma {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int kHeadDim, int kMTiles, int kBlockN>
+struct Tile {
+  static constexpr int kBlockM = kWarps * 16 * kMTiles;  // queries per CTA
+  static constexpr int kChunks = kHeadDim / 8;           // 16-byte chunks per row
+  // With one m-tile Q lives in registers, so its staging area is stage 1 of K (same size: 64
+  // rows); with two it is re-read every tile and keeps its own area.
+  static constexpr bool kQInRegisters = kMTiles == 1;
+  static constexpr int kSharedBytes =
+      ((kQInRegisters ? 0 : kBlockM) + 4 * kBlockN) * kHeadDim * 2;  // (Q), 2 x (K, V)
+  // 3 CTAs (12 warps) per SM when Q is in registers: 64 KB of shared memory each at d128, and
+  // the register cap of 168 that __launch_bounds__(128, 3) implies. The first H100 run at 2 CTAs
+  // (252 registers) was latency-bound: 0.56 eligible warps per scheduler, tensor pipe 34% busy.
+  static constexpr int kMinBlocks = kQInRegisters ? 3 : 2;
+};
+
+__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes global -> shared; `valid` false writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n");
+}
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+/// d (16x8 fp32) += a (16x16, row) * b (16x8, col), in T (bf16 or f16).
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
+                                          std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+/// Two floats as one register of T pairs (low half = first).
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+}
+
+/// Byte offset of (row, 16-byte chunk) in a swizzled tile of kHeadDim-element rows.
+template <int kHeadDim>
+__device__ __forceinline__ std::uint32_t swizzled(int row, int chunk) {
+  return static_cast<std::uint32_t>((row * kHeadDim + ((chunk ^ (row & 7)) * 8)) * 2);
+}
+
+template <typename T, int kHeadDim, int kMTiles, int kBlockN>
+__global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::kMinBlocks))
+    paged_prefill_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride,
+                             T* __restrict__ out, const T* __restrict__ k_cache,
+                             const T* __restrict__ v_cache,
+                             const std::int32_t* __restrict__ query_start_loc,
+                             const std::int32_t* __restrict__ seq_lens,
+                             const std::int32_t* __restrict__ block_tables,
+                             std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
+                             int block_size, int block_shift, float scale_log2, int num_q_tiles) {
+  using Shape = Tile<kHeadDim, kMTiles, kBlockN>;
+  constexpr int kBlockM = Shape::kBlockM;
+  constexpr int kChunks = Shape::kChunks;
+  constexpr int kKSteps = kHeadDim / 16;  // k-steps of Q K^T
+  constexpr int kNTiles = kBlockN / 8;    // 8-key column tiles of S
+  constexpr int kDTiles = kHeadDim / 8;   // 8-dim column tiles of O
+  constexpr int kPSteps = kBlockN / 16;   // k-steps of P V
+  // Q fragments in registers cost 2 * kHeadDim / 8 registers per m-tile; with two m-tiles the
+  // O and S accumulators already take 192 at d128, so they are re-read from shared memory then.
+  constexpr bool kQInRegisters = Shape::kQInRegisters;
+  static_assert(!kQInRegisters || kBlockM == kBlockN, "Q is staged in one K tile");
+  constexpr std::uint32_t kKvTileBytes = kBlockN * kHeadDim * 2;
+
+  extern __shared__ __align__(128) unsigned char shared[];
+  const std::uint32_t base = smem_u32(shared);
+  // [Q] [K stage 0, 1] [V stage 0, 1]; with Q in registers, Q is staged in K stage 1.
+  const std::uint32_t k_smem = kQInRegisters ? base : base + kBlockM * kHeadDim * 2;
+  const std::uint32_t q_smem = kQInRegisters ? k_smem + kKvTileBytes : base;
+  const std::uint32_t v_smem = k_smem + 2 * kKvTileBytes;
+
+  const int head = blockIdx.x;
+  // Later query tiles see more keys: launch them first so the short ones fill the tail.
+  const int tile = num_q_tiles - 1 - static_cast<int>(blockIdx.y);
+  const int seq = blockIdx.z;
+  const int q_begin = query_start_loc[seq];
+  const int q_len = query_start_loc[seq + 1] - q_begin;
+  const int q0 = tile * kBlockM;
+  if (q0 >= q_len) return;
+  const int seq_len = seq_lens[seq];
+  const int context = seq_len - q_len;  // cached tokens before this step's queries
+  const int kv_head = head / (num_heads / num_kv_heads);
+  // Keys any query of the tile sees: positions 0 .. context + last query.
+  const int key_end = min(seq_len, context + q0 + kBlockM);
+  const int num_key_tiles = (key_end + kBlockN - 1) / kBlockN;
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+
+  // Q tile (rows past the sequence zero-filled; they are computed but never stored).
+  for (int e = tid; e < kBlockM * kChunks; e += kThreads) {
+    const int r = e / kChunks;
+    const int c = e % kChunks;
+    const bool valid = q0 + r < q_len;
+    const T* src = valid ? q + static_cast<std::int64_t>(q_begin + q0 + r) * q_row_stride +
+                               head * kHeadDim + c * 8
+                         : q;
+    cp_async_16(q_smem + swizzled<kHeadDim>(r, c), src, valid);
+  }
+  cp_async_commit();
+
+  const std::int32_t* table = block_tables + seq * max_blocks_per_seq;
+  const std::int64_t block_stride = static_cast<std::int64_t>(num_kv_heads) * block_size * kHeadDim;
+  // Thread t copies chunk t % kChunks of rows t / kChunks + i * kRowsPerPass: the chunk and the
+  // swizzle (row & 7) stay fixed across i, so only the row's page lookup varies.
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  static_assert(kRowsPerPass % 8 == 0 && kBlockN % kRowsPerPass == 0);
+  const int ld_row = tid / kChunks;
+  const std::uint32_t ld_dst = swizzled<kHeadDim>(ld_row, tid % kChunks);
+  const std::int64_t ld_col =
+      static_cast<std::int64_t>(kv_head) * block_size * kHeadDim + (tid % kChunks) * 8;
+  const T* k_src = k_cache + ld_col;
+  const T* v_src = v_cache + ld_col;
+  auto load_kv = [&](int key_tile, int stage) {
+#pragma unroll
+    for (int i = 0; i < kBlockN / kRowsPerPass; ++i) {
+      const int position = key_tile * kBlockN + ld_row + i * kRowsPerPass;
+      const bool valid = position < key_end;
+      // Power-of-two pages (the usual 16 or 64) avoid an integer division per row.
+      const int page = block_shift >= 0 ? position >> block_shift : position / block_size;
+      const int in_page = position - page * block_size;
+      const std::int64_t offset = valid ? table[page] * block_stride + in_page * kHeadDim : 0;
+      const std::uint32_t dst = stage * kKvTileBytes + ld_dst + i * kRowsPerPass * kHeadDim * 2;
+      cp_async_16(k_smem + dst, k_src + offset, valid);
+      cp_async_16(v_smem + dst, v_src + offset, valid);
+    }
+  };
+  load_kv(0, 0);
+  cp_async_commit();
+
+  // This warp's first row in the tile, and the lane's rows within each 16-row slice.
+  const int warp_row0 = warp * 16 * kMTiles;
+  std::uint32_t q_frag[kQInRegisters ? kKSteps : 1][4];
+  // ldmatrix.x4 of a 16x16 A fragment: lanes 0-15 address rows 0-15 of chunk 2k, 16-31 chunk 2k+1.
+  const int a_row = (lane % 8) + ((lane / 8) % 2) * 8;
+  const int a_chunk = lane / 16;
+  if constexpr (kQInRegisters) {
+    cp_async_wait<1>();  // the Q group
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      ldmatrix_x4(q_frag[kk], q_smem + swizzled<kHeadDim>(warp_row0 + a_row, kk * 2 + a_chunk));
+    }
+    __syncthreads();  // every warp has its Q before tile 1 overwrites the staging area
+  }
+
+  float o[kMTiles][kDTiles][4];
+  float m[kMTiles][2];  // running max of the raw scores of the lane's two rows
+  float l[kMTiles][2];  // this lane's share of the row sums (reduced over the quad at the end)
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[mt][dt][i] = 0.0f;
+    }
+    m[mt][0] = m[mt][1] = -INFINITY;
+    l[mt][0] = l[mt][1] = 0.0f;
+  }
+
+  // B fragments of K (non-transposed ldmatrix.x4 covers two 8-key tiles x 16 dims) and of V
+  // (transposed, 16 keys x two 8-dim tiles).
+  const int k_row = (lane % 8) + (lane / 16) * 8;
+  const int k_chunk = (lane / 8) % 2;
+  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8;
+  const int v_chunk = lane / 16;
+
+  for (int j = 0; j < num_key_tiles; ++j) {
+    const int stage = j & 1;
+    if (j + 1 < num_key_tiles) {
+      load_kv(j + 1, stage ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();  // tile j (and Q) landed; tile j + 1 stays in flight
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const std::uint32_t k_tile = k_smem + stage * kKvTileBytes;
+    const std::uint32_t v_tile = v_smem + stage * kKvTileBytes;
+
+    float s[kMTiles][kNTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      std::uint32_t a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        if constexpr (kQInRegisters) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) a[mt][i] = q_frag[kk][i];
+        } else {
+          ldmatrix_x4(a[mt],
+                      q_smem + swizzled<kHeadDim>(warp_row0 + mt * 16 + a_row, kk * 2 + a_chunk));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < kNTiles / 2; ++np) {
+        std::uint32_t b[4];
+        ldmatrix_x4(b, k_tile + swizzled<kHeadDim>(np * 16 + k_row, kk * 2 + k_chunk));
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          mma_16816<T>(s[mt][2 * np], a[mt], b[0], b[1]);
+          mma_16816<T>(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+
+    // Causal mask, only where some key of the tile lies past the tile's first query position.
+    // Query row r sits at position context + q0 + r; rows past q_len see zero-filled keys only
+    // beyond key_end, which keeps their (discarded) results finite.
+    const int k0 = j * kBlockN;
+    if (k0 + kBlockN - 1 > context + q0) {
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int position = context + q0 + warp_row0 + mt * 16 + lane / 4 + h * 8;
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt) {
+            const int key = k0 + nt * 8 + (lane % 4) * 2;
+            if (key > position) s[mt][nt][2 * h] = -INFINITY;
+            if (key + 1 > position) s[mt][nt][2 * h + 1] = -INFINITY;
+          }
+        }
+      }
+    }
+
+    // Online softmax. Key 0 is visible to every row and tile 0 comes first, so m is finite
+    // from the first tile on and exp2(-inf) = 0 handles both the first correction and masks.
+    std::uint32_t p[kMTiles][kPSteps][4];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float tile_max = m[mt][h];
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          tile_max = fmaxf(tile_max, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        }
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const float correction = exp2f((m[mt][h] - tile_max) * scale_log2);
+        m[mt][h] = tile_max;
+        const float max_scaled = tile_max * scale_log2;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const float e = exp2f(fmaf(s[mt][nt][2 * h + i], scale_log2, -max_scaled));
+            s[mt][nt][2 * h + i] = e;
+            sum += e;
+          }
+        }
+        l[mt][h] = l[mt][h] * correction + sum;
+#pragma unroll
+        for (int dt = 0; dt < kDTiles; ++dt) {
+          o[mt][dt][2 * h] *= correction;
+          o[mt][dt][2 * h + 1] *= correction;
+        }
+      }
+      // The S accumulators of key tiles 2k and 2k+1 are exactly the A fragment of P V step k.
+#pragma unroll
+      for (int kp = 0; kp < kPSteps; ++kp) {
+        p[mt][kp][0] = pack2<T>(s[mt][2 * kp][0], s[mt][2 * kp][1]);
+        p[mt][kp][1] = pack2<T>(s[mt][2 * kp][2], s[mt][2 * kp][3]);
+        p[mt][kp][2] = pack2<T>(s[mt][2 * kp + 1][0], s[mt][2 * kp + 1][1]);
+        p[mt][kp][3] = pack2<T>(s[mt][2 * kp + 1][2], s[mt][2 * kp + 1][3]);
+      }
+    }
+
+#pragma unroll
+    for (int kp = 0; kp < kPSteps; ++kp) {
+#pragma unroll
+      for (int dp = 0; dp < kDTiles / 2; ++dp) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, v_tile + swizzled<kHeadDim>(kp * 16 + v_row, dp * 2 + v_chunk));
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          mma_16816<T>(o[mt][2 * dp], p[mt][kp], b[0], b[1]);
+          mma_16816<T>(o[mt][2 * dp + 1], p[mt][kp], b[2], b[3]);
+        }
+      }
+    }
+    __syncthreads();  // this stage is refilled by the next iteration's load
+  }
+
+  // Epilogue: finish the row sums over the quad, normalize, store pairs of elements.
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = l[mt][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = 1.0f / sum;
+      const int row = q0 + warp_row0 + mt * 16 + lane / 4 + h * 8;
+      if (row >= q_len) continue;
+      T* dst = out + (static_cast<std::int64_t>(q_begin + row) * num_heads + head) * kHeadDim +
+               (lane % 4) * 2;
+#pragma unroll
+      for (int dt = 0; dt < kDTiles; ++dt) {
+        *reinterpret_cast<std::uint32_t*>(dst + dt * 8) =
+            pack2<T>(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv);
+      }
+    }
+  }
+}
+
+template <typename T, int kHeadDim, int kMTiles, int kBlockN>
+Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len,
+                       cudaStream_t stream) {
+  using Shape = Tile<kHeadDim, kMTiles, kBlockN>;
+  const std::int64_t q_tiles = (max_query_len + Shape::kBlockM - 1) / Shape::kBlockM;
+  if (q_tiles > 65535 || p.num_heads > 0x7fffffff) {
+    return invalid_argument("paged prefill attention (mma): too many query tiles");
+  }
+  const dim3 grid(static_cast<unsigned>(p.num_heads), static_cast<unsigned>(q_tiles),
+                  static_cast<unsigned>(p.num_seqs));
+  const auto block_size = static_cast<int>(p.cache.block_size);
+  const int block_shift = (block_size & (block_size - 1)) == 0 ? __builtin_ctz(block_size) : -1;
+  constexpr int kShared = Shape::kSharedBytes;
+  auto* kernel = paged_prefill_mma_kernel<T, kHeadDim, kMTiles, kBlockN>;
+  PAGODA_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+  kernel<<<grid, kThreads, kShared, stream>>>(
+      static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
+      static_cast<const T*>(p.cache.k), static_cast<const T*>(p.cache.v), p.query_start_loc,
+      p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
+      static_cast<int>(p.cache.num_kv_heads), block_size, block_shift, p.softmax_scale * kLog2e,
+      static_cast<int>(q_tiles));
+  return cuda::check_launch("paged_prefill_mma_kernel");
+}
+
+/// The entry for one dtype (bf16 or f16); `rows_per_warp` 16 or 32. Instantiated in
+/// paged_prefill_mma_<dtype>.cu.
+template <typename T>
+Status run_paged_prefill_mma(const PagedAttentionParams& p, std::int64_t max_query_len,
+                             int rows_per_warp, cudaStream_t stream) {
+  const bool two = rows_per_warp == 32;
+  switch (p.cache.head_dim) {
+    case 64:
+      return two ? launch_instance<T, 64, 2, 64>(p, max_query_len, stream)
+                 : launch_instance<T, 64, 1, 64>(p, max_query_len, stream);
+    case 128:
+      return two ? launch_instance<T, 128, 2, 32>(p, max_query_len, stream)
+                 : launch_instance<T, 128, 1, 64>(p, max_query_len, stream);
+    default: return unimplemented("paged prefill attention (mma): head_dim must be 64 or 128");
+  }
+}
+
+}  // namespace pagoda::kernels::prefill_mma
