@@ -13,7 +13,7 @@
 #include "cli/bench_prompts.h"
 #include "cli/commands.h"
 #include "cli/model_assets.h"
-#include "engine/cpu_engine.h"
+#include "engine/model_engine.h"
 
 namespace pagoda::cli {
 
@@ -159,7 +159,8 @@ void print_speculation(const engine::SpecDecodeStats& before,
 CLI::App* BenchCommand::add_to(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
-  CLI::App* sub = bench->add_subcommand("offline", "Throughput of N prompts submitted at once");
+  CLI::App* sub =
+      bench->add_subcommand("offline", "Throughput of N prompts submitted at once (GPU or CPU)");
   sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
   sub->add_option("--num-prompts", num_prompts, "Prompts submitted at once")->capture_default_str();
   sub->add_option("--input-len", input_len, "Prompt tokens")->capture_default_str();
@@ -169,7 +170,9 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-num-batched-tokens", max_num_batched_tokens, "Token budget per step")
       ->capture_default_str();
-  sub->add_option("--kv-cache-memory", kv_cache_memory, "KV cache bytes (default: see docs)");
+  sub->add_option("--kv-cache-memory", kv_cache_memory,
+                  "KV cache bytes (default on cuda: what --gpu-memory-utilization leaves; on cpu: "
+                  "see docs/architecture.md)");
   sub->add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
   sub->add_option("--threads", threads, "Threads (default: all cores)");
   sub->add_flag("--no-single-stream", no_single_stream, "Skip the single-stream baseline");
@@ -178,6 +181,7 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
                   "EOS ends the answer)")
       ->check(CLI::IsMember({"random", "grounded"}))
       ->capture_default_str();
+  device.add_to(*sub);
   speculative.add_to(*sub);
   quantization.add_to(*sub);
   trace.add_to(*sub);
@@ -190,12 +194,10 @@ int BenchCommand::run(const char* argv0) const {
   }
   auto path = resolve_model_path(model, argv0);
   if (!path.ok()) return report_error(path.status());
-  engine::CpuEngineOptions options;
+  engine::EngineOptions options;
   options.model_path = *path;
-  options.num_threads = threads;
-  auto load_time = quantization.for_cpu();
-  if (!load_time.ok()) return report_error(load_time.status());
-  options.quantization = *load_time;
+  options.executor.num_threads = threads;
+  if (Status s = device.apply(quantization, options.executor); !s.ok()) return report_error(s);
   options.engine.scheduler.max_num_seqs = max_num_seqs;
   options.engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
   auto prompts = workload == "grounded" ? grounded_prompts(*path, num_prompts, seed)
@@ -211,31 +213,36 @@ int BenchCommand::run(const char* argv0) const {
   options.engine.kv_cache_memory_bytes = kv_cache_memory;
   if (Status s = trace.apply(options.engine); !s.ok()) return report_error(s);
   if (Status s = speculative.apply(options.engine); !s.ok()) return report_error(s);
-  auto client = engine::open_cpu_engine(options);
+  auto client = engine::open_engine(options);
   if (!client.ok()) return report_error(client.status());
   // With speculation, the baseline is the same engine without it, run beside it.
   std::unique_ptr<engine::EngineClient> baseline;
   if (speculative.enabled()) {
-    engine::CpuEngineOptions plain = options;
+    engine::EngineOptions plain = options;
     plain.engine.speculative.reset();
     plain.engine.trace_sink = nullptr;
-    auto opened = engine::open_cpu_engine(std::move(plain));
+    auto opened = engine::open_engine(std::move(plain));
     if (!opened.ok()) return report_error(opened.status());
     baseline = std::move(*opened);
   }
+  const std::string device_label = device.label(options.executor.device);
   std::printf(
-      "model %s, %s workload, %lld prompts x (%lld in + %lld out), max_num_seqs %lld, "
+      "model %s on %s, %s workload, %lld prompts x (%lld in + %lld out), max_num_seqs %lld, "
       "%lld KV blocks%s\n",
-      path->c_str(), workload.c_str(), static_cast<long long>(num_prompts),
+      path->c_str(), device_label.c_str(), workload.c_str(), static_cast<long long>(num_prompts),
       static_cast<long long>(longest), static_cast<long long>(output_len),
       static_cast<long long>(max_num_seqs),
       static_cast<long long>((*client)->stats().num_kv_blocks),
       speculative.enabled() ? (", speculative " + speculative.json).c_str() : "");
   const bool ignore_eos = workload == "random";
-  // A short warm-up so page faults on the weights do not count against the first run.
+  // A short warm-up so page faults on the weights do not count against the first run; it stays
+  // inside max_model_len (longest + output_len) however short the benchmark's requests are.
+  const std::int64_t warm_prompt = std::min<std::int64_t>(8, longest);
+  const std::int64_t warm_output = std::min<std::int64_t>(2, output_len);
   for (engine::EngineClient* c : {client->get(), baseline.get()}) {
     if (c == nullptr) continue;
-    if (auto warm = run_batch(*c, random_prompts(1, 8, seed + 1), 2, true); !warm.ok()) {
+    if (auto warm = run_batch(*c, random_prompts(1, warm_prompt, seed + 1), warm_output, true);
+        !warm.ok()) {
       return report_error(warm.status());
     }
   }

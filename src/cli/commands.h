@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/device_options.h"
 #include "cli/quantization_options.h"
 #include "cli/speculative_options.h"
 #include "cli/trace_options.h"
@@ -71,10 +72,8 @@ struct GenerateCommand {
   int threads = 0;
   std::int64_t block_size = 16;
   std::int64_t max_model_len = 0;
-  std::string device;          ///< "cuda" or "cpu"; empty: cuda when a GPU is present
-  std::string dtype = "bf16";  ///< CUDA weights/activations: bf16, f16 or f32
-  double gpu_memory_utilization = 0.9;
-  /// Given: the CPU engine runs the one sequence, with speculative decoding.
+  DeviceOptions device;
+  /// Given: the engine runs the one sequence, with speculative decoding (CPU only so far).
   SpeculativeOptions speculative;
   QuantizationOptions quantization;
   CLI::App* add_to(CLI::App& app);
@@ -97,6 +96,7 @@ struct BenchCommand {
   /// random: random-token prompts; grounded: chat prompts asking to repeat a given text, so
   /// the answer copies its input (n-gram speculation's case).
   std::string workload = "random";
+  DeviceOptions device;
   QuantizationOptions quantization;
   TraceOptions trace;
   SpeculativeOptions speculative;
@@ -119,7 +119,7 @@ struct PerplexityCommand {
 };
 
 /// `pagoda serve [MODEL] [--host H] [--port P] [vLLM flags...] [--config FILE.yaml]`: the
-/// OpenAI-compatible HTTP server on the CPU engine, until SIGTERM or SIGINT.
+/// OpenAI-compatible HTTP server on the engine (GPU or CPU), until SIGTERM or SIGINT.
 struct ServeCommand {
   std::string model;
   std::string config_path;
@@ -143,6 +143,7 @@ struct ServeCommand {
   double idle_timeout_seconds = 60;
   double shutdown_grace_seconds = 30;
   bool disable_log_requests = false;
+  DeviceOptions device;
   QuantizationOptions quantization;
   TraceOptions trace;
   ReasoningOptions reasoning;

@@ -7,13 +7,8 @@
 
 #include "cli/commands.h"
 #include "cli/model_assets.h"
-#include "engine/cpu_engine.h"
-#include "models/cpu_model_executor.h"
+#include "engine/model_engine.h"
 #include "models/single_sequence_batcher.h"
-#if PAGODA_HAVE_CUDA
-#include "backend/cuda/cuda_device.h"
-#include "models/cuda_model_executor.h"
-#endif
 #include "pagoda/sampling_params.h"
 #include "sampling/sampler.h"
 
@@ -70,95 +65,36 @@ std::vector<std::int32_t> stop_ids(const ModelFiles& files, const Tokenizer& tok
   return ids;
 }
 
-// The executor `--device` asks for, and the most KV blocks it may hold (-1: no limit beyond the
-// sequence's own need).
-struct GenerateExecutor {
-  std::unique_ptr<ModelExecutor> executor;
-  std::int64_t max_kv_blocks = -1;
-  std::string description;  // for the speed line on stderr
-};
-
-StatusOr<std::string> chosen_device(const GenerateCommand& cmd) {
-  if (!cmd.device.empty() && cmd.device != "cuda" && cmd.device != "cpu") {
-    return invalid_argument("--device must be cuda or cpu, got \"" + cmd.device + "\"");
-  }
-#if PAGODA_HAVE_CUDA
-  if (cmd.device.empty()) return std::string(cuda::cuda_device_count() > 0 ? "cuda" : "cpu");
-  if (cmd.device == "cuda" && cuda::cuda_device_count() == 0) {
-    return Status(StatusCode::kUnavailable, "--device cuda: no CUDA device is visible");
-  }
-#else
-  if (cmd.device == "cuda") {
-    return Status(StatusCode::kUnavailable,
-                  "--device cuda: this pagoda was built without CUDA (no nvcc at configure time)");
-  }
-  if (cmd.device.empty()) return std::string("cpu");
-#endif
-  return cmd.device;
+// The executor --device asks for, built for one sequence prefilled in chunks of
+// `max_num_batched_tokens`.
+StatusOr<engine::OpenedExecutor> make_executor(const GenerateCommand& cmd,
+                                               std::shared_ptr<const ModelFiles> files,
+                                               std::int64_t max_num_batched_tokens) {
+  engine::ExecutorOptions options{.num_threads = cmd.threads};
+  PAGODA_RETURN_IF_ERROR(cmd.device.apply(cmd.quantization, options));
+  return engine::open_executor(std::move(files), options,
+                               {.max_num_batched_tokens = max_num_batched_tokens,
+                                .max_num_seqs = 1,
+                                .max_model_len = cmd.max_model_len,
+                                .block_size = cmd.block_size});
 }
 
-StatusOr<GenerateExecutor> make_executor(const GenerateCommand& cmd,
-                                         std::shared_ptr<const ModelFiles> files,
-                                         std::int64_t max_num_batched_tokens) {
-  PAGODA_ASSIGN_OR_RETURN(std::string device, chosen_device(cmd));
-  GenerateExecutor out;
-#if PAGODA_HAVE_CUDA
-  if (device == "cuda") {
-    // The CUDA executor dequantizes weights into --dtype at upload; it has no FP8 KV cache,
-    // no load-time quantization and no act-order input permutation yet (docs/quantization.md).
-    if (cmd.quantization.quantization != "none" || cmd.quantization.kv_cache_dtype != "auto" ||
-        files->quantization.desc_act) {
-      return unimplemented(
-          "--quantization, --kv-cache-dtype fp8 and act-order GPTQ run on the "
-          "CPU only so far; add --device cpu");
-    }
-    cuda::ScalarType dtype;
-    if (!cuda::parse_scalar_type(cmd.dtype, &dtype)) {
-      return invalid_argument("--dtype must be bf16, f16 or f32, got \"" + cmd.dtype + "\"");
-    }
-    PAGODA_ASSIGN_OR_RETURN(auto executor,
-                            models::CudaModelExecutor::create(
-                                std::move(files), {.dtype = dtype,
-                                                   .max_num_batched_tokens = max_num_batched_tokens,
-                                                   .max_num_seqs = 1,
-                                                   .max_model_len = cmd.max_model_len}));
-    PAGODA_ASSIGN_OR_RETURN(out.max_kv_blocks, executor->profile_num_kv_blocks(
-                                                   cmd.gpu_memory_utilization, cmd.block_size));
-    out.description = "cuda, " + std::string(cuda::scalar_type_name(dtype));
-    out.executor = std::move(executor);
-    return out;
-  }
-#endif
-  PAGODA_ASSIGN_OR_RETURN(quant::LoadTimeQuantization quantization, cmd.quantization.for_cpu());
-  PAGODA_ASSIGN_OR_RETURN(auto executor,
-                          models::CpuModelExecutor::create(
-                              std::move(files), {.num_threads = cmd.threads,
-                                                 .max_num_batched_tokens = max_num_batched_tokens,
-                                                 .max_model_len = cmd.max_model_len,
-                                                 .quantization = quantization}));
-  out.description = std::to_string(executor->num_threads()) + " threads";  // bench/peer parses it
-  out.executor = std::move(executor);
-  return out;
-}
-
-// With --speculative-config the sequence runs through the CPU engine, which owns speculative
-// decoding; the text streams the same way and stderr gets the same speed lines plus the drafts.
+// With --speculative-config the sequence runs through the engine, which owns speculative
+// decoding (on the CPU only so far: open_engine refuses it on CUDA); the text streams the same way
+// and stderr gets the same speed lines plus the drafts.
 int generate_with_engine(const GenerateCommand& cmd, const std::string& path,
                          std::vector<std::int32_t> ids, const SamplingParams& params) {
-  auto device = chosen_device(cmd);
-  if (!device.ok()) return report_error(device.status());
-  if (*device != "cpu") {
-    return report_error(
-        unimplemented("--speculative-config runs on the CPU engine; add --device cpu"));
-  }
-  engine::CpuEngineOptions options;
+  engine::EngineOptions options;
   options.model_path = path;
-  options.num_threads = cmd.threads;
+  options.executor.num_threads = cmd.threads;
+  if (Status s = cmd.device.apply(cmd.quantization, options.executor); !s.ok()) {
+    return report_error(s);
+  }
   options.engine.scheduler.max_model_len = cmd.max_model_len;
   options.engine.scheduler.max_num_seqs = 1;
   options.engine.cache.block_size = cmd.block_size;
   if (Status s = cmd.speculative.apply(options.engine); !s.ok()) return report_error(s);
-  auto client = engine::open_cpu_engine(std::move(options));
+  auto client = engine::open_engine(std::move(options));
   if (!client.ok()) return report_error(client.status());
   const auto num_prompt = static_cast<std::int64_t>(ids.size());
   engine::EngineRequest request;
@@ -221,12 +157,7 @@ CLI::App* GenerateCommand::add_to(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-model-len", max_model_len,
                   "Longest sequence in tokens (default: the model's context length)");
-  sub->add_option("--device", device, "cuda or cpu (default: cuda when a GPU is present)");
-  sub->add_option("--dtype", dtype, "CUDA weights and activations: bf16, f16 or f32")
-      ->capture_default_str();
-  sub->add_option("--gpu-memory-utilization", gpu_memory_utilization,
-                  "Share of GPU memory Pagoda may use, the KV cache included")
-      ->capture_default_str();
+  device.add_to(*sub);
   quantization.add_to(*sub);
   speculative.add_to(*sub);
   return sub;
@@ -261,11 +192,11 @@ int GenerateCommand::run(const char* argv0) const {
   // One sequence: just enough blocks for the prompt and the tokens it may generate.
   const std::int64_t total = std::min(num_prompt + max_tokens, max_len);
   const std::int64_t num_blocks = (total + block_size - 1) / block_size;
-  if (made->max_kv_blocks >= 0 && num_blocks > made->max_kv_blocks) {
+  if (made->max_kv_blocks && num_blocks > *made->max_kv_blocks) {
     return report_error(Status(StatusCode::kResourceExhausted,
                                "the sequence needs " + std::to_string(num_blocks) +
                                    " KV blocks, GPU memory holds " +
-                                   std::to_string(made->max_kv_blocks) +
+                                   std::to_string(*made->max_kv_blocks) +
                                    "; lower --max-tokens or raise --gpu-memory-utilization"));
   }
   if (Status s = exec.allocate_kv_cache(num_blocks, block_size); !s.ok()) return report_error(s);

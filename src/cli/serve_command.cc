@@ -1,5 +1,6 @@
 // `pagoda serve`: listen first (so /health can answer 503), load the model on a helper thread
 // while the main thread reports progress, then wait for SIGTERM/SIGINT and drain.
+#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -19,7 +20,7 @@
 #include "cli/config_file.h"
 #include "cli/env_options.h"
 #include "cli/model_assets.h"
-#include "engine/cpu_engine.h"
+#include "engine/model_engine.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
 #if PAGODA_HAVE_GRPC
@@ -58,6 +59,15 @@ std::vector<std::string> served_names(const ServeCommand& cmd, const std::string
   return {std::filesystem::path(path).stem().string()};
 }
 
+// Which flag decided the KV pool's size (engine_config.h and model_engine.h have the rules).
+std::string kv_sizing_rule(const ServeCommand& cmd, const engine::ExecutorOptions& executor) {
+  if (cmd.kv_cache_memory) return "--kv-cache-memory";
+  if (executor.device == engine::Device::kCuda) {
+    return fmt::format("--gpu-memory-utilization {:.2f}", executor.gpu_memory_utilization);
+  }
+  return "the default CPU budget";
+}
+
 // Everything that needs the model, run off the main thread while /health says 503.
 struct ModelLoader {
   std::unique_ptr<engine::EngineClient> engine;
@@ -66,12 +76,14 @@ struct ModelLoader {
   Status status;
   std::atomic<bool> done{false};
 
-  void load(const ServeCommand& cmd, const std::string& path) {
-    status = try_load(cmd, path);
+  void load(const ServeCommand& cmd, const std::string& path,
+            const engine::ExecutorOptions& executor) {
+    status = try_load(cmd, path, executor);
     done.store(true);
   }
 
-  Status try_load(const ServeCommand& cmd, const std::string& path) {
+  Status try_load(const ServeCommand& cmd, const std::string& path,
+                  const engine::ExecutorOptions& executor) {
     const auto start = Clock::now();
     spdlog::info("loading {}: model files, tokenizer and chat template", path);
     PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(path));
@@ -87,10 +99,9 @@ struct ModelLoader {
       spdlog::warn("{}: no chat template; /v1/chat/completions will answer 400", path);
     }
 
-    spdlog::info("loading weights and allocating the KV cache");
-    PAGODA_ASSIGN_OR_RETURN(quant::LoadTimeQuantization quantization, cmd.quantization.for_cpu());
-    engine::CpuEngineOptions options{
-        .model_path = path, .num_threads = cmd.threads, .quantization = quantization};
+    spdlog::info("loading weights onto {} and allocating the KV cache",
+                 cmd.device.label(executor.device));
+    engine::EngineOptions options{.model_path = path, .executor = executor};
     engine::EngineConfig& config = options.engine;
     config.scheduler.max_model_len = cmd.max_model_len;
     config.scheduler.max_num_seqs = cmd.max_num_seqs;
@@ -101,7 +112,7 @@ struct ModelLoader {
     PAGODA_RETURN_IF_ERROR(cmd.trace.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.reasoning.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.speculative.apply(config));
-    PAGODA_ASSIGN_OR_RETURN(engine, engine::open_cpu_engine(std::move(options)));
+    PAGODA_ASSIGN_OR_RETURN(engine, engine::open_engine(std::move(options)));
     const engine::EngineConfig& resolved = engine->config();
 
     PAGODA_ASSIGN_OR_RETURN(
@@ -111,10 +122,12 @@ struct ModelLoader {
                                opened.generation));
     if (resolved.reasoning) model.reasoning = resolved.reasoning_effort_budgets;
     spdlog::info(
-        "model ready in {:.1f}s: {} KV blocks of {} tokens, max_model_len {}, "
-        "max_num_seqs {}",
-        seconds_since(start), resolved.cache.num_blocks, resolved.cache.block_size,
-        resolved.scheduler.max_model_len, resolved.scheduler.max_num_seqs);
+        "model ready in {:.1f}s on {}: {} KV blocks of {} tokens ({} tokens, sized by {}), "
+        "max_model_len {}, max_num_seqs {}",
+        seconds_since(start), cmd.device.label(executor.device), resolved.cache.num_blocks,
+        resolved.cache.block_size, resolved.cache.num_blocks * resolved.cache.block_size,
+        kv_sizing_rule(cmd, executor), resolved.scheduler.max_model_len,
+        resolved.scheduler.max_num_seqs);
     service = std::make_shared<server::OpenAiService>(std::move(model), *engine);
     return Status::ok_status();
   }
@@ -179,7 +192,7 @@ void drain(server::HttpServer& server, GrpcServerHandle* grpc_server, engine::En
 }  // namespace
 
 CLI::App* ServeCommand::add_to(CLI::App& parent) {
-  app = parent.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
+  app = parent.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API (GPU or CPU)");
   CLI::App* sub = app;
   sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
   sub->add_option("--config", config_path,
@@ -210,8 +223,9 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
   sub->add_option("--block-size", block_size, "KV cache block size in tokens")
       ->capture_default_str();
   sub->add_option("--kv-cache-memory", kv_cache_memory,
-                  "Bytes for the KV cache (default: enough for max-num-seqs full sequences, "
-                  "capped at 4 GiB or a quarter of memory)");
+                  "Bytes for the KV cache (default on cuda: what --gpu-memory-utilization leaves; "
+                  "on cpu: enough for max-num-seqs full sequences, capped at 4 GiB or a quarter "
+                  "of memory)");
   sub->add_option("--threads", threads, "Threads for the model (default: all cores)");
   sub->add_option("--http-threads", http_threads, "Threads for HTTP connections")
       ->capture_default_str();
@@ -228,6 +242,7 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
                   "On SIGTERM/SIGINT, how long requests in flight may take to finish")
       ->capture_default_str();
   sub->add_flag("--disable-log-requests", disable_log_requests, "No log line per finished request");
+  device.add_to(*sub);
   quantization.add_to(*sub);
   trace.add_to(*sub);
   reasoning.add_to(*sub);
@@ -257,6 +272,10 @@ int ServeCommand::run(const char* argv0) {
   if (!(shutdown_grace_seconds >= 0)) {
     return report_error(invalid_argument("--shutdown-grace-seconds must not be negative"));
   }
+  // The device is settled before listening, so `--device cuda` on a host without a GPU fails at
+  // once rather than after /health has answered.
+  engine::ExecutorOptions executor{.num_threads = threads};
+  if (Status s = device.apply(quantization, executor); !s.ok()) return report_error(s);
   auto path = resolve_model_path(model, argv0);
   if (!path.ok()) return report_error(path.status());
   std::error_code ec;
@@ -306,7 +325,7 @@ int ServeCommand::run(const char* argv0) {
 #endif
 
   const auto load_start = Clock::now();
-  std::thread loading([&] { loader.load(*this, *path); });
+  std::thread loading([&] { loader.load(*this, *path, executor); });
   auto next_progress = load_start + std::chrono::seconds(2);
   int signal = 0;
   while (!loader.done.load() && signal == 0) {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "engine/cpu_engine.h"
+#include "engine/model_engine.h"
 
 namespace pagoda::engine {
 namespace {
@@ -24,14 +24,14 @@ class EngineRealModelTest : public ::testing::Test {
 
   static std::unique_ptr<EngineClient> open(std::int64_t num_blocks = 0,
                                             std::int64_t max_model_len = 256) {
-    CpuEngineOptions options;
+    EngineOptions options;
     options.model_path = kModelPath;
-    options.num_threads = 2;
+    options.executor.num_threads = 2;
     options.engine.scheduler.max_model_len = max_model_len;
     options.engine.scheduler.max_num_batched_tokens = 256;
     options.engine.cache.num_blocks = num_blocks;
     if (num_blocks == 0) options.engine.kv_cache_memory_bytes = std::int64_t{256} << 20;
-    auto client = open_cpu_engine(options);
+    auto client = open_engine(options);
     EXPECT_TRUE(client.ok()) << client.status().to_string();
     return client.ok() ? std::move(*client) : nullptr;
   }

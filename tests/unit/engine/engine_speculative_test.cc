@@ -11,7 +11,7 @@
 #include <map>
 #include <thread>
 
-#include "engine/cpu_engine.h"
+#include "engine/model_engine.h"
 #include "model/model_files.h"
 #include "models/cpu_model_executor.h"
 #include "tokenizer/gguf_tokenizer_loader.h"
@@ -56,15 +56,15 @@ class EngineSpeculativeTest : public ::testing::Test {
 
   static std::unique_ptr<EngineClient> open(std::optional<spec::SpeculativeConfig> speculative,
                                             std::int64_t num_blocks = 0) {
-    CpuEngineOptions options;
+    EngineOptions options;
     options.model_path = kModelPath;
-    options.num_threads = 2;
+    options.executor.num_threads = 2;
     options.engine.scheduler.max_model_len = 256;
     options.engine.scheduler.max_num_batched_tokens = 256;
     options.engine.cache.num_blocks = num_blocks;
     if (num_blocks == 0) options.engine.kv_cache_memory_bytes = std::int64_t{64} << 20;
     options.engine.speculative = std::move(speculative);
-    auto client = open_cpu_engine(options);
+    auto client = open_engine(options);
     EXPECT_TRUE(client.ok()) << client.status().to_string();
     return client.ok() ? std::move(*client) : nullptr;
   }
@@ -223,12 +223,12 @@ TEST_F(EngineSpeculativeTest, DraftModelGreedyIsPlainDecodingWithNearTotalAccept
 TEST_F(EngineSpeculativeTest, DraftModelWithAnotherVocabularyIsRefused) {
   spec::SpeculativeConfig c = draft();
   c.model = std::string(PAGODA_SOURCE_DIR) + "/models/absent-draft.gguf";
-  CpuEngineOptions options;
+  EngineOptions options;
   options.model_path = kModelPath;
   options.engine.scheduler.max_model_len = 256;
   options.engine.kv_cache_memory_bytes = std::int64_t{64} << 20;
   options.engine.speculative = c;
-  EXPECT_FALSE(open_cpu_engine(options).ok());
+  EXPECT_FALSE(open_engine(options).ok());
 }
 
 // Counts of the second output token over seeded draws: the first has no draft behind it, the

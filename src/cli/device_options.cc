@@ -1,0 +1,55 @@
+#include "cli/device_options.h"
+
+namespace pagoda::cli {
+
+namespace {
+
+// The spellings --dtype accepts; the CUDA executor's own parser takes the same (and longer
+// names), but this one also works in a build without CUDA.
+StatusOr<cuda::ScalarType> parse_dtype(const std::string& text) {
+  if (text == "bf16") return cuda::ScalarType::kBF16;
+  if (text == "f16") return cuda::ScalarType::kF16;
+  if (text == "f32") return cuda::ScalarType::kF32;
+  return invalid_argument("--dtype must be bf16, f16 or f32, got \"" + text + "\"");
+}
+
+}  // namespace
+
+void DeviceOptions::add_to(CLI::App& app) {
+  app.add_option("--device", device,
+                 "cuda or cpu (default: cuda when this build has CUDA and a GPU is visible)");
+  app.add_option("--dtype", dtype,
+                 "CUDA weights, activations and KV cache: bf16, f16 or f32 (the CPU computes in "
+                 "fp32)")
+      ->capture_default_str();
+  app.add_option("--gpu-memory-utilization", gpu_memory_utilization,
+                 "Share of GPU memory Pagoda may use, weights and KV cache included; the KV cache "
+                 "gets what the weights and a profiling pass leave")
+      ->capture_default_str();
+}
+
+Status DeviceOptions::apply(const QuantizationOptions& quantization,
+                            engine::ExecutorOptions& options) const {
+  PAGODA_ASSIGN_OR_RETURN(options.device, engine::resolve_device(device));
+  PAGODA_ASSIGN_OR_RETURN(options.dtype, parse_dtype(dtype));
+  if (!(gpu_memory_utilization > 0.0 && gpu_memory_utilization <= 1.0)) {
+    return invalid_argument("--gpu-memory-utilization must be in (0, 1], got " +
+                            std::to_string(gpu_memory_utilization));
+  }
+  options.gpu_memory_utilization = gpu_memory_utilization;
+  if (options.device == engine::Device::kCuda && quantization.kv_cache_dtype != "auto") {
+    // Checked here because for_cpu() would call fp8 a GPU feature, which CUDA lacks too so far.
+    return unimplemented("--kv-cache-dtype " + quantization.kv_cache_dtype +
+                         ": the CUDA backend keeps its KV cache in --dtype so far; use "
+                         "--kv-cache-dtype auto");
+  }
+  PAGODA_ASSIGN_OR_RETURN(options.quantization, quantization.for_cpu());
+  return Status::ok_status();
+}
+
+std::string DeviceOptions::label(engine::Device chosen) const {
+  if (chosen == engine::Device::kCpu) return "cpu";
+  return "cuda (" + dtype + ")";
+}
+
+}  // namespace pagoda::cli

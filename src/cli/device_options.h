@@ -1,0 +1,31 @@
+// --device, --dtype and --gpu-memory-utilization: where `generate`, `serve` and `bench` run the
+// model (also PAGODA_DEVICE etc. and the YAML config's keys on serve, as every flag).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/quantization_options.h"
+#include "engine/model_engine.h"
+#include "pagoda/status.h"
+
+namespace pagoda::cli {
+
+/// The device flags, as given.
+struct DeviceOptions {
+  std::string device;          ///< "cuda" or "cpu"; empty: cuda when a GPU is visible
+  std::string dtype = "bf16";  ///< CUDA weights, activations and KV cache: bf16, f16 or f32
+  double gpu_memory_utilization = 0.9;
+
+  /// Registers the flags on `app`.
+  void add_to(CLI::App& app);
+  /// Resolves the device (engine::resolve_device) and fills `options` from these flags and
+  /// `quantization`. --dtype and --gpu-memory-utilization are checked whichever device runs, so
+  /// a bad value never passes unnoticed; on the CPU they are unused. INVALID_ARGUMENT /
+  /// UNAVAILABLE / UNIMPLEMENTED naming the flag.
+  Status apply(const QuantizationOptions& quantization, engine::ExecutorOptions& options) const;
+  /// "cpu" or "cuda (bf16)": the device apply() chose, for startup lines and bench headers.
+  std::string label(engine::Device chosen) const;
+};
+
+}  // namespace pagoda::cli

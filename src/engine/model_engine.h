@@ -1,0 +1,82 @@
+// A model file on a device: the executor (CPU or CUDA) sized for the engine's limits, and the
+// engine over it. `pagoda serve`, `pagoda bench` and `pagoda generate` open models through here,
+// so both devices get the same sizing rules and the same refusals.
+//
+// KV pool on CUDA (the CPU's rule is in engine_config.h):
+//   the executor is built for max_num_seqs sequences and max_num_batched_tokens tokens a step,
+//   then profile_num_kv_blocks runs one forward pass at that token budget and reports how many
+//   blocks fit in gpu_memory_utilization x device memory, minus what is already held;
+//   --kv-cache-memory B given   floor(B / bytes_per_block), refused if more than that count
+//   otherwise                   that count
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/cuda/scalar_type.h"
+#include "engine/device.h"
+#include "engine/engine_client.h"
+#include "engine/engine_config.h"
+#include "model/model_files.h"
+#include "pagoda/model_executor.h"
+#include "pagoda/status.h"
+#include "quant/load_time_quantization.h"
+
+namespace pagoda::engine {
+
+/// How to run a model on its device.
+struct ExecutorOptions {
+  Device device = Device::kCpu;
+  int num_threads = 0;  ///< CPU: 0 is one per hardware thread.
+  /// CPU: `--quantization`, quantize unquantized linear weights at load.
+  quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
+  cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< CUDA: weights, activations, KV cache.
+  double gpu_memory_utilization = 0.9;  ///< CUDA: share of device memory this process may hold.
+};
+
+/// What one step may carry; a CUDA executor sizes its fixed device buffers from it.
+struct ExecutorLimits {
+  std::int64_t max_num_batched_tokens = 2048;
+  std::int64_t max_num_seqs = 256;
+  std::int64_t max_model_len = 0;  ///< 0: the model's context length.
+  std::int64_t block_size = 16;
+};
+
+/// An executor and what its device allows.
+struct OpenedExecutor {
+  std::unique_ptr<ModelExecutor> executor;
+  /// CUDA: the most KV blocks of limits.block_size that fit (the profiling pass); unset on the
+  /// CPU, where the engine's memory budget decides.
+  std::optional<std::int64_t> max_kv_blocks;
+  /// "4 threads" or "cuda, bf16", for speed lines and logs.
+  std::string description;
+};
+
+/// UNIMPLEMENTED, naming the flag and saying "add --device cpu", for what the CUDA executor
+/// cannot run yet: load-time quantization, act-order GPTQ checkpoints, speculative decoding.
+/// OK on the CPU.
+Status check_device_support(Device device, const ModelFiles& files,
+                            quant::LoadTimeQuantization quantization, bool speculative);
+
+/// Builds the executor for `files` on options.device (weights loaded; no KV cache yet).
+/// UNAVAILABLE for a CUDA device this build or machine lacks, UNIMPLEMENTED as
+/// check_device_support says, INVALID_ARGUMENT for limits the device cannot meet.
+StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
+                                       const ExecutorOptions& options,
+                                       const ExecutorLimits& limits);
+
+/// How to open a model for the engine.
+struct EngineOptions {
+  std::string model_path;  ///< A .gguf file or a Hugging Face folder.
+  ExecutorOptions executor;
+  EngineConfig engine;
+};
+
+/// An engine over `options.model_path`; NOT_FOUND / DATA_LOSS for unreadable models,
+/// INVALID_ARGUMENT for settings the model or memory budget cannot meet, plus open_executor's
+/// errors. The resolved config (engine->config()) says how many KV blocks were chosen.
+StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options);
+
+}  // namespace pagoda::engine
