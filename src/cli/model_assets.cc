@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "tokenizer/gguf_tokenizer_loader.h"
-
 namespace pagoda::cli {
 
 namespace {
@@ -42,16 +40,6 @@ StatusOr<std::string> resolve_model_path(const std::string& given, const char* a
   return not_found(std::string("no MODEL given and the default model ") + kDefaultModelFile +
                    " is not in ./models or beside the build folder: run scripts/setup.sh, set "
                    "PAGODA_MODEL, or pass a .gguf file or Hugging Face folder");
-}
-
-StatusOr<std::unique_ptr<Tokenizer>> load_model_tokenizer(const ModelFiles& files) {
-  if (files.format == ModelFormat::kGguf) return load_tokenizer_from_gguf(*files.gguf);
-  if (files.tokenizer_json_path.empty()) {
-    return not_found(files.path +
-                     ": no tokenizer.json in the model folder; Pagoda reads tokenizers from "
-                     "tokenizer.json (export one with transformers' save_pretrained)");
-  }
-  return load_tokenizer_json(files.tokenizer_json_path, files.tokenizer_config_path);
 }
 
 StatusOr<ModelAndTokenizer> open_model_and_tokenizer(const std::string& given, const char* argv0) {

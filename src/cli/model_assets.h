@@ -10,14 +10,12 @@
 #include "pagoda/status.h"
 #include "pagoda/tokenizer.h"
 #include "template/chat_template.h"
+#include "tokenizer/model_tokenizer.h"
 
 namespace pagoda::cli {
 
 /// `$PAGODA_MODEL`, else the default model under ./models or beside the executable's build folder.
 StatusOr<std::string> resolve_model_path(const std::string& given, const char* argv0);
-
-/// The tokenizer of a GGUF file (its metadata) or an HF folder (tokenizer.json).
-StatusOr<std::unique_ptr<Tokenizer>> load_model_tokenizer(const ModelFiles& files);
 
 /// A model's files and tokenizer, as most commands start.
 struct ModelAndTokenizer {

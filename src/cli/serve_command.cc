@@ -87,13 +87,16 @@ struct ModelLoader {
     const auto start = Clock::now();
     spdlog::info("loading {}: model files, tokenizer and chat template", path);
     PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(path));
-    architecture = opened.config.architecture;
-    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_model_tokenizer(opened));
+    // Opened once: the frontend and the engine share the files and the tokenizer.
+    const auto files = std::make_shared<const ModelFiles>(std::move(opened));
+    architecture = files->config.architecture;
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> loaded, load_model_tokenizer(*files));
+    const std::shared_ptr<const Tokenizer> tokenizer = std::move(loaded);
     std::optional<ChatTemplate> chat_template;
-    auto loaded_template = load_model_chat_template(opened, cmd.chat_template_path);
+    auto loaded_template = load_model_chat_template(*files, cmd.chat_template_path);
     if (loaded_template.ok()) {
       chat_template = std::move(*loaded_template);
-    } else if (!cmd.chat_template_path.empty() || opened.chat_template) {
+    } else if (!cmd.chat_template_path.empty() || files->chat_template) {
       return loaded_template.status();  // a template that exists but does not compile
     } else {
       spdlog::warn("{}: no chat template; /v1/chat/completions will answer 400", path);
@@ -101,7 +104,8 @@ struct ModelLoader {
 
     spdlog::info("loading weights onto {} and allocating the KV cache",
                  cmd.device.label(executor.device));
-    engine::EngineOptions options{.model_path = path, .executor = executor};
+    engine::EngineOptions options{
+        .model_path = path, .files = files, .tokenizer = tokenizer, .executor = executor};
     engine::EngineConfig& config = options.engine;
     config.scheduler.max_model_len = cmd.max_model_len;
     config.scheduler.max_num_seqs = cmd.max_num_seqs;
@@ -117,9 +121,8 @@ struct ModelLoader {
 
     PAGODA_ASSIGN_OR_RETURN(
         api::ServedModel model,
-        api::make_served_model(served_names(cmd, path), path, std::move(tokenizer),
-                               std::move(chat_template), resolved.scheduler.max_model_len,
-                               opened.generation));
+        api::make_served_model(served_names(cmd, path), path, tokenizer, std::move(chat_template),
+                               resolved.scheduler.max_model_len, files->generation));
     if (resolved.reasoning) model.reasoning = resolved.reasoning_effort_budgets;
     spdlog::info(
         "model ready in {:.1f}s on {}: {} KV blocks of {} tokens ({} tokens, sized by {}), "

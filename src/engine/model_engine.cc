@@ -6,7 +6,7 @@
 
 #include "models/cpu_model_executor.h"
 #include "pagoda/tokenizer.h"
-#include "tokenizer/gguf_tokenizer_loader.h"
+#include "tokenizer/model_tokenizer.h"
 #if PAGODA_HAVE_CUDA
 #include "models/cuda_model_executor.h"
 #endif
@@ -14,14 +14,6 @@
 namespace pagoda::engine {
 
 namespace {
-
-StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer(const ModelFiles& files) {
-  if (files.format == ModelFormat::kGguf) return load_tokenizer_from_gguf(*files.gguf);
-  if (files.tokenizer_json_path.empty()) {
-    return not_found(files.path + ": no tokenizer.json in the model folder");
-  }
-  return load_tokenizer_json(files.tokenizer_json_path, files.tokenizer_config_path);
-}
 
 #if PAGODA_HAVE_CUDA
 // The prefill attention kernel puts sequences on grid.z.
@@ -149,14 +141,21 @@ StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
 }
 
 StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
-  PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(options.model_path));
-  auto files = std::make_shared<const ModelFiles>(std::move(opened));
+  std::shared_ptr<const ModelFiles> files = std::move(options.files);
+  if (files == nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(options.model_path));
+    files = std::make_shared<const ModelFiles>(std::move(opened));
+  }
   EngineConfig& config = options.engine;
-  // Refused before the tokenizer and the weights load.
+  // Refused before the tokenizer (when not given) and the weights load.
   PAGODA_RETURN_IF_ERROR(check_device_support(options.executor.device, *files,
                                               options.executor.quantization,
                                               config.speculative.has_value()));
-  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_tokenizer(*files));
+  std::shared_ptr<const Tokenizer> tokenizer = std::move(options.tokenizer);
+  if (tokenizer == nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> loaded, load_model_tokenizer(*files));
+    tokenizer = std::move(loaded);
+  }
   // The primary EOS is the tokenizer's; the model's other EOS ids (generation_config) stop too.
   if (!config.eos_token_id) config.eos_token_id = tokenizer->eos_id();
   for (const std::int64_t id : files->config.eos_token_ids) {

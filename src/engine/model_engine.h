@@ -22,6 +22,7 @@
 #include "model/model_files.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/status.h"
+#include "pagoda/tokenizer.h"
 #include "quant/load_time_quantization.h"
 
 namespace pagoda::engine {
@@ -70,6 +71,10 @@ StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
 /// How to open a model for the engine.
 struct EngineOptions {
   std::string model_path;  ///< A .gguf file or a Hugging Face folder.
+  /// The model already opened and its tokenizer already loaded, by a caller that needs them too
+  /// (serve's frontend); when null, open_engine opens model_path and loads the tokenizer itself.
+  std::shared_ptr<const ModelFiles> files;
+  std::shared_ptr<const Tokenizer> tokenizer;
   ExecutorOptions executor;
   EngineConfig engine;
 };
