@@ -2,6 +2,7 @@
 // decode (one query per sequence) against a context, and a whole-prompt prefill.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <numeric>
 #include <vector>
 
@@ -15,8 +16,10 @@ constexpr std::int64_t kKvHeads = 3;
 constexpr std::int64_t kHeadDim = 64;
 constexpr std::int64_t kBlockSize = 16;
 
+// $PAGODA_BENCH_THREADS threads (default: one per hardware thread).
 ThreadPool& pool() {
-  static ThreadPool instance;
+  static ThreadPool instance(
+      std::getenv("PAGODA_BENCH_THREADS") ? std::atoi(std::getenv("PAGODA_BENCH_THREADS")) : 0);
   return instance;
 }
 
@@ -63,6 +66,66 @@ BENCHMARK(BM_AttentionDecode)
     ->Args({8, 2048, 0})
     ->Args({16, 192, 0})  // The 16-way decode step of docs/perf/cpu.md, one layer.
     ->Args({1, 2048, 1})
+    ->UseRealTime();
+
+// Decode against 30 layers' caches in turn, as a model step reads them (K/V from DRAM, not L3);
+// time per layer. Args: num_seqs, context, fp16 cache.
+void BM_AttentionDecodeLayers(benchmark::State& state) {
+  constexpr std::int64_t kLayers = 30;
+  const std::int64_t num_seqs = state.range(0);
+  const std::int64_t context = state.range(1);
+  const KvDtype dtype = state.range(2) != 0 ? KvDtype::kF16 : KvDtype::kF32;
+  const std::int64_t blocks_per_seq = (context + kBlockSize - 1) / kBlockSize;
+  const std::int64_t num_blocks = num_seqs * blocks_per_seq;
+  const auto elements = static_cast<std::size_t>(num_blocks * kBlockSize * kKvHeads * kHeadDim);
+  std::vector<std::vector<float>> f32(2 * kLayers);
+  std::vector<std::vector<std::uint16_t>> f16(2 * kLayers);
+  std::vector<KvCacheView> caches;
+  for (std::int64_t l = 0; l < kLayers; ++l) {
+    KvCacheView cache{.num_blocks = num_blocks,
+                      .block_size = kBlockSize,
+                      .num_kv_heads = kKvHeads,
+                      .head_dim = kHeadDim,
+                      .dtype = dtype};
+    if (dtype == KvDtype::kF16) {
+      f16[2 * l].assign(elements, 0x2000);  // 2^-7
+      f16[2 * l + 1].assign(elements, 0x2400);
+      cache.k_f16 = f16[2 * l].data();
+      cache.v_f16 = f16[2 * l + 1].data();
+    } else {
+      f32[2 * l].assign(elements, 0.01f);
+      f32[2 * l + 1].assign(elements, 0.02f);
+      cache.k = f32[2 * l].data();
+      cache.v = f32[2 * l + 1].data();
+    }
+    caches.push_back(cache);
+  }
+  // Blocks interleaved across sequences, as a pool shared by running requests hands them out.
+  std::vector<std::int32_t> tables;
+  for (std::int64_t s = 0; s < num_seqs; ++s) {
+    for (std::int64_t b = 0; b < blocks_per_seq; ++b) {
+      tables.push_back(static_cast<std::int32_t>(b * num_seqs + s));
+    }
+  }
+  std::vector<std::int32_t> starts(static_cast<std::size_t>(num_seqs + 1));
+  std::iota(starts.begin(), starts.end(), 0);
+  std::vector<std::int32_t> lens(static_cast<std::size_t>(num_seqs),
+                                 static_cast<std::int32_t>(context));
+  const AttentionBatch batch{starts.data(), lens.data(), tables.data(), num_seqs, blocks_per_seq};
+  std::vector<float> q(static_cast<std::size_t>(num_seqs * kHeads * kHeadDim), 0.1f);
+  std::vector<float> out(q.size());
+  std::size_t layer = 0;
+  for (auto _ : state) {
+    paged_attention(pool(), q.data(), kHeads, caches[layer], batch, out.data());
+    layer = (layer + 1) % caches.size();
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * num_seqs * context *
+                          kKvHeads * kHeadDim * 2 * kv_element_bytes(dtype));
+}
+BENCHMARK(BM_AttentionDecodeLayers)
+    ->ArgNames({"seqs", "context", "f16"})
+    ->ArgsProduct({{16}, {160}, {0, 1}})
     ->UseRealTime();
 
 // Args: prompt length, reference.

@@ -40,10 +40,12 @@ Status DeviceOptions::apply(const QuantizationOptions& quantization,
   if (options.device == engine::Device::kCuda && quantization.kv_cache_dtype != "auto") {
     // Checked here because for_cpu() would call fp8 a GPU feature, which CUDA lacks too so far.
     return unimplemented("--kv-cache-dtype " + quantization.kv_cache_dtype +
-                         ": the CUDA backend keeps its KV cache in --dtype so far; use "
-                         "--kv-cache-dtype auto");
+                         ": the CUDA backend keeps its KV cache in --dtype so far (--dtype f16 "
+                         "for an fp16 cache); use --kv-cache-dtype auto");
   }
-  PAGODA_ASSIGN_OR_RETURN(options.quantization, quantization.for_cpu());
+  PAGODA_ASSIGN_OR_RETURN(const CpuPrecision precision, quantization.for_cpu());
+  options.quantization = precision.quantization;
+  options.kv_cache_dtype = precision.kv_cache_dtype;
   return Status::ok_status();
 }
 

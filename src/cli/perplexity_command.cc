@@ -94,8 +94,8 @@ CLI::App* PerplexityCommand::add_to(CLI::App& app) {
 int PerplexityCommand::run(const char* argv0) const {
   if (ctx < 2) return report_error(invalid_argument("--ctx must be at least 2"));
   if (max_windows < 0) return report_error(invalid_argument("--max-windows must be >= 0"));
-  auto load_time = quantization.for_cpu();
-  if (!load_time.ok()) return report_error(load_time.status());
+  auto precision = quantization.for_cpu();
+  if (!precision.ok()) return report_error(precision.status());
   auto text = read_text(text_file);
   if (!text.ok()) return report_error(text.status());
   auto opened = open_model_and_tokenizer(model, argv0);
@@ -106,8 +106,11 @@ int PerplexityCommand::run(const char* argv0) const {
   if (tokens.size() < 2) {
     return report_error(invalid_argument("--text-file has fewer than 2 tokens"));
   }
-  auto executor = models::CpuModelExecutor::create(
-      files, {.num_threads = threads, .max_num_batched_tokens = ctx, .quantization = *load_time});
+  auto executor =
+      models::CpuModelExecutor::create(files, {.num_threads = threads,
+                                               .max_num_batched_tokens = ctx,
+                                               .quantization = precision->quantization,
+                                               .kv_cache_dtype = precision->kv_cache_dtype});
   if (!executor.ok()) return report_error(executor.status());
   if (ctx > (*executor)->info().max_model_len) {
     return report_error(invalid_argument("--ctx " + std::to_string(ctx) + " exceeds the model's " +
@@ -120,18 +123,22 @@ int PerplexityCommand::run(const char* argv0) const {
   const std::string quant = files->quantization.method != QuantizationMethod::kNone
                                 ? files->quantization.summary()
                                 : quantization.quantization;
+  const char* kv = precision->kv_cache_dtype == cpu::KvDtype::kF16 ? "fp16" : "fp32";
   if (json) {
     const nlohmann::json out = {{"perplexity", ppl},
                                 {"num_tokens", result->num_scored},
                                 {"num_windows", result->num_windows},
                                 {"ctx", ctx},
-                                {"quantization", quant}};
+                                {"quantization", quant},
+                                {"kv_cache_dtype", kv}};
     std::printf("%s\n", out.dump().c_str());
   } else {
-    std::printf("perplexity %.4f over %lld tokens (%lld windows of <= %lld, quantization %s)\n",
-                ppl, static_cast<long long>(result->num_scored),
-                static_cast<long long>(result->num_windows), static_cast<long long>(ctx),
-                quant.c_str());
+    std::printf(
+        "perplexity %.4f over %lld tokens (%lld windows of <= %lld, quantization %s, KV cache "
+        "%s)\n",
+        ppl, static_cast<long long>(result->num_scored),
+        static_cast<long long>(result->num_windows), static_cast<long long>(ctx), quant.c_str(),
+        kv);
   }
   return 0;
 }

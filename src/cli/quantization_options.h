@@ -4,21 +4,28 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "backend/cpu/kv_cache_view.h"
 #include "pagoda/status.h"
 #include "quant/load_time_quantization.h"
 
 namespace pagoda::cli {
 
-/// --quantization and --kv-cache-dtype (vLLM's names).
+/// What the CPU executor runs with, from the flags.
+struct CpuPrecision {
+  quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
+  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
+};
+
+/// --quantization and --kv-cache-dtype (vLLM's names; fp16 as llama.cpp's f16 cache).
 struct QuantizationOptions {
   std::string quantization = "none";    ///< none, fp8, int4: quantize weights at load
-  std::string kv_cache_dtype = "auto";  ///< auto (fp32 on the CPU) or fp8 (GPU only)
+  std::string kv_cache_dtype = "auto";  ///< auto (fp32 on the CPU), fp16 (CPU), fp8 (not yet)
 
   /// Registers the flags on `app`.
   void add_to(CLI::App& app);
-  /// The load-time quantization for the CPU executor; INVALID_ARGUMENT / UNIMPLEMENTED naming
-  /// the flag for values the CPU does not run.
-  StatusOr<quant::LoadTimeQuantization> for_cpu() const;
+  /// The weight quantization and KV cache type for the CPU executor; INVALID_ARGUMENT /
+  /// UNIMPLEMENTED naming the flag for values the CPU does not run.
+  StatusOr<CpuPrecision> for_cpu() const;
 };
 
 }  // namespace pagoda::cli

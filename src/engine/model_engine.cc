@@ -133,7 +133,8 @@ StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
                                        {.num_threads = options.num_threads,
                                         .max_num_batched_tokens = limits.max_num_batched_tokens,
                                         .max_model_len = limits.max_model_len,
-                                        .quantization = options.quantization}));
+                                        .quantization = options.quantization,
+                                        .kv_cache_dtype = options.kv_cache_dtype}));
   OpenedExecutor out;
   out.description = std::to_string(executor->num_threads()) + " threads";  // bench/peer parses it
   out.executor = std::move(executor);

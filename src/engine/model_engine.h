@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/cpu/kv_cache_view.h"
 #include "backend/cuda/scalar_type.h"
 #include "engine/device.h"
 #include "engine/engine_client.h"
@@ -33,6 +34,8 @@ struct ExecutorOptions {
   int num_threads = 0;  ///< CPU: 0 is one per hardware thread.
   /// CPU: `--quantization`, quantize unquantized linear weights at load.
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
+  /// CPU: `--kv-cache-dtype` (fp32, or fp16 for half the cache memory).
+  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< CUDA: weights, activations, KV cache.
   double gpu_memory_utilization = 0.9;  ///< CUDA: share of device memory this process may hold.
 };

@@ -1,5 +1,6 @@
 #include "models/cpu_model_executor.h"
 
+#include <cstddef>
 #include <new>
 #include <string>
 
@@ -29,47 +30,53 @@ StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create(
   info.num_kv_heads = c.num_key_value_heads;
   info.head_dim = c.head_dim;
   LlamaModel model(c, std::move(weights));
-  return std::unique_ptr<CpuModelExecutor>(
-      new CpuModelExecutor(std::move(files), std::move(model), info, options.num_threads));
+  return std::unique_ptr<CpuModelExecutor>(new CpuModelExecutor(
+      std::move(files), std::move(model), info, options.num_threads, options.kv_cache_dtype));
 }
 
 CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,
-                                   const ModelExecutorInfo& info, int num_threads)
+                                   const ModelExecutorInfo& info, int num_threads,
+                                   cpu::KvDtype kv_dtype)
     : files_(std::move(files)),
       model_(std::move(model)),
       info_(info),
       pool_(num_threads),
-      activations_(files_->config, info.max_num_batched_tokens) {}
+      activations_(files_->config, info.max_num_batched_tokens),
+      kv_dtype_(kv_dtype) {}
 
 std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
-  return kv_block_bytes(info_, block_size, sizeof(float));  // the CPU pool is fp32
+  return kv_block_bytes(info_, block_size, cpu::kv_element_bytes(kv_dtype_));
 }
 
 Status CpuModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
   PAGODA_RETURN_IF_ERROR(check_kv_cache_shape(num_blocks, block_size));
-  kv_storage_.clear();
+  kv_storage_.reset();
   kv_views_.clear();
   num_blocks_ = 0;
   block_size_ = 0;
-  const std::int64_t floats_per_pool =
-      num_blocks * block_size * info_.num_kv_heads * info_.head_dim;
+  const std::int64_t bytes_per_pool = num_blocks * block_size * info_.num_kv_heads *
+                                      info_.head_dim * cpu::kv_element_bytes(kv_dtype_);
+  kv_storage_.reset(new (std::nothrow)
+                        std::byte[static_cast<std::size_t>(2 * info_.num_layers * bytes_per_pool)]);
+  if (kv_storage_ == nullptr) {
+    return Status(StatusCode::kResourceExhausted,
+                  "cannot allocate a KV cache of " + std::to_string(num_blocks) +
+                      " blocks; lower --max-model-len or the number of blocks");
+  }
+  std::byte* next = kv_storage_.get();
   for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) {
     cpu::KvCacheView view{.num_blocks = num_blocks,
                           .block_size = block_size,
                           .num_kv_heads = info_.num_kv_heads,
-                          .head_dim = info_.head_dim};
-    for (float** pool : {&view.k, &view.v}) {
-      std::unique_ptr<float[]> storage(
-          new (std::nothrow) float[static_cast<std::size_t>(floats_per_pool)]);
-      if (storage == nullptr) {
-        kv_storage_.clear();
-        kv_views_.clear();
-        return Status(StatusCode::kResourceExhausted,
-                      "cannot allocate a KV cache of " + std::to_string(num_blocks) +
-                          " blocks; lower --max-model-len or the number of blocks");
+                          .head_dim = info_.head_dim,
+                          .dtype = kv_dtype_};
+    for (bool value : {false, true}) {
+      if (kv_dtype_ == cpu::KvDtype::kF16) {
+        (value ? view.v_f16 : view.k_f16) = reinterpret_cast<std::uint16_t*>(next);
+      } else {
+        (value ? view.v : view.k) = reinterpret_cast<float*>(next);
       }
-      *pool = storage.get();
-      kv_storage_.push_back(std::move(storage));
+      next += bytes_per_pool;
     }
     kv_views_.push_back(view);
   }

@@ -2,6 +2,7 @@
 // buffers; the model's weights stay in the mapped file.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -22,6 +23,10 @@ struct CpuExecutorOptions {
   std::int64_t max_model_len = 0;              ///< 0: the model's max_position_embeddings.
   /// `--quantization`: quantize unquantized linear weights at load.
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
+  /// Element type of the KV pools. kF16 halves the K/V bytes a decode step reads, but moves
+  /// SmolLM2's logprobs up to 3.4e-3 from transformers' (the golden test allows 2e-3), so it is
+  /// opt-in (docs/perf/cpu.md).
+  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
 };
 
 /// Runs a Llama-family model on the CPU.
@@ -43,15 +48,17 @@ class CpuModelExecutor final : public ModelExecutor {
 
  private:
   CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,
-                   const ModelExecutorInfo& info, int num_threads);
+                   const ModelExecutorInfo& info, int num_threads, cpu::KvDtype kv_dtype);
 
   std::shared_ptr<const ModelFiles> files_;  // Keeps the mapped weights alive.
   LlamaModel model_;
   ModelExecutorInfo info_;
   cpu::ThreadPool pool_;
   LlamaActivations activations_;
-  // One K and one V pool per layer, uninitialized: a slot is read only after write_kv.
-  std::vector<std::unique_ptr<float[]>> kv_storage_;
+  cpu::KvDtype kv_dtype_;
+  // Every layer's K and V pools in one allocation, uninitialized: a slot is read only after
+  // write_kv.
+  std::unique_ptr<std::byte[]> kv_storage_;
   std::vector<cpu::KvCacheView> kv_views_;  // [num_layers]
   std::int64_t num_blocks_ = 0;
   std::int64_t block_size_ = 0;

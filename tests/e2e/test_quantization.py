@@ -8,6 +8,7 @@ act-order with a random channel order ~56%. The bounds leave room above those an
 what a broken kernel, scale, zero point or permutation gives (perplexity in the hundreds or more).
 """
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -93,9 +94,31 @@ def test_inspect_shows_the_quantization(run_pagoda_json, checkpoints):
     assert run_pagoda_json("inspect", checkpoints / "bf16", "--json")["quantization"] == "none"
 
 
+def test_fp16_kv_cache_keeps_perplexity(perplexity, checkpoints):
+    # The CPU's fp16 KV cache rounds each K/V element once (relative 2^-11): perplexity moves by
+    # far less than the 1% that would show a wrong conversion or a misread half of the pool.
+    base = perplexity(checkpoints / "bf16")
+    half = perplexity(checkpoints / "bf16", "--kv-cache-dtype", "fp16")
+    assert base["kv_cache_dtype"] == "fp32" and half["kv_cache_dtype"] == "fp16"
+    assert half["perplexity"] == pytest.approx(base["perplexity"], rel=0.01)
+
+
+def test_fp16_kv_cache_holds_twice_the_blocks(run_pagoda, default_model):
+    # Through the engine (bench opens it like serve): the same --kv-cache-memory buys twice the
+    # blocks when each element takes 2 bytes instead of 4.
+    def blocks(kv):
+        proc = run_pagoda("bench", "offline", default_model, "--device", "cpu", "--num-prompts", "2",
+                          "--input-len", "8", "--output-len", "4", "--no-single-stream",
+                          "--kv-cache-memory", str(64 << 20), "--kv-cache-dtype", kv)
+        assert proc.returncode == 0, proc.stderr
+        return int(re.search(r"(\d+) KV blocks", proc.stdout).group(1))
+    assert blocks("fp16") == 2 * blocks("auto")
+
+
 @pytest.mark.parametrize("flags, message", [
     (("--quantization", "int3"), "--quantization \"int3\" is not supported"),
     (("--kv-cache-dtype", "fp8"), "--kv-cache-dtype fp8 is for the GPU"),
+    (("--kv-cache-dtype", "int8"), "--kv-cache-dtype \"int8\" is not supported; use auto or fp16"),
 ])
 def test_bad_flags_are_clear_errors(run_pagoda, checkpoints, flags, message):
     proc = run_pagoda("perplexity", checkpoints / "bf16", "--text-file", TEXT, *flags)

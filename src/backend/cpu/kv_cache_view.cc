@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "model/dequantize.h"
+#include "quant/float_codes.h"
 
 namespace pagoda::cpu {
 
@@ -15,9 +17,23 @@ void write_kv(const float* k, const float* v, const std::int64_t* slot_mapping,
     const std::int64_t slot = slot_mapping[t];
     if (slot < 0) continue;
     PAGODA_CHECK_LT(slot, num_slots) << "slot of token " << t;
+    if (cache.dtype == KvDtype::kF16) {
+      for (std::int64_t i = 0; i < stride; ++i) {
+        cache.k_f16[slot * stride + i] = quant::float_to_fp16(k[t * stride + i]);
+        cache.v_f16[slot * stride + i] = quant::float_to_fp16(v[t * stride + i]);
+      }
+      continue;
+    }
     std::memcpy(cache.k + slot * stride, k + t * stride, bytes);
     std::memcpy(cache.v + slot * stride, v + t * stride, bytes);
   }
+}
+
+float kv_at(const KvCacheView& cache, bool value, std::int64_t slot, std::int64_t h,
+            std::int64_t d) {
+  const std::int64_t i = slot * cache.slot_stride() + h * cache.head_dim + d;
+  if (cache.dtype == KvDtype::kF16) return fp16_to_float((value ? cache.v_f16 : cache.k_f16)[i]);
+  return (value ? cache.v : cache.k)[i];
 }
 
 }  // namespace pagoda::cpu

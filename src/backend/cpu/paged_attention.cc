@@ -69,9 +69,12 @@ void paged_attention(ThreadPool& pool, const float* q, std::int64_t num_heads,
   const std::int64_t token_stride = num_heads * head_dim;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   const bool wide = cpu_has_avx512() && head_dim % 16 == 0 && head_dim <= avx512::kMaxHeadDim;
+  const bool half = cache.dtype == KvDtype::kF16;
   pool.parallel_for(
       static_cast<std::int64_t>(items.size()), [&](std::int64_t begin, std::int64_t end) {
         thread_local std::vector<float> scratch;
+        thread_local std::vector<float> kv_rows;
+        if (half && !wide) kv_rows.resize(static_cast<std::size_t>(avx2::kv_rows_floats(head_dim)));
         const std::int64_t rows = tile_queries * group_size;
         scratch.resize(
             static_cast<std::size_t>(wide ? avx512::attention_tile_scratch_floats(rows, head_dim)
@@ -91,8 +94,15 @@ void paged_attention(ThreadPool& pool, const float* q, std::int64_t num_heads,
           tile.group_size = group_size;
           tile.head_dim = head_dim;
           tile.scale = scale;
-          tile.k = cache.k + item.kv_head * head_dim;
-          tile.v = cache.v + item.kv_head * head_dim;
+          const std::int64_t head_offset = item.kv_head * head_dim;
+          if (half) {
+            tile.k_f16 = cache.k_f16 + head_offset;
+            tile.v_f16 = cache.v_f16 + head_offset;
+            tile.kv_rows = kv_rows.data();
+          } else {
+            tile.k = cache.k + head_offset;
+            tile.v = cache.v + head_offset;
+          }
           tile.slot_stride = cache.slot_stride();
           tile.block_table = batch.block_tables + item.seq * batch.max_blocks_per_seq;
           tile.block_size = cache.block_size;
@@ -115,13 +125,37 @@ void avx2::reset_softmax_state(std::int64_t rows, std::int64_t head_dim, float* 
   for (std::int64_t i = 0; i < rows * head_dim; ++i) acc[i] = 0.0f;
 }
 
+namespace {
+
+std::int64_t tile_slot(const avx2::AttentionTile& tile, std::int64_t position) {
+  return static_cast<std::int64_t>(tile.block_table[position / tile.block_size]) * tile.block_size +
+         position % tile.block_size;
+}
+
+}  // namespace
+
+void avx2::gather_kv_rows(const AttentionTile& tile, std::int64_t key0, std::int64_t count,
+                          const std::uint16_t** keys, const std::uint16_t** values) {
+  for (std::int64_t j = 0; j < count; ++j) {
+    const std::int64_t slot = tile_slot(tile, key0 + j);
+    keys[j] = tile.k_f16 + slot * tile.slot_stride;
+    values[j] = tile.v_f16 + slot * tile.slot_stride;
+  }
+}
+
 void avx2::gather_kv_rows(const AttentionTile& tile, std::int64_t key0, std::int64_t count,
                           const float** keys, const float** values) {
   for (std::int64_t j = 0; j < count; ++j) {
-    const std::int64_t position = key0 + j;
-    const std::int64_t slot =
-        static_cast<std::int64_t>(tile.block_table[position / tile.block_size]) * tile.block_size +
-        position % tile.block_size;
+    const std::int64_t slot = tile_slot(tile, key0 + j);
+    if (tile.k_f16 != nullptr) {
+      float* key = tile.kv_rows + j * tile.head_dim;
+      float* value = tile.kv_rows + (kMaxGatherKeys + j) * tile.head_dim;
+      widen_fp16(tile.k_f16 + slot * tile.slot_stride, tile.head_dim, key);
+      widen_fp16(tile.v_f16 + slot * tile.slot_stride, tile.head_dim, value);
+      keys[j] = key;
+      values[j] = value;
+      continue;
+    }
     keys[j] = tile.k + slot * tile.slot_stride;
     values[j] = tile.v + slot * tile.slot_stride;
   }
@@ -147,10 +181,11 @@ void paged_attention_reference(const float* q, std::int64_t num_heads, const KvC
         scores.assign(static_cast<std::size_t>(position + 1), 0.0);
         double max = -INFINITY;
         for (std::int64_t p = 0; p <= position; ++p) {
-          const float* k =
-              cache.k + slot_of(cache, batch, s, p) * cache.slot_stride() + kv_head * head_dim;
+          const std::int64_t slot = slot_of(cache, batch, s, p);
           double dot = 0.0;
-          for (std::int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * k[d];
+          for (std::int64_t d = 0; d < head_dim; ++d) {
+            dot += static_cast<double>(qh[d]) * kv_at(cache, /*value=*/false, slot, kv_head, d);
+          }
           scores[p] = dot * scale;
           max = std::max(max, scores[p]);
         }
@@ -161,9 +196,10 @@ void paged_attention_reference(const float* q, std::int64_t num_heads, const KvC
         }
         std::fill(acc.begin(), acc.end(), 0.0);
         for (std::int64_t p = 0; p <= position; ++p) {
-          const float* v =
-              cache.v + slot_of(cache, batch, s, p) * cache.slot_stride() + kv_head * head_dim;
-          for (std::int64_t d = 0; d < head_dim; ++d) acc[d] += scores[p] * v[d];
+          const std::int64_t slot = slot_of(cache, batch, s, p);
+          for (std::int64_t d = 0; d < head_dim; ++d) {
+            acc[d] += scores[p] * kv_at(cache, /*value=*/true, slot, kv_head, d);
+          }
         }
         float* o = out + (token * num_heads + h) * head_dim;
         for (std::int64_t d = 0; d < head_dim; ++d) o[d] = static_cast<float>(acc[d] / sum);

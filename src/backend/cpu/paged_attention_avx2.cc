@@ -32,6 +32,13 @@ inline float dot1(const float* q, const float* key, std::int64_t head_dim) {
 
 }  // namespace
 
+void widen_fp16(const std::uint16_t* src, std::int64_t n, float* dst) {
+  for (std::int64_t i = 0; i < n; i += 8) {
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+}
+
 // Per row r = (token t, group head g) the state of an online softmax over the keys seen so far:
 // running max m, running sum l of exp(s - m), and acc = sum of exp(s - m) * v. A new chunk of
 // scores with max m' > m rescales l and acc by exp(m - m').

@@ -12,6 +12,7 @@ namespace {
 
 constexpr int kLanes = 16;
 static_assert(avx2::kKeyChunk == kLanes, "one zmm of scores per key chunk");
+static_assert(kKeyBlock <= avx2::kMaxGatherKeys, "a key block is one gather");
 // Head dimensions per value pass: 4 vectors x up to 4 heads = 16 accumulators.
 constexpr std::int64_t kPassLanes = 4 * kLanes;
 
@@ -45,10 +46,28 @@ inline __m512 sum_each(const __m512 v[kLanes]) {
 // A row of zeros standing in for keys and values past a token's visible ones, so every loop
 // below runs all 16 lanes with no per-lane branch and gives the same bits whatever the tile.
 alignas(64) constexpr float kZeroRow[kMaxHeadDim] = {};
+alignas(64) constexpr std::uint16_t kZeroHalfRow[kMaxHeadDim] = {};
+
+inline const float* zero_row(const float*) {
+  return kZeroRow;
+}
+inline const std::uint16_t* zero_row(const std::uint16_t*) {
+  return kZeroHalfRow;
+}
+
+// 16 cached K or V elements as fp32: an fp16 cache is widened in the load (exact), so the loops
+// below read half the bytes and otherwise run the same arithmetic.
+inline __m512 load_row(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline __m512 load_row(const std::uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 
 // Scores of one query row against the chunk's keys (zero rows past `visible`), scaled; lanes
 // past `visible` are -inf.
-inline __m512 chunk_scores(const float* q, const float* const* keys, std::int64_t visible,
+template <typename T>
+inline __m512 chunk_scores(const float* q, const T* const* keys, std::int64_t visible,
                            std::int64_t head_dim, float scale) {
   __m512 dots[kLanes];
 #pragma GCC unroll 16
@@ -57,7 +76,7 @@ inline __m512 chunk_scores(const float* q, const float* const* keys, std::int64_
     const __m512 qv = _mm512_loadu_ps(q + d);
 #pragma GCC unroll 16
     for (int j = 0; j < kLanes; ++j) {
-      dots[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(keys[j] + d), dots[j]);
+      dots[j] = _mm512_fmadd_ps(qv, load_row(keys[j] + d), dots[j]);
     }
   }
   const auto mask = static_cast<__mmask16>((1u << visible) - 1);
@@ -69,9 +88,9 @@ inline __m512 chunk_scores(const float* q, const float* const* keys, std::int64_
 // p[h, j] * V[j, same lanes]. Each key's kVecs vectors serve kHeads heads, and the kHeads x kVecs
 // accumulators are independent chains, so the FMAs issue back to back instead of waiting on one
 // accumulator's latency.
-template <int kHeads, int kVecs>
+template <int kHeads, int kVecs, typename T>
 void value_pass(float* acc, std::int64_t r0, std::int64_t head_dim, std::int64_t d0,
-                const float* correction, const float* const* values, std::int64_t visible,
+                const float* correction, const T* const* values, std::int64_t visible,
                 const float* probs /* [kHeads, kKeyBlock] */) {
   __m512 a[kHeads][kVecs];
 #pragma GCC unroll 4
@@ -85,7 +104,7 @@ void value_pass(float* acc, std::int64_t r0, std::int64_t head_dim, std::int64_t
   for (std::int64_t j = 0; j < visible; ++j) {
     __m512 vv[kVecs];
 #pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) vv[v] = _mm512_loadu_ps(values[j] + d0 + v * kLanes);
+    for (int v = 0; v < kVecs; ++v) vv[v] = load_row(values[j] + d0 + v * kLanes);
 #pragma GCC unroll 4
     for (int h = 0; h < kHeads; ++h) {
       const __m512 p = _mm512_set1_ps(probs[h * kKeyBlock + j]);
@@ -105,11 +124,10 @@ void value_pass(float* acc, std::int64_t r0, std::int64_t head_dim, std::int64_t
 // One token's kHeads query heads (rows r0..r0+kHeads-1) against the `visible` keys of a block:
 // all scores first (chunks of 16 are independent, so the core overlaps them), one max, one
 // rescale of the running state, then acc += p · V with each V vector loaded once for all heads.
-template <int kHeads>
+template <int kHeads, typename T>
 void heads_block(const avx2::AttentionTile& tile, const float* q, std::int64_t r0,
-                 const float* const* keys, const float* const* values, std::int64_t visible,
-                 float* acc, float* scores /* [kHeads, kKeyBlock] */, float* row_max,
-                 float* row_sum) {
+                 const T* const* keys, const T* const* values, std::int64_t visible, float* acc,
+                 float* scores /* [kHeads, kKeyBlock] */, float* row_max, float* row_sum) {
   const std::int64_t head_dim = tile.head_dim;
   const std::int64_t num_chunks = (visible + kLanes - 1) / kLanes;
   float correction[kHeads];
@@ -120,9 +138,9 @@ void heads_block(const avx2::AttentionTile& tile, const float* q, std::int64_t r
     __m512 max_v = _mm512_set1_ps(-INFINITY);
     for (std::int64_t c = 0; c < num_chunks; ++c) {
       const std::int64_t in_chunk = visible - c * kLanes < kLanes ? visible - c * kLanes : kLanes;
-      const float* chunk_keys[kLanes];
+      const T* chunk_keys[kLanes];
       for (std::int64_t j = 0; j < kLanes; ++j) {
-        chunk_keys[j] = j < in_chunk ? keys[c * kLanes + j] : kZeroRow;
+        chunk_keys[j] = j < in_chunk ? keys[c * kLanes + j] : zero_row(keys[0]);
       }
       const __m512 sv = chunk_scores(q + h * head_dim, chunk_keys, in_chunk, head_dim, tile.scale);
       max_v = _mm512_max_ps(max_v, sv);
@@ -147,31 +165,24 @@ void heads_block(const avx2::AttentionTile& tile, const float* q, std::int64_t r
   for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPassLanes) {
     switch (head_dim - d0 < kPassLanes ? (head_dim - d0) / kLanes : kPassLanes / kLanes) {
       case 1:
-        value_pass<kHeads, 1>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        value_pass<kHeads, 1, T>(acc, r0, head_dim, d0, correction, values, visible, scores);
         break;
       case 2:
-        value_pass<kHeads, 2>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        value_pass<kHeads, 2, T>(acc, r0, head_dim, d0, correction, values, visible, scores);
         break;
       case 3:
-        value_pass<kHeads, 3>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        value_pass<kHeads, 3, T>(acc, r0, head_dim, d0, correction, values, visible, scores);
         break;
       default:
-        value_pass<kHeads, 4>(acc, r0, head_dim, d0, correction, values, visible, scores);
+        value_pass<kHeads, 4, T>(acc, r0, head_dim, d0, correction, values, visible, scores);
         break;
     }
   }
 }
 
-}  // namespace
-
-// Per row r = (token t, group head g) the state of a softmax over the keys seen so far, kept
-// across blocks of kKeyBlock keys: running max m, running sum l of exp(s - m), and
-// acc = sum of exp(s - m) * v. Within a block all scores are computed before any exp (two
-// passes), so only a new block with max m' > m rescales l and acc by exp(m - m'). Blocks and
-// chunks start at absolute key positions, so a row's arithmetic depends only on its position.
-//
-//   scratch: acc [rows, D] | scores [kHeadsPerPass, kKeyBlock] | m [rows] | l [rows]
-void attention_tile(const avx2::AttentionTile& tile) {
+// The tile over K/V rows of type T (float, or fp16 bits).
+template <typename T>
+void attention_tile_of(const avx2::AttentionTile& tile) {
   const std::int64_t head_dim = tile.head_dim;
   const std::int64_t rows = tile.num_queries * tile.group_size;
   float* acc = tile.scratch;
@@ -181,8 +192,8 @@ void attention_tile(const avx2::AttentionTile& tile) {
   avx2::reset_softmax_state(rows, head_dim, acc, row_max, row_sum);
 
   const std::int64_t last_position = tile.first_position + tile.num_queries - 1;
-  const float* keys[kKeyBlock];
-  const float* values[kKeyBlock];
+  const T* keys[kKeyBlock];
+  const T* values[kKeyBlock];
   for (std::int64_t key0 = 0; key0 <= last_position; key0 += kKeyBlock) {
     const std::int64_t block =
         last_position + 1 - key0 < kKeyBlock ? last_position + 1 - key0 : kKeyBlock;
@@ -221,6 +232,23 @@ void attention_tile(const avx2::AttentionTile& tile) {
         _mm512_storeu_ps(o + d, _mm512_mul_ps(_mm512_loadu_ps(acc + r * head_dim + d), inv));
       }
     }
+  }
+}
+
+}  // namespace
+
+// Per row r = (token t, group head g) the state of a softmax over the keys seen so far, kept
+// across blocks of kKeyBlock keys: running max m, running sum l of exp(s - m), and
+// acc = sum of exp(s - m) * v. Within a block all scores are computed before any exp (two
+// passes), so only a new block with max m' > m rescales l and acc by exp(m - m'). Blocks and
+// chunks start at absolute key positions, so a row's arithmetic depends only on its position.
+//
+//   scratch: acc [rows, D] | scores [kHeadsPerPass, kKeyBlock] | m [rows] | l [rows]
+void attention_tile(const avx2::AttentionTile& tile) {
+  if (tile.k_f16 != nullptr) {
+    attention_tile_of<std::uint16_t>(tile);
+  } else {
+    attention_tile_of<float>(tile);
   }
 }
 

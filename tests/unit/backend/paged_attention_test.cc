@@ -9,6 +9,8 @@
 #include <numeric>
 #include <vector>
 
+#include "model/dequantize.h"
+#include "quant/float_codes.h"
 #include "test_random.h"
 
 namespace pagoda::cpu {
@@ -19,6 +21,7 @@ using testing::seed_trace;
 using testing::test_seed;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr std::uint16_t kHalfNaN = 0x7E00;
 
 struct Shape {
   std::int64_t num_heads;
@@ -27,11 +30,12 @@ struct Shape {
   std::int64_t block_size;
 };
 
-// A KV cache whose blocks are handed out in shuffled order, filled with each sequence's K/V
-// through write_kv. Unwritten slots hold NaN so reading one poisons the output.
+// A KV cache (fp32 or fp16) whose blocks are handed out in shuffled order, filled with each
+// sequence's K/V through write_kv. Unwritten slots hold NaN so reading one poisons the output.
 class PagedCache {
  public:
-  PagedCache(std::mt19937_64& rng, const Shape& shape, const std::vector<std::int64_t>& seq_lens)
+  PagedCache(std::mt19937_64& rng, const Shape& shape, const std::vector<std::int64_t>& seq_lens,
+             KvDtype dtype = KvDtype::kF32)
       : shape_(shape) {
     for (std::int64_t len : seq_lens) {
       max_blocks_ = std::max(max_blocks_, (len + shape.block_size - 1) / shape.block_size + 1);
@@ -39,10 +43,22 @@ class PagedCache {
     const std::int64_t num_blocks = static_cast<std::int64_t>(seq_lens.size()) * max_blocks_ + 2;
     const std::size_t pool = static_cast<std::size_t>(num_blocks * shape.block_size *
                                                       shape.num_kv_heads * shape.head_dim);
-    k_.assign(pool, kNaN);
-    v_.assign(pool, kNaN);
-    view_ = {k_.data(),        v_.data(),          num_blocks,
-             shape.block_size, shape.num_kv_heads, shape.head_dim};
+    view_ = {.num_blocks = num_blocks,
+             .block_size = shape.block_size,
+             .num_kv_heads = shape.num_kv_heads,
+             .head_dim = shape.head_dim,
+             .dtype = dtype};
+    if (dtype == KvDtype::kF16) {
+      k_f16_.assign(pool, kHalfNaN);
+      v_f16_.assign(pool, kHalfNaN);
+      view_.k_f16 = k_f16_.data();
+      view_.v_f16 = v_f16_.data();
+    } else {
+      k_.assign(pool, kNaN);
+      v_.assign(pool, kNaN);
+      view_.k = k_.data();
+      view_.v = v_.data();
+    }
     std::vector<std::int32_t> ids(static_cast<std::size_t>(num_blocks));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng);
@@ -84,6 +100,7 @@ class PagedCache {
   Shape shape_;
   std::int64_t max_blocks_ = 0;
   std::vector<float> k_, v_;
+  std::vector<std::uint16_t> k_f16_, v_f16_;
   KvCacheView view_;
   std::vector<std::int32_t> block_tables_;
   std::vector<std::vector<float>> keys_, values_;
@@ -99,7 +116,16 @@ struct Step {
 // with head_dim <= 128 products per score stays within ~1e-6 of the double reference.
 constexpr float kTolerance = 1e-5f;
 
-TEST(PagedAttentionTest, MixedBatchMatchesDenseReference) {
+class PagedAttentionDtypeTest : public ::testing::TestWithParam<KvDtype> {};
+
+INSTANTIATE_TEST_SUITE_P(KvDtypes, PagedAttentionDtypeTest,
+                         ::testing::Values(KvDtype::kF32, KvDtype::kF16), [](const auto& info) {
+                           return std::string(info.param == KvDtype::kF16 ? "F16" : "F32");
+                         });
+
+// The reference reads the same (rounded, for fp16) cache contents, so both dtypes meet the fp32
+// tolerance.
+TEST_P(PagedAttentionDtypeTest, MixedBatchMatchesDenseReference) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 40);
   ThreadPool pool(2);
@@ -118,7 +144,7 @@ TEST(PagedAttentionTest, MixedBatchMatchesDenseReference) {
                    " block_size " + std::to_string(shape.block_size));
       std::vector<std::int64_t> lens;
       for (const auto& [len, q_len] : seqs) lens.push_back(len);
-      PagedCache cache(rng, shape, lens);
+      PagedCache cache(rng, shape, lens, GetParam());
       Step step;
       for (std::size_t s = 0; s < seqs.size(); ++s) {
         cache.write(s, 0, seqs[s].first);
@@ -146,8 +172,9 @@ TEST(PagedAttentionTest, MixedBatchMatchesDenseReference) {
 // written first, as the runner does) and returns the outputs of all tokens in order.
 std::vector<float> run_in_chunks(ThreadPool& pool, std::mt19937_64 rng, const Shape& shape,
                                  std::int64_t len, const std::vector<float>& q,
-                                 const std::vector<std::int64_t>& chunk_ends) {
-  PagedCache cache(rng, shape, {len});
+                                 const std::vector<std::int64_t>& chunk_ends,
+                                 KvDtype dtype = KvDtype::kF32) {
+  PagedCache cache(rng, shape, {len}, dtype);
   const std::int64_t row = shape.num_heads * shape.head_dim;
   std::vector<float> out(q.size(), kNaN);
   std::int64_t begin = 0;
@@ -164,21 +191,22 @@ std::vector<float> run_in_chunks(ThreadPool& pool, std::mt19937_64 rng, const Sh
   return out;
 }
 
-TEST(PagedAttentionTest, PrefillEqualsChunkedPrefillEqualsTokenByToken) {
+TEST_P(PagedAttentionDtypeTest, PrefillEqualsChunkedPrefillEqualsTokenByToken) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 41);
   ThreadPool pool(2);
   const Shape shape{9, 3, 64, 16};
   const std::int64_t len = 300;
+  const KvDtype dtype = GetParam();
   const std::vector<float> q =
       random_floats(rng, static_cast<std::size_t>(len * shape.num_heads * shape.head_dim));
   // The same rng state builds the same cache contents in each run.
-  const std::vector<float> whole = run_in_chunks(pool, rng, shape, len, q, {len});
+  const std::vector<float> whole = run_in_chunks(pool, rng, shape, len, q, {len}, dtype);
   const std::vector<float> chunked =
-      run_in_chunks(pool, rng, shape, len, q, {7, 16, 17, 60, 128, 129, 200, len});
+      run_in_chunks(pool, rng, shape, len, q, {7, 16, 17, 60, 128, 129, 200, len}, dtype);
   std::vector<std::int64_t> each;
   for (std::int64_t t = 1; t <= len; ++t) each.push_back(t);
-  const std::vector<float> stepwise = run_in_chunks(pool, rng, shape, len, q, each);
+  const std::vector<float> stepwise = run_in_chunks(pool, rng, shape, len, q, each, dtype);
   // Each query row's arithmetic does not depend on which tile it shares: bit-identical.
   ASSERT_EQ(0, std::memcmp(whole.data(), chunked.data(), whole.size() * sizeof(float)));
   ASSERT_EQ(0, std::memcmp(whole.data(), stepwise.data(), whole.size() * sizeof(float)));
@@ -199,5 +227,49 @@ TEST(PagedAttentionTest, WriteKvSkipsPaddingSlots) {
   (void)shape;
 }
 
+// The fp16 cache stores each value rounded to nearest even, and attention over it stays close to
+// attention over the fp32 cache (values in [-1, 1]: rounding error <= 2^-12 per element).
+TEST(PagedAttentionTest, Fp16CacheIsRoundedFp32Cache) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 42);
+  ThreadPool pool(2);
+  const Shape shape{9, 3, 64, 16};
+  const std::int64_t len = 150;
+  const std::vector<float> q =
+      random_floats(rng, static_cast<std::size_t>(len * shape.num_heads * shape.head_dim));
+  std::mt19937_64 rng_f32 = rng;
+  PagedCache f32(rng_f32, shape, {len}, KvDtype::kF32);
+  PagedCache f16(rng, shape, {len}, KvDtype::kF16);
+  f32.write(0, 0, len);
+  f16.write(0, 0, len);
+  for (std::int64_t slot = 0; slot < f32.view().num_blocks * shape.block_size; ++slot) {
+    for (std::int64_t i = 0; i < shape.num_kv_heads * shape.head_dim; ++i) {
+      const std::int64_t e = slot * shape.num_kv_heads * shape.head_dim + i;
+      const float k = f32.view().k[e];
+      if (std::isnan(k)) {
+        ASSERT_EQ(f16.view().k_f16[e], kHalfNaN) << e;  // Unwritten in both.
+        continue;
+      }
+      ASSERT_EQ(f16.view().k_f16[e], quant::float_to_fp16(k)) << e;
+      ASSERT_EQ(f16.view().v_f16[e], quant::float_to_fp16(f32.view().v[e])) << e;
+      ASSERT_LE(std::fabs(fp16_to_float(f16.view().k_f16[e]) - k), 0x1p-12f) << e;
+    }
+  }
+  const std::vector<std::int32_t> starts = {0, static_cast<std::int32_t>(len)};
+  const std::vector<std::int32_t> seq_lens = {static_cast<std::int32_t>(len)};
+  const AttentionBatch batch_f32{starts.data(), seq_lens.data(), f32.block_table(0), 1,
+                                 f32.max_blocks()};
+  const AttentionBatch batch_f16{starts.data(), seq_lens.data(), f16.block_table(0), 1,
+                                 f16.max_blocks()};
+  std::vector<float> out_f32(q.size(), kNaN), out_f16(q.size(), kNaN);
+  paged_attention(pool, q.data(), shape.num_heads, f32.view(), batch_f32, out_f32.data());
+  paged_attention(pool, q.data(), shape.num_heads, f16.view(), batch_f16, out_f16.data());
+  float max_diff = 0.0f;
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(out_f32[i] - out_f16[i]));
+  }
+  EXPECT_GT(max_diff, 0.0f);  // The values really were rounded.
+  EXPECT_LT(max_diff, 2e-3f);
+}
 }  // namespace
 }  // namespace pagoda::cpu

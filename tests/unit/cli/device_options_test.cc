@@ -110,6 +110,22 @@ TEST(CliDeviceOptionsTest, CudaNeedsAGpu) {
   EXPECT_EQ(options.status().code(), StatusCode::kUnavailable);
 }
 
+TEST(CliDeviceOptionsTest, CpuTakesAnFp16KvCache) {
+  Flags flags;
+  auto options = flags.apply({"--device", "cpu", "--kv-cache-dtype", "fp16"});
+  ASSERT_TRUE(options.ok()) << options.status().to_string();
+  EXPECT_EQ(options->kv_cache_dtype, cpu::KvDtype::kF16);
+  Flags plain;
+  auto defaults = plain.apply({"--device", "cpu"});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->kv_cache_dtype, cpu::KvDtype::kF32);
+  Flags bad;
+  auto refused = bad.apply({"--device", "cpu", "--kv-cache-dtype", "int8"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("use auto or fp16"));
+}
+
 // With a GPU, what the CUDA backend lacks is refused here or in open_engine; the KV-cache dtype
 // is the part this layer owns.
 TEST(CliDeviceOptionsTest, CudaRefusesAnFp8KvCache) {
