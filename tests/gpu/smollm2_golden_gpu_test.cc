@@ -20,12 +20,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "models/cuda_model_executor.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/models/model_test_util.h"
+#include "tests/unit/models/smollm2_golden.h"
 
 namespace pagoda::models {
 namespace {
@@ -41,16 +40,6 @@ const std::string kModelPath =
 const std::string kGoldenPath =
     env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA_DIR) + "/forward/smollm2_greedy.json";
 constexpr std::int64_t kChunk = 512;  // chunked prefill on the 1100-1300 token prompts
-
-std::vector<double> log_softmax(std::span<const float> logits) {
-  const double max_logit = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(l - max_logit);
-  const double log_sum = max_logit + std::log(sum);
-  std::vector<double> out(logits.size());
-  for (std::size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - log_sum;
-  return out;
-}
 
 std::vector<std::int32_t> top_ids(std::span<const float> logits, std::size_t k) {
   std::vector<std::int32_t> ids(logits.size());
@@ -69,9 +58,8 @@ void run_golden(cuda::ScalarType dtype) {
   if (!std::filesystem::exists(kModelPath)) {
     GTEST_SKIP() << kModelPath << " is absent (set PAGODA_SMOLLM2_GGUF)";
   }
-  std::ifstream in(kGoldenPath);
-  ASSERT_TRUE(in.good()) << kGoldenPath;
-  const auto golden = nlohmann::json::parse(in);
+  const std::vector<testing::GoldenCase> cases = testing::read_golden_cases(kGoldenPath);
+  ASSERT_FALSE(cases.empty()) << kGoldenPath;
   auto files = open_model_files(kModelPath);
   ASSERT_TRUE(files.ok()) << files.status().to_string();
   auto executor = CudaModelExecutor::create(
@@ -83,19 +71,12 @@ void run_golden(cuda::ScalarType dtype) {
   int prompts_fully_identical = 0;
   int tokens_compared = 0;
 
-  for (const auto& c : golden["cases"]) {
-    SCOPED_TRACE(c["name"].get<std::string>());
-    const auto prompt = c["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto want = c["greedy_ids"].get<std::vector<std::int32_t>>();
-    const auto near_ties = c["near_tie_steps"].get<std::vector<int>>();
-    const auto& topk = c["topk"];
-    const auto n = static_cast<std::int64_t>(prompt.size());
-    testing::SequenceRun run(**executor, 16, n + static_cast<std::int64_t>(want.size()));
-
-    std::vector<float> logits;
-    for (std::int64_t begin = 0; begin < n; begin += kChunk) {
-      logits = run.step(std::span(prompt).subspan(begin, std::min(kChunk, n - begin)));
-    }
+  for (const testing::GoldenCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::vector<std::int32_t>& want = c.greedy_ids;
+    testing::SequenceRun run(**executor, 16,
+                             static_cast<std::int64_t>(c.prompt_ids.size() + want.size()));
+    std::vector<float> logits = run.prefill(c.prompt_ids, kChunk);
     bool identical = true;
     for (std::size_t step = 0; step < want.size(); ++step) {
       ASSERT_EQ(static_cast<std::int64_t>(logits.size()), (*executor)->info().vocab_size);
@@ -103,33 +84,34 @@ void run_golden(cuda::ScalarType dtype) {
           std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }))
           << "step " << step;
       std::vector<std::int32_t> ref_top;
-      if (step < topk.size()) {
-        const auto lp = log_softmax(logits);
-        ref_top = topk[step]["ids"].get<std::vector<std::int32_t>>();
-        const auto want_lp = topk[step]["logprobs"].get<std::vector<double>>();
+      if (step < c.top_ids.size()) {
+        const auto lp = testing::log_softmax(logits);
+        ref_top = c.top_ids[step];
+        const auto& want_lp = c.top_logprobs[step];
         for (std::size_t r = 0; r < ref_top.size(); ++r) {
-          const double diff = std::abs(lp[ref_top[r]] - want_lp[r]);
-          worst_logprob_diff = std::max(worst_logprob_diff, diff);
-          if (exact) EXPECT_NEAR(lp[ref_top[r]], want_lp[r], 2e-3) << "step " << step;
+          worst_logprob_diff = std::max(worst_logprob_diff, std::abs(lp[ref_top[r]] - want_lp[r]));
+          if (exact) {
+            EXPECT_NEAR(lp[ref_top[r]], want_lp[r], 2e-3) << "step " << step;
+          }
         }
       }
       const std::int32_t token = sampling::argmax(logits);
       ++tokens_compared;
-      const bool near_tie =
-          std::find(near_ties.begin(), near_ties.end(), static_cast<int>(step)) != near_ties.end();
       if (token != want[step]) {
         identical = false;
         if (exact) {
           // Only a recorded near tie (reference gap < 1e-3) may go either way.
-          EXPECT_TRUE(near_tie) << "step " << step << ": " << token << " vs " << want[step];
+          EXPECT_TRUE(c.near_tie(step)) << "step " << step << ": " << token << " vs " << want[step];
           EXPECT_GE(logits[want[step]], logits[token] - 2e-3) << "step " << step;
         } else {
           EXPECT_TRUE(contains(top_ids(logits, 10), want[step])) << "step " << step;
-          if (!ref_top.empty()) EXPECT_TRUE(contains(ref_top, token)) << "step " << step;
+          if (!ref_top.empty()) {
+            EXPECT_TRUE(contains(ref_top, token)) << "step " << step;
+          }
         }
         break;
       }
-      if (exact && near_tie) break;  // the continuations may part ways from here on
+      if (exact && c.near_tie(step)) break;  // the continuations may part ways from here on
       if (step + 1 < want.size()) logits = run.step(std::span(&token, 1));
     }
     if (identical) ++prompts_fully_identical;
@@ -137,8 +119,8 @@ void run_golden(cuda::ScalarType dtype) {
   std::printf(
       "SmolLM2 on CUDA %s: %d of %zu prompts identical to transformers for all compared "
       "steps, %d tokens compared, max |logprob - reference| over top-10 ids = %.3g\n",
-      std::string(cuda::scalar_type_name(dtype)).c_str(), prompts_fully_identical,
-      golden["cases"].size(), tokens_compared, worst_logprob_diff);
+      std::string(cuda::scalar_type_name(dtype)).c_str(), prompts_fully_identical, cases.size(),
+      tokens_compared, worst_logprob_diff);
   ::testing::Test::RecordProperty("max_abs_logprob_diff", std::to_string(worst_logprob_diff));
 }
 

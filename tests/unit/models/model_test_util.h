@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -52,6 +53,16 @@ class SequenceRun {
     s = executor_.forward(batch_, out.data());
     EXPECT_TRUE(s.ok()) << s.to_string();
     return out;
+  }
+
+  /// Feeds `prompt` in steps of at most `chunk` tokens (chunked prefill); the last step's logits.
+  std::vector<float> prefill(std::span<const std::int32_t> prompt, std::int64_t chunk) {
+    std::vector<float> logits;
+    const auto n = static_cast<std::int64_t>(prompt.size());
+    for (std::int64_t begin = 0; begin < n; begin += chunk) {
+      logits = step(prompt.subspan(begin, std::min(chunk, n - begin)));
+    }
+    return logits;
   }
 
   /// Greedy continuation of `num_tokens` tokens after `last_logits`.

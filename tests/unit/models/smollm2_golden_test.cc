@@ -1,13 +1,13 @@
 // SmolLM2-135M-Instruct (Q4_1 GGUF, adjacent-pairs RoPE on the stored permuted Q/K rows) against
 // transformers' fp32 forward pass (tests/data/forward/smollm2_greedy.json, 29 prompts).
+#include "smollm2_golden.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "model_test_util.h"
 
@@ -25,48 +25,30 @@ const std::string kGoldenPath = std::string(PAGODA_TEST_DATA_DIR) + "/forward/sm
 // 1e-1 or more).
 constexpr double kLogprobTolerance = 2e-3;
 
-std::vector<double> log_softmax(std::span<const float> logits) {
-  const double max_logit = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(l - max_logit);
-  const double log_sum = max_logit + std::log(sum);
-  std::vector<double> out(logits.size());
-  for (std::size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - log_sum;
-  return out;
-}
-
 TEST(SmolLM2GoldenTest, GreedyAndLogprobsMatchTransformers) {
   if (!std::filesystem::exists(kModelPath)) {
     GTEST_SKIP() << kModelPath << " is absent: run scripts/setup.sh to fetch the default model";
   }
-  std::ifstream in(kGoldenPath);
-  ASSERT_TRUE(in.good()) << kGoldenPath;
-  const auto golden = nlohmann::json::parse(in);
+  const std::vector<testing::GoldenCase> cases = testing::read_golden_cases(kGoldenPath);
+  ASSERT_FALSE(cases.empty()) << kGoldenPath;
   // 512-token chunks exercise chunked prefill on the three 1100-1300 token prompts.
   auto executor = testing::open_executor(kModelPath, 512);
   ASSERT_NE(executor, nullptr);
   const std::int64_t vocab = executor->info().vocab_size;
   double worst_logprob_diff = 0.0;
 
-  for (const auto& c : golden["cases"]) {
-    SCOPED_TRACE(c["name"].get<std::string>());
-    const auto prompt = c["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto want = c["greedy_ids"].get<std::vector<std::int32_t>>();
-    const auto near_ties = c["near_tie_steps"].get<std::vector<int>>();
-    const auto& topk = c["topk"];
-    const auto n = static_cast<std::int64_t>(prompt.size());
-    testing::SequenceRun run(*executor, 16, n + static_cast<std::int64_t>(want.size()));
-
-    std::vector<float> logits;
-    for (std::int64_t begin = 0; begin < n; begin += 512) {
-      logits = run.step(std::span(prompt).subspan(begin, std::min<std::int64_t>(512, n - begin)));
-    }
+  for (const testing::GoldenCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::vector<std::int32_t>& want = c.greedy_ids;
+    testing::SequenceRun run(*executor, 16,
+                             static_cast<std::int64_t>(c.prompt_ids.size() + want.size()));
+    std::vector<float> logits = run.prefill(c.prompt_ids, 512);
     for (std::size_t step = 0; step < want.size(); ++step) {
       ASSERT_EQ(static_cast<std::int64_t>(logits.size()), vocab);
-      if (step < topk.size()) {
-        const auto lp = log_softmax(logits);
-        const auto ids = topk[step]["ids"].get<std::vector<std::int32_t>>();
-        const auto want_lp = topk[step]["logprobs"].get<std::vector<double>>();
+      if (step < c.top_ids.size()) {
+        const auto lp = testing::log_softmax(logits);
+        const auto& ids = c.top_ids[step];
+        const auto& want_lp = c.top_logprobs[step];
         for (std::size_t r = 0; r < ids.size(); ++r) {
           worst_logprob_diff = std::max(worst_logprob_diff, std::abs(lp[ids[r]] - want_lp[r]));
           EXPECT_NEAR(lp[ids[r]], want_lp[r], kLogprobTolerance)
@@ -74,8 +56,7 @@ TEST(SmolLM2GoldenTest, GreedyAndLogprobsMatchTransformers) {
         }
       }
       const std::int32_t token = sampling::argmax(logits);
-      if (std::find(near_ties.begin(), near_ties.end(), static_cast<int>(step)) !=
-          near_ties.end()) {
+      if (c.near_tie(step)) {
         // Either side of a near tie (gap < 1e-3) is right: the reference's token must be within
         // that gap plus our noise of our best. The continuations may part ways from here on.
         EXPECT_GE(logits[want[step]], logits[token] - 2e-3) << "step " << step << ": " << token;
