@@ -8,7 +8,9 @@
 #include <array>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_broadcast_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "bench_weights.h"
 
@@ -177,6 +179,24 @@ void prefill_args(benchmark::internal::Benchmark* b) {
     for (int type : {0, 3, 5}) b->Args({type, 4, kernel});
   }
 }
+// The broadcast kernel's x^T, which runs on the calling thread before every batched matmul:
+// m rows of the default model's widths (576 hidden, 1536 intermediate).
+void BM_BroadcastTranspose(benchmark::State& state) {
+  if (!cpu_has_avx512()) {
+    state.SkipWithError("needs AVX-512");
+    return;
+  }
+  const std::int64_t m = state.range(0), k = state.range(1);
+  const std::int64_t vectors = (m + avx512::kColumnLanes - 1) / avx512::kColumnLanes;
+  std::vector<float> x(static_cast<std::size_t>(m * k), 0.5f);
+  std::vector<float> xt(static_cast<std::size_t>(k * vectors * avx512::kColumnLanes));
+  for (auto _ : state) {
+    avx512::transpose_to_columns(x.data(), m, k, vectors, xt.data());
+    benchmark::DoNotOptimize(xt.data());
+  }
+}
+BENCHMARK(BM_BroadcastTranspose)->ArgsProduct({{16, 33}, {576, 1536}});
+
 BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmPrefill)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul_broadcast_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "model/dequantize.h"
 #include "test_random.h"
@@ -157,6 +158,33 @@ TEST(MatmulTest, FusedOutputsEqualSeparateMatmuls) {
         }
         matmul_fused(pool, x.data(), m, outputs, kernel);
         for (std::size_t t = 0; t < 3; ++t) EXPECT_TRUE(bitwise_equal(fused[t], separate[t])) << t;
+      }
+    }
+  }
+}
+
+// The broadcast kernel's x^T: whole 16 x 16 blocks go through registers, the k % 16 tail and the
+// lanes past m are filled one by one; every element of xt is written (NaN-poisoned before).
+TEST(MatmulTest, BroadcastTransposeFillsEveryColumn) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "the broadcast kernel needs AVX-512";
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 6);
+  for (std::int64_t m : {1, 13, 16, 17, 33, 64}) {
+    for (std::int64_t k : {1, 15, 16, 17, 576, 1000}) {
+      SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(k));
+      const std::int64_t vectors = (m + avx512::kColumnLanes - 1) / avx512::kColumnLanes;
+      const std::int64_t width = vectors * avx512::kColumnLanes;
+      const std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+      std::vector<float> xt(static_cast<std::size_t>(k * width),
+                            std::numeric_limits<float>::quiet_NaN());
+      avx512::transpose_to_columns(x.data(), m, k, vectors, xt.data());
+      for (std::int64_t c = 0; c < k; ++c) {
+        for (std::int64_t i = 0; i < width; ++i) {
+          const float want = i < m ? x[i * k + c] : 0.0f;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(xt[c * width + i]),
+                    std::bit_cast<std::uint32_t>(want))
+              << "column " << c << " lane " << i;
+        }
       }
     }
   }
