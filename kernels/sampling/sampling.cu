@@ -55,10 +55,9 @@ __device__ __forceinline__ float scaled_prob(float logit, float row_max, float i
 }
 
 // Radix select over the probabilities' bits (prob_at(i), i < n): the largest value v such that
-// the elements >= v
-// (among those with bits >= lower_bits) weigh at least `target`, where an element weighs 1
-// (kMass false: top-k counts) or its probability (kMass true: top-p mass). One pass per byte,
-// most significant first; each pass narrows the prefix to one bucket of 256.
+// the elements >= v (among those with bits >= lower_bits) weigh at least `target`, where an
+// element weighs 1 (kMass false: top-k counts) or its probability (kMass true: top-p mass). One
+// pass per byte, most significant first; each pass narrows the prefix to one bucket of 256.
 template <bool kMass, typename ProbAt>
 __device__ std::uint32_t radix_select(ProbAt prob_at, int n, std::uint32_t lower_bits,
                                       float target) {

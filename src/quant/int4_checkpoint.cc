@@ -127,18 +127,31 @@ StatusOr<QuantizedMatrix> build_q4_z(const std::string& name, const std::vector<
   return m;
 }
 
-Status check_shape(const std::string& name, std::int64_t rows, std::int64_t cols) {
+// What GPTQ and AWQ share: the shape rule, the group size (-1: one group per row), and the
+// qzeros [groups, rows / 8] and scales [groups, rows] tensors every packing stores.
+struct Int4Groups {
+  std::int64_t group_size = 0;
+  std::int64_t num_groups = 0;
+};
+
+StatusOr<Int4Groups> check_groups(const std::string& name, const Int4CheckpointTensors& t,
+                                  const QuantizationConfig& config, std::int64_t rows,
+                                  std::int64_t cols) {
   if (rows % 8 != 0 || cols % 32 != 0) {
     return unimplemented(name +
                          ": 4-bit layers need out_features % 8 == 0 and in_features % 32 "
                          "== 0; this one is [" +
                          std::to_string(rows) + ", " + std::to_string(cols) + "]");
   }
-  return {};
-}
-
-std::int64_t num_groups_of(std::int64_t group_size, std::int64_t cols) {
-  return (cols + group_size - 1) / group_size;
+  Int4Groups out;
+  out.group_size = config.group_size == -1 ? cols : config.group_size;
+  out.num_groups = (cols + out.group_size - 1) / out.group_size;
+  const auto n = static_cast<std::uint64_t>(rows);
+  const auto g = static_cast<std::uint64_t>(out.num_groups);
+  PAGODA_RETURN_IF_ERROR(check_tensor(name, "qzeros", t.qzeros, {DType::kI32}, {g, n / 8}));
+  PAGODA_RETURN_IF_ERROR(
+      check_tensor(name, "scales", t.scales, {DType::kF16, DType::kBF16, DType::kF32}, {g, n}));
+  return out;
 }
 
 }  // namespace
@@ -146,16 +159,11 @@ std::int64_t num_groups_of(std::int64_t group_size, std::int64_t cols) {
 StatusOr<QuantizedMatrix> repack_gptq(const std::string& name, const Int4CheckpointTensors& t,
                                       const QuantizationConfig& config, std::int64_t rows,
                                       std::int64_t cols) {
-  PAGODA_RETURN_IF_ERROR(check_shape(name, rows, cols));
-  const std::int64_t group_size = config.group_size == -1 ? cols : config.group_size;
-  const std::int64_t num_groups = num_groups_of(group_size, cols);
-  const auto n = static_cast<std::uint64_t>(rows);
-  const auto g = static_cast<std::uint64_t>(num_groups);
-  PAGODA_RETURN_IF_ERROR(check_tensor(name, "qweight", t.qweight, {DType::kI32},
-                                      {static_cast<std::uint64_t>(cols / 8), n}));
-  PAGODA_RETURN_IF_ERROR(check_tensor(name, "qzeros", t.qzeros, {DType::kI32}, {g, n / 8}));
+  PAGODA_ASSIGN_OR_RETURN(const Int4Groups layout, check_groups(name, t, config, rows, cols));
+  const auto [group_size, num_groups] = layout;
   PAGODA_RETURN_IF_ERROR(
-      check_tensor(name, "scales", t.scales, {DType::kF16, DType::kBF16, DType::kF32}, {g, n}));
+      check_tensor(name, "qweight", t.qweight, {DType::kI32},
+                   {static_cast<std::uint64_t>(cols / 8), static_cast<std::uint64_t>(rows)}));
   if (config.desc_act && t.g_idx == nullptr) {
     return invalid_argument(name + ".g_idx is missing but quantization_config.desc_act is true");
   }
@@ -186,16 +194,11 @@ StatusOr<QuantizedMatrix> repack_gptq(const std::string& name, const Int4Checkpo
 StatusOr<QuantizedMatrix> repack_awq(const std::string& name, const Int4CheckpointTensors& t,
                                      const QuantizationConfig& config, std::int64_t rows,
                                      std::int64_t cols) {
-  PAGODA_RETURN_IF_ERROR(check_shape(name, rows, cols));
-  const std::int64_t group_size = config.group_size == -1 ? cols : config.group_size;
-  const std::int64_t num_groups = num_groups_of(group_size, cols);
-  const auto n = static_cast<std::uint64_t>(rows);
-  const auto g = static_cast<std::uint64_t>(num_groups);
-  PAGODA_RETURN_IF_ERROR(check_tensor(name, "qweight", t.qweight, {DType::kI32},
-                                      {static_cast<std::uint64_t>(cols), n / 8}));
-  PAGODA_RETURN_IF_ERROR(check_tensor(name, "qzeros", t.qzeros, {DType::kI32}, {g, n / 8}));
+  PAGODA_ASSIGN_OR_RETURN(const Int4Groups layout, check_groups(name, t, config, rows, cols));
+  const auto [group_size, num_groups] = layout;
   PAGODA_RETURN_IF_ERROR(
-      check_tensor(name, "scales", t.scales, {DType::kF16, DType::kBF16, DType::kF32}, {g, n}));
+      check_tensor(name, "qweight", t.qweight, {DType::kI32},
+                   {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows / 8)}));
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::int32_t> groups,
                           input_groups(name, nullptr, group_size, num_groups, cols));
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::uint16_t> scales, scales_fp16(name, *t.scales));

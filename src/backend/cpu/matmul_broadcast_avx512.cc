@@ -152,35 +152,45 @@ namespace {
 // some AVX-512 machines, this one included).
 void transpose_block16(const float* x, std::int64_t k, std::int64_t live, std::int64_t c0,
                        float* xt_column0, std::int64_t width) {
+  // Full-mask maskz forms: the same instructions, without the plain forms' "undefined" pass-through
+  // operand that gcc 12 reports as used uninitialized once inlined.
+  constexpr __mmask16 kAll16 = 0xffff;
+  constexpr __mmask8 kAll8 = 0xff;
   __m512 r[16];
   for (int i = 0; i < 16; ++i) {
     r[i] = i < live ? _mm512_loadu_ps(x + i * k + c0) : _mm512_setzero_ps();
   }
   __m512 u[16];
   for (int g = 0; g < 4; ++g) {  // rows 4g..4g+3
-    const __m512 t0 = _mm512_unpacklo_ps(r[4 * g], r[4 * g + 1]);
-    const __m512 t1 = _mm512_unpackhi_ps(r[4 * g], r[4 * g + 1]);
-    const __m512 t2 = _mm512_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]);
-    const __m512 t3 = _mm512_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
+    const __m512 t0 = _mm512_maskz_unpacklo_ps(kAll16, r[4 * g], r[4 * g + 1]);
+    const __m512 t1 = _mm512_maskz_unpackhi_ps(kAll16, r[4 * g], r[4 * g + 1]);
+    const __m512 t2 = _mm512_maskz_unpacklo_ps(kAll16, r[4 * g + 2], r[4 * g + 3]);
+    const __m512 t3 = _mm512_maskz_unpackhi_ps(kAll16, r[4 * g + 2], r[4 * g + 3]);
     // u[4g + j], 128-bit lane L: column 4L + j, rows 4g..4g+3.
-    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    u[4 * g + 0] = _mm512_castpd_ps(
+        _mm512_maskz_unpacklo_pd(kAll8, _mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    u[4 * g + 1] = _mm512_castpd_ps(
+        _mm512_maskz_unpackhi_pd(kAll8, _mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    u[4 * g + 2] = _mm512_castpd_ps(
+        _mm512_maskz_unpacklo_pd(kAll8, _mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    u[4 * g + 3] = _mm512_castpd_ps(
+        _mm512_maskz_unpackhi_pd(kAll8, _mm512_castps_pd(t1), _mm512_castps_pd(t3)));
   }
   for (int j = 0; j < 4; ++j) {
-    const __m512 a1 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 a2 = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512 b1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 b2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 a1 = _mm512_maskz_shuffle_f32x4(kAll16, u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 a2 = _mm512_maskz_shuffle_f32x4(kAll16, u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 b1 =
+        _mm512_maskz_shuffle_f32x4(kAll16, u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 b2 =
+        _mm512_maskz_shuffle_f32x4(kAll16, u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
     _mm512_storeu_ps(xt_column0 + (0 + j) * width,
-                     _mm512_shuffle_f32x4(a1, b1, _MM_SHUFFLE(2, 0, 2, 0)));
+                     _mm512_maskz_shuffle_f32x4(kAll16, a1, b1, _MM_SHUFFLE(2, 0, 2, 0)));
     _mm512_storeu_ps(xt_column0 + (4 + j) * width,
-                     _mm512_shuffle_f32x4(a1, b1, _MM_SHUFFLE(3, 1, 3, 1)));
+                     _mm512_maskz_shuffle_f32x4(kAll16, a1, b1, _MM_SHUFFLE(3, 1, 3, 1)));
     _mm512_storeu_ps(xt_column0 + (8 + j) * width,
-                     _mm512_shuffle_f32x4(a2, b2, _MM_SHUFFLE(2, 0, 2, 0)));
+                     _mm512_maskz_shuffle_f32x4(kAll16, a2, b2, _MM_SHUFFLE(2, 0, 2, 0)));
     _mm512_storeu_ps(xt_column0 + (12 + j) * width,
-                     _mm512_shuffle_f32x4(a2, b2, _MM_SHUFFLE(3, 1, 3, 1)));
+                     _mm512_maskz_shuffle_f32x4(kAll16, a2, b2, _MM_SHUFFLE(3, 1, 3, 1)));
   }
 }
 
