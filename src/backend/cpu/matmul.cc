@@ -87,18 +87,21 @@ void direct_rows_decoded(const float* x, std::int64_t m, const TensorView& w, st
 //   thread ranges cut anywhere; a range crossing a boundary runs once per output it touches.
 template <typename Run>
 void dispatch(ThreadPool& pool, std::span<const MatmulOutput> outputs, std::int64_t rows_per_unit,
-              const Run& run) {
+              const Run& run, ThreadPool::Schedule schedule = ThreadPool::Schedule::kGuided) {
   std::array<std::int64_t, kMaxFusedOutputs + 1> first_unit{};
   for (std::size_t t = 0; t < outputs.size(); ++t) {
     first_unit[t + 1] = first_unit[t] + (outputs[t].w.num_rows + rows_per_unit - 1) / rows_per_unit;
   }
-  pool.parallel_for(first_unit[outputs.size()], [&](std::int64_t begin, std::int64_t end) {
-    for (std::size_t t = 0; t < outputs.size(); ++t) {
-      const std::int64_t lo = std::max(begin, first_unit[t]);
-      const std::int64_t hi = std::min(end, first_unit[t + 1]);
-      if (lo < hi) run(outputs[t], lo - first_unit[t], hi - first_unit[t]);
-    }
-  });
+  pool.parallel_for(
+      first_unit[outputs.size()],
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::size_t t = 0; t < outputs.size(); ++t) {
+          const std::int64_t lo = std::max(begin, first_unit[t]);
+          const std::int64_t hi = std::min(end, first_unit[t + 1]);
+          if (lo < hi) run(outputs[t], lo - first_unit[t], hi - first_unit[t]);
+        }
+      },
+      schedule);
 }
 
 void matmul_direct(ThreadPool& pool, const float* x, std::int64_t m,
@@ -113,20 +116,23 @@ void matmul_direct(ThreadPool& pool, const float* x, std::int64_t m,
     sums.resize(static_cast<std::size_t>(m * (k / 32)));
     avx2::block_sums(x, m, k, sums.data());
   }
-  dispatch(pool, outputs, 1, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
-    const TensorView& w = out.w;
-    const std::int64_t n = w.num_rows;
-    if (cpu_has_avx512() && avx512::decodes(w.dtype)) {
-      avx512::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end,
-                            out.y, n);
-    } else if (cpu_has_avx2() && avx2::decodes(w.dtype)) {
-      avx2::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end, out.y,
-                          n);
-    } else {
-      direct_rows_decoded(x, m, w, begin, end, out.y);
-    }
-    add_bias(out.bias, m, n, begin, end, out.y);
-  });
+  dispatch(
+      pool, outputs, 1,
+      [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+        const TensorView& w = out.w;
+        const std::int64_t n = w.num_rows;
+        if (cpu_has_avx512() && avx512::decodes(w.dtype)) {
+          avx512::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end,
+                                out.y, n);
+        } else if (cpu_has_avx2() && avx2::decodes(w.dtype)) {
+          avx2::matmul_direct(w.dtype, x, m, k, sums.data(), w.row(0), w.row_stride, begin, end,
+                              out.y, n);
+        } else {
+          direct_rows_decoded(x, m, w, begin, end, out.y);
+        }
+        add_bias(out.bias, m, n, begin, end, out.y);
+      },
+      ThreadPool::Schedule::kEven);  // 1-3 rows: a weight stream, bandwidth-bound.
 }
 
 // How many groups ahead matmul_row_group prefetches weight rows.

@@ -127,38 +127,50 @@ void avx2::reset_softmax_state(std::int64_t rows, std::int64_t head_dim, float* 
 
 namespace {
 
-std::int64_t tile_slot(const avx2::AttentionTile& tile, std::int64_t position) {
-  return static_cast<std::int64_t>(tile.block_table[position / tile.block_size]) * tile.block_size +
-         position % tile.block_size;
+// Calls row(j, slot) for keys key0 .. key0 + count - 1 in order: one division for the first key,
+// then a walk along the block table (a division per key was ~15% of a decode tile's time).
+template <typename Row>
+void for_each_slot(const avx2::AttentionTile& tile, std::int64_t key0, std::int64_t count,
+                   Row&& row) {
+  std::int64_t block = key0 / tile.block_size;
+  std::int64_t offset = key0 % tile.block_size;
+  std::int64_t base = static_cast<std::int64_t>(tile.block_table[block]) * tile.block_size;
+  for (std::int64_t j = 0; j < count; ++j) {
+    row(j, base + offset);
+    if (++offset == tile.block_size && j + 1 < count) {
+      offset = 0;
+      base = static_cast<std::int64_t>(tile.block_table[++block]) * tile.block_size;
+    }
+  }
 }
 
 }  // namespace
 
 void avx2::gather_kv_rows(const AttentionTile& tile, std::int64_t key0, std::int64_t count,
                           const std::uint16_t** keys, const std::uint16_t** values) {
-  for (std::int64_t j = 0; j < count; ++j) {
-    const std::int64_t slot = tile_slot(tile, key0 + j);
+  for_each_slot(tile, key0, count, [&](std::int64_t j, std::int64_t slot) {
     keys[j] = tile.k_f16 + slot * tile.slot_stride;
     values[j] = tile.v_f16 + slot * tile.slot_stride;
-  }
+  });
 }
 
 void avx2::gather_kv_rows(const AttentionTile& tile, std::int64_t key0, std::int64_t count,
                           const float** keys, const float** values) {
-  for (std::int64_t j = 0; j < count; ++j) {
-    const std::int64_t slot = tile_slot(tile, key0 + j);
-    if (tile.k_f16 != nullptr) {
+  if (tile.k_f16 != nullptr) {
+    for_each_slot(tile, key0, count, [&](std::int64_t j, std::int64_t slot) {
       float* key = tile.kv_rows + j * tile.head_dim;
       float* value = tile.kv_rows + (kMaxGatherKeys + j) * tile.head_dim;
       widen_fp16(tile.k_f16 + slot * tile.slot_stride, tile.head_dim, key);
       widen_fp16(tile.v_f16 + slot * tile.slot_stride, tile.head_dim, value);
       keys[j] = key;
       values[j] = value;
-      continue;
-    }
+    });
+    return;
+  }
+  for_each_slot(tile, key0, count, [&](std::int64_t j, std::int64_t slot) {
     keys[j] = tile.k + slot * tile.slot_stride;
     values[j] = tile.v + slot * tile.slot_stride;
-  }
+  });
 }
 
 void paged_attention_reference(const float* q, std::int64_t num_heads, const KvCacheView& cache,

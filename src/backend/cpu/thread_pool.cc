@@ -16,9 +16,9 @@ namespace {
 // About 50-100 us of polling before a thread sleeps: long enough to bridge the gap between the
 // ops of one decode step, short enough not to burn a shared core between steps.
 constexpr int kSpinIterations = 20000;
-constexpr std::int64_t kChunksPerThread = 4;
-// The chunk count and index share 16-bit fields of the job state word.
-constexpr std::int64_t kMaxChunks = 0xFFFF;
+constexpr std::int64_t kEvenChunksPerThread = 4;
+// The smallest guided range is n / (threads x this).
+constexpr std::int64_t kGuidedFloorDivisor = 16;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -77,30 +77,44 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadPool::run(std::int64_t n, std::int64_t max_chunks, RangeFn fn, void* context) {
+void ThreadPool::run(std::int64_t n, Schedule schedule, RangeFn fn, void* context) {
   if (n <= 0) return;
   const std::int64_t threads = num_threads();
-  std::int64_t chunks = std::min({n, threads * kChunksPerThread, kMaxChunks});
-  if (max_chunks > 0) chunks = std::min(chunks, max_chunks);
-  if (workers_.empty() || chunks == 1) {
+  if (workers_.empty() || n == 1) {
     fn(context, 0, n);
     return;
   }
+  const std::int64_t max_chunks = static_cast<std::int64_t>(bounds_.size()) - 1;
+  // kEven: n / (kEvenChunksPerThread x threads) each. kGuided: a 1/(2 x threads) share of what
+  // is left, down to a floor so a large range is not cut into many tiny claims at its end.
+  const std::int64_t even =
+      (n + threads * kEvenChunksPerThread - 1) / (threads * kEvenChunksPerThread);
+  const std::int64_t floor = std::max<std::int64_t>(1, n / (threads * kGuidedFloorDivisor));
+  std::int64_t num_chunks = 0;
+  for (std::int64_t begin = 0; begin < n; ++num_chunks) {
+    bounds_[num_chunks] = begin;
+    const std::int64_t left = n - begin;
+    std::int64_t size = schedule == Schedule::kEven
+                            ? even
+                            : std::max(floor, (left + 2 * threads - 1) / (2 * threads));
+    if (num_chunks + 1 == max_chunks) size = left;
+    begin += std::min(size, left);
+  }
+  bounds_[num_chunks] = n;
   fn_ = fn;
   context_ = context;
-  n_ = n;
-  chunk_size_ = (n + chunks - 1) / chunks;
-  const auto num_chunks = static_cast<std::uint32_t>((n + chunk_size_ - 1) / chunk_size_);
   done_chunks_.store(0, std::memory_order_relaxed);
   ++job_id_;
-  job_state_.store((job_id_ << 32) | (std::uint64_t{num_chunks} << 16), std::memory_order_release);
+  job_state_.store((job_id_ << 32) | (static_cast<std::uint64_t>(num_chunks) << 16),
+                   std::memory_order_release);
   generation_.fetch_add(1);
   wake(generation_, sleepers_);
   while (run_one_chunk()) {
   }
   // Only chunks some thread claimed are waited for: a worker the OS has not scheduled yet simply
   // finds the job drained when it wakes.
-  for (std::uint32_t done = done_chunks_.load(std::memory_order_acquire); done != num_chunks;
+  const auto total = static_cast<std::uint32_t>(num_chunks);
+  for (std::uint32_t done = done_chunks_.load(std::memory_order_acquire); done != total;
        done = done_chunks_.load(std::memory_order_acquire)) {
     wait_for_change(done_chunks_, done, sleepers_);
   }
@@ -116,8 +130,7 @@ bool ThreadPool::run_one_chunk() {
     // snapshot can never take a chunk of a later job; the job fields it reads after a successful
     // claim cannot change before it reports the chunk done.
     if (job_state_.compare_exchange_weak(state, state + 1, std::memory_order_acquire)) {
-      const std::int64_t begin = static_cast<std::int64_t>(next) * chunk_size_;
-      fn_(context_, begin, std::min(n_, begin + chunk_size_));
+      fn_(context_, bounds_[next], bounds_[next + 1]);
       if (done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
         wake(done_chunks_, sleepers_);
       }

@@ -4,6 +4,7 @@
 // sleeper pays no system call.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -24,14 +25,25 @@ class ThreadPool {
   /// Threads that run work, the caller included.
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  /// Calls fn(begin, end) on disjoint ranges covering [0, n), split into at most `max_chunks`
-  /// ranges (0: a few per thread, so a thread slowed by a neighbour's process does not stall the
-  /// rest). Returns when every range is done. Not reentrant: fn must not call parallel_for.
+  /// How parallel_for cuts [0, n) into the ranges threads claim, in order.
+  enum class Schedule {
+    /// Shrinking ranges, each 1/(2 x threads) of what is left: few claims, and a thread that
+    /// finishes early waits for at most one small range. For compute-bound work.
+    kGuided,
+    /// Four equal ranges per thread: for bandwidth-bound streams (a single sequence's weight
+    /// reads), where every thread runs at the same rate and each extra range boundary costs a
+    /// restart of the stream.
+    kEven,
+  };
+
+  /// Calls fn(begin, end) on disjoint ranges covering [0, n) and returns when every range is
+  /// done. Ranges are claimed dynamically, so a thread slowed by a neighbour's process does not
+  /// stall the rest. Not reentrant: fn must not call parallel_for.
   template <typename Fn>
-  void parallel_for(std::int64_t n, Fn&& fn, std::int64_t max_chunks = 0) {
+  void parallel_for(std::int64_t n, Fn&& fn, Schedule schedule = Schedule::kGuided) {
     using F = std::remove_reference_t<Fn>;
     run(
-        n, max_chunks,
+        n, schedule,
         [](void* context, std::int64_t begin, std::int64_t end) {
           (*static_cast<F*>(context))(begin, end);
         },
@@ -41,7 +53,7 @@ class ThreadPool {
  private:
   using RangeFn = void (*)(void* context, std::int64_t begin, std::int64_t end);
 
-  void run(std::int64_t n, std::int64_t max_chunks, RangeFn fn, void* context);
+  void run(std::int64_t n, Schedule schedule, RangeFn fn, void* context);
   void worker_loop();
   // Claims and runs one chunk of the current job; false when none is left.
   bool run_one_chunk();
@@ -50,8 +62,7 @@ class ThreadPool {
   // The current job; rewritten by the caller only after every claimed chunk is done.
   RangeFn fn_ = nullptr;
   void* context_ = nullptr;
-  std::int64_t n_ = 0;
-  std::int64_t chunk_size_ = 0;
+  std::array<std::int64_t, 129> bounds_{};  // Chunk i is [bounds_[i], bounds_[i + 1]).
   std::uint64_t job_id_ = 0;
   // [63:32] job id (low bits) | [31:16] number of chunks | [15:0] next unclaimed chunk.
   std::atomic<std::uint64_t> job_state_{0};
