@@ -262,9 +262,13 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
             broadcast_decoded_tile(w, n0, count, xt, vectors, tile + 1 < end, weights.data(),
                                    acc.data());
           }
-          for (std::int64_t i = 0; i < m; ++i) {
-            for (std::int64_t r = 0; r < count; ++r) {
-              out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
+          if (vectors == 1) {
+            avx512::store_tile_transposed(acc.data(), count, m, out.y + n0, n);
+          } else {
+            for (std::int64_t i = 0; i < m; ++i) {
+              for (std::int64_t r = 0; r < count; ++r) {
+                out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
+              }
             }
           }
         }

@@ -145,21 +145,14 @@ void broadcast_tile_quantized(DType dtype, const float* xt, std::int64_t vectors
 
 namespace {
 
-// Rows `first`.. of x (up to 16, zeros past m) for 16 columns from c0, transposed in registers:
-// xt[c0 + j, first + i] = x[first + i, c0 + j]. Unpacks build 4x4 blocks inside each 128-bit
-// lane, then lane shuffles gather each column's four blocks: 16 loads, 64 shuffles, 16 stores
-// for 256 elements, where a scalar copy takes a load and a store each (and gathers are slow on
-// some AVX-512 machines, this one included).
-void transpose_block16(const float* x, std::int64_t k, std::int64_t live, std::int64_t c0,
-                       float* xt_column0, std::int64_t width) {
+// out[j] lane i = r[i] lane j: unpacks build 4x4 blocks inside each 128-bit lane, then lane
+// shuffles gather each column's four blocks (64 shuffles for 256 elements, where a scalar copy
+// takes a load and a store each; gathers are slow on some AVX-512 machines, this one included).
+void transpose16x16(const __m512 r[16], __m512 out[16]) {
   // Full-mask maskz forms: the same instructions, without the plain forms' "undefined" pass-through
   // operand that gcc 12 reports as used uninitialized once inlined.
   constexpr __mmask16 kAll16 = 0xffff;
   constexpr __mmask8 kAll8 = 0xff;
-  __m512 r[16];
-  for (int i = 0; i < 16; ++i) {
-    r[i] = i < live ? _mm512_loadu_ps(x + i * k + c0) : _mm512_setzero_ps();
-  }
   __m512 u[16];
   for (int g = 0; g < 4; ++g) {  // rows 4g..4g+3
     const __m512 t0 = _mm512_maskz_unpacklo_ps(kAll16, r[4 * g], r[4 * g + 1]);
@@ -183,15 +176,24 @@ void transpose_block16(const float* x, std::int64_t k, std::int64_t live, std::i
         _mm512_maskz_shuffle_f32x4(kAll16, u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
     const __m512 b2 =
         _mm512_maskz_shuffle_f32x4(kAll16, u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
-    _mm512_storeu_ps(xt_column0 + (0 + j) * width,
-                     _mm512_maskz_shuffle_f32x4(kAll16, a1, b1, _MM_SHUFFLE(2, 0, 2, 0)));
-    _mm512_storeu_ps(xt_column0 + (4 + j) * width,
-                     _mm512_maskz_shuffle_f32x4(kAll16, a1, b1, _MM_SHUFFLE(3, 1, 3, 1)));
-    _mm512_storeu_ps(xt_column0 + (8 + j) * width,
-                     _mm512_maskz_shuffle_f32x4(kAll16, a2, b2, _MM_SHUFFLE(2, 0, 2, 0)));
-    _mm512_storeu_ps(xt_column0 + (12 + j) * width,
-                     _mm512_maskz_shuffle_f32x4(kAll16, a2, b2, _MM_SHUFFLE(3, 1, 3, 1)));
+    out[0 + j] = _mm512_maskz_shuffle_f32x4(kAll16, a1, b1, _MM_SHUFFLE(2, 0, 2, 0));
+    out[4 + j] = _mm512_maskz_shuffle_f32x4(kAll16, a1, b1, _MM_SHUFFLE(3, 1, 3, 1));
+    out[8 + j] = _mm512_maskz_shuffle_f32x4(kAll16, a2, b2, _MM_SHUFFLE(2, 0, 2, 0));
+    out[12 + j] = _mm512_maskz_shuffle_f32x4(kAll16, a2, b2, _MM_SHUFFLE(3, 1, 3, 1));
   }
+}
+
+// Rows `first`.. of x (up to 16, zeros past m) for 16 columns from c0:
+// xt[c0 + j, first + i] = x[first + i, c0 + j].
+void transpose_block16(const float* x, std::int64_t k, std::int64_t live, std::int64_t c0,
+                       float* xt_column0, std::int64_t width) {
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = i < live ? _mm512_loadu_ps(x + i * k + c0) : _mm512_setzero_ps();
+  }
+  __m512 columns[16];
+  transpose16x16(r, columns);
+  for (int j = 0; j < 16; ++j) _mm512_storeu_ps(xt_column0 + j * width, columns[j]);
 }
 
 }  // namespace
@@ -214,6 +216,22 @@ void transpose_to_columns(const float* x, std::int64_t m, std::int64_t k, std::i
       float* column = xt + c * width + first;
       for (std::int64_t i = 0; i < kColumnLanes; ++i) column[i] = i < live ? rows[i * k + c] : 0.0f;
     }
+  }
+}
+
+void store_tile_transposed(const float* acc, std::int64_t rows, std::int64_t m, float* y,
+                           std::int64_t ldy) {
+  PAGODA_CHECK(m <= kColumnLanes) << m;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const std::int64_t live = std::min<std::int64_t>(16, rows - r0);
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) {
+      r[i] = i < live ? _mm512_loadu_ps(acc + (r0 + i) * kColumnLanes) : _mm512_setzero_ps();
+    }
+    __m512 tokens[16];
+    transpose16x16(r, tokens);
+    const auto mask = static_cast<__mmask16>((1u << live) - 1);
+    for (std::int64_t i = 0; i < m; ++i) _mm512_mask_storeu_ps(y + i * ldy + r0, mask, tokens[i]);
   }
 }
 

@@ -32,6 +32,11 @@ constexpr std::int64_t broadcast_tile_rows(std::int64_t vectors) {
 void transpose_to_columns(const float* x /* [m, k] */, std::int64_t m, std::int64_t k,
                           std::int64_t vectors, float* xt /* [k, kColumnLanes * vectors] */);
 
+/// y[i, r] = acc[r, i] for r < rows and i < m <= kColumnLanes: a one-vector tile's sums back to
+/// row-major outputs, through 16 x 16 register transposes and masked stores.
+void store_tile_transposed(const float* acc /* [rows, kColumnLanes] */, std::int64_t rows,
+                           std::int64_t m, float* y /* [m, ldy] */, std::int64_t ldy);
+
 /// For each of the broadcast_tile_rows(vectors) weight rows r and lanes l:
 /// acc[r, l] = fma(w[r, c], xt[c, l], acc[r, l]) for c = 0, 1, ..., depth - 1, in that order.
 void broadcast_tile(const float* xt /* [depth, kColumnLanes * vectors] */, std::int64_t vectors,
