@@ -84,7 +84,16 @@ TEST(EngineSpeculatorTest, PreemptionDuringSpeculationKeepsTheTokens) {
   Engine spec = make_engine(std::move(config));
   std::vector<EngineRequest> requests;
   for (int i = 0; i < 6; ++i) requests.push_back(request(prompt_of(20 + i, 40), 40));
-  EXPECT_EQ(run(spec, requests), run(plain, requests));
+  // Every request queued before the first step finishes, so four are admitted together and
+  // outgrow the pool whatever the machine's timing (submitted one by one on a busy machine, the
+  // first could finish before the rest arrived, and nothing was preempted).
+  spec.executor->hold(true);
+  std::vector<std::shared_ptr<OutputStream>> streams;
+  for (const EngineRequest& r : requests) streams.push_back(*spec.client->submit(r));
+  spec.executor->hold(false);
+  std::vector<std::vector<std::int32_t>> speculated;
+  for (auto& s : streams) speculated.push_back(collect(*s).tokens[0]);
+  EXPECT_EQ(speculated, run(plain, requests));
   const EngineStats stats = settled_stats(*spec.client);
   EXPECT_GT(stats.num_preemptions, 0);
   EXPECT_EQ(stats.kv_cache_usage, 0.0);
