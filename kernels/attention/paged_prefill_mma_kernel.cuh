@@ -405,11 +405,9 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
   const int block_shift = (block_size & (block_size - 1)) == 0 ? __builtin_ctz(block_size) : -1;
   constexpr int kShared = Shape::kSharedBytes;
   auto* kernel = paged_prefill_mma_kernel<T, kHeadDim, kMTiles, kBlockN>;
-  // The shared-memory opt-in is the kernel's, not the launch's: set once per instance, not on
-  // every layer of every step.
-  static const cudaError_t shared_opt_in =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
-  PAGODA_CUDA_RETURN_IF_ERROR(shared_opt_in);
+  PAGODA_RETURN_IF_ERROR(
+      (cuda::opt_in_shared_memory<paged_prefill_mma_kernel<T, kHeadDim, kMTiles, kBlockN>,
+                                  kShared>()));
   kernel<<<grid, kThreads, kShared, stream>>>(
       static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
       static_cast<const T*>(p.cache.k), static_cast<const T*>(p.cache.v), p.query_start_loc,

@@ -20,6 +20,17 @@ Status cublas_status(cublasStatus_t status, std::string_view what);
 /// The error of the last kernel launch on this thread (cudaGetLastError), named after `kernel`.
 Status check_launch(std::string_view kernel);
 
+/// Lets kKernel launch with kBytes of dynamic shared memory (past the 48 KiB default). The
+/// attribute belongs to the function, not to a launch, so it is set on the first call for each
+/// kernel instance (the template's own static) and that result is returned after: not paid on
+/// every layer of every step.
+template <auto kKernel, int kBytes>
+Status opt_in_shared_memory() {
+  static const cudaError_t result = cudaFuncSetAttribute(
+      reinterpret_cast<const void*>(kKernel), cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+  return cuda_status(result, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+}
+
 }  // namespace pagoda::cuda
 
 /// Returns a Status from the enclosing function when the CUDA runtime call fails.

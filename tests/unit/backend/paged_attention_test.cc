@@ -214,7 +214,6 @@ TEST_P(PagedAttentionDtypeTest, PrefillEqualsChunkedPrefillEqualsTokenByToken) {
 }
 
 TEST(PagedAttentionTest, WriteKvSkipsPaddingSlots) {
-  const Shape shape{1, 1, 8, 2};
   std::vector<float> k(2 * 2 * 8, 0.0f), v(k.size(), 0.0f);
   const KvCacheView view{k.data(), v.data(), 2, 2, 1, 8};
   const std::vector<float> new_k(2 * 8, 1.0f), new_v(2 * 8, 2.0f);
@@ -224,7 +223,6 @@ TEST(PagedAttentionTest, WriteKvSkipsPaddingSlots) {
     EXPECT_EQ(k[i], i >= 24 ? 1.0f : 0.0f) << i;
     EXPECT_EQ(v[i], i >= 24 ? 2.0f : 0.0f) << i;
   }
-  (void)shape;
 }
 
 // The fp16 cache stores each value rounded to nearest even, and attention over it stays close to
