@@ -7,7 +7,7 @@ namespace pagoda::cpu {
 
 namespace {
 
-enum class Isa { kBaseline, kAvx2, kAvx512 };
+enum class Isa { kBaseline, kAvx2, kAvx512, kAvx512Vnni };
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -16,8 +16,9 @@ Isa detect() {
         __builtin_cpu_supports("f16c"))) {
     return Isa::kBaseline;
   }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return Isa::kAvx512;
-  return Isa::kAvx2;
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))) return Isa::kAvx2;
+  if (__builtin_cpu_supports("avx512vnni")) return Isa::kAvx512Vnni;
+  return Isa::kAvx512;
 #else
   return Isa::kBaseline;
 #endif
@@ -28,8 +29,11 @@ Isa isa() {
     Isa best = detect();
     const char* cap = std::getenv("PAGODA_CPU_ISA");
     if (cap != nullptr && std::string_view(cap) == "baseline") best = Isa::kBaseline;
-    if (cap != nullptr && std::string_view(cap) == "avx2" && best == Isa::kAvx512) {
+    if (cap != nullptr && std::string_view(cap) == "avx2" && best >= Isa::kAvx512) {
       best = Isa::kAvx2;
+    }
+    if (cap != nullptr && std::string_view(cap) == "avx512" && best == Isa::kAvx512Vnni) {
+      best = Isa::kAvx512;
     }
     return best;
   }();
@@ -44,6 +48,10 @@ bool cpu_has_avx2() {
 
 bool cpu_has_avx512() {
   return isa() >= Isa::kAvx512;
+}
+
+bool cpu_has_avx512_vnni() {
+  return isa() >= Isa::kAvx512Vnni;
 }
 
 }  // namespace pagoda::cpu

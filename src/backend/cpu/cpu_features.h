@@ -1,6 +1,6 @@
 // Runtime instruction-set checks. The library is built for the baseline x86-64 target; kernels
 // that need more live in *_avx2.cc / *_avx512.cc files compiled with extra flags and are only
-// called when the running CPU reports the features. PAGODA_CPU_ISA=baseline|avx2 caps the
+// called when the running CPU reports the features. PAGODA_CPU_ISA=baseline|avx2|avx512 caps the
 // choice, so every tier can be tested and measured on one machine.
 #pragma once
 
@@ -11,5 +11,8 @@ bool cpu_has_avx2();
 
 /// Whether it also runs AVX-512 F and BW (Skylake-SP, Ice Lake, Zen 4 and later).
 bool cpu_has_avx512();
+
+/// Whether it also runs AVX-512 VNNI (Ice Lake, Zen 4 and later): integer dot products.
+bool cpu_has_avx512_vnni();
 
 }  // namespace pagoda::cpu

@@ -13,6 +13,7 @@
 #include "backend/cpu/matmul_avx2.h"
 #include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/matmul_broadcast_avx512.h"
+#include "backend/cpu/matmul_int16_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
 #include "model/dequantize.h"
@@ -225,17 +226,34 @@ void broadcast_decoded_tile(const TensorView& w, std::int64_t n0, std::int64_t c
 //   xt [K, 16 V]: column c of x in V vectors      weights [R, piece]: rows n0..n0+R-1,
 //   acc[r, i] = sum over c, in order, of           a run of columns, decoded
 //               weights[r, c] * xt[c, i]            y[i, n0 + r] = acc[r, i]
+//
+// With int16_activations (kBroadcastInt16), xt is further quantized to int16 column pairs once
+// per call and each tile sums integer products block by block (matmul_int16_avx512.h).
 void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
-                      std::span<const MatmulOutput> outputs) {
+                      std::span<const MatmulOutput> outputs, bool int16_activations) {
   const std::int64_t k = outputs[0].w.num_cols;
   const std::int64_t vectors = (m + avx512::kColumnLanes - 1) / avx512::kColumnLanes;
   const std::int64_t width = vectors * avx512::kColumnLanes;
-  const std::int64_t tile_rows = avx512::broadcast_tile_rows(vectors);
+  const std::int64_t tile_rows =
+      int16_activations ? avx512::int16_tile_rows(vectors) : avx512::broadcast_tile_rows(vectors);
   thread_local std::vector<float> xt_buffer;
+  thread_local std::vector<std::int32_t> pairs_buffer;
+  thread_local std::vector<float> scales_buffer;
+  thread_local std::vector<float> sums_buffer;
   xt_buffer.resize(static_cast<std::size_t>(k * width));
   avx512::transpose_to_columns(x, m, k, vectors, xt_buffer.data());
-  // A lambda naming the thread_local itself would see each worker's own (empty) buffer.
+  if (int16_activations) {
+    pairs_buffer.resize(static_cast<std::size_t>(k / 2 * width));
+    scales_buffer.resize(static_cast<std::size_t>(k / avx512::kInt16Block * width));
+    sums_buffer.resize(scales_buffer.size());
+    avx512::quantize_columns_int16(xt_buffer.data(), k, vectors, pairs_buffer.data(),
+                                   scales_buffer.data(), sums_buffer.data());
+  }
+  // A lambda naming the thread_locals themselves would see each worker's own (empty) buffers.
   const float* xt = xt_buffer.data();
+  const std::int32_t* pairs = pairs_buffer.data();
+  const float* scales = scales_buffer.data();
+  const float* scaled_sums = sums_buffer.data();
   dispatch(
       pool, outputs, tile_rows, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
         const TensorView& w = out.w;
@@ -243,7 +261,7 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
         thread_local std::vector<float> weights;
         thread_local std::vector<float> acc;
         // Zeroed so the rows past a short last tile multiply finite values (their sums are
-        // dropped); the pipelined kernel keeps its own buffer.
+        // dropped); the pipelined kernels keep their own buffers.
         if (!avx512::decodes(w.dtype)) {
           weights.assign(static_cast<std::size_t>(tile_rows * 2 * avx512::kBroadcastDepth), 0.0f);
         }
@@ -251,13 +269,16 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
         for (std::int64_t tile = begin; tile < end; ++tile) {
           const std::int64_t n0 = tile * tile_rows;
           const std::int64_t count = std::min(tile_rows, n - n0);
+          const std::int64_t next_rows = tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
+          const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
           std::fill(acc.begin(), acc.end(), 0.0f);
-          if (avx512::decodes(w.dtype)) {
+          if (int16_activations) {
+            avx512::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0),
+                               w.row_stride, count, next, next_rows, acc.data());
+          } else if (avx512::decodes(w.dtype)) {
             // Q8_0 / Q4_0 / Q4_1: block decode pipelined with the FMAs inside the tile.
-            const std::int64_t next_rows = tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
             avx512::broadcast_tile_quantized(w.dtype, xt, vectors, k, w.row(n0), w.row_stride,
-                                             count, next_rows > 0 ? w.row(n0 + count) : nullptr,
-                                             next_rows, acc.data());
+                                             count, next, next_rows, acc.data());
           } else {
             broadcast_decoded_tile(w, n0, count, xt, vectors, tile + 1 < end, weights.data(),
                                    acc.data());
@@ -350,7 +371,7 @@ bool matmul_supported(DType dtype) {
 
 MatmulKernel matmul_kernel_for(std::int64_t m) {
   if (cpu_has_avx512() && m >= kBroadcastMinRows && m <= kBroadcastMaxRows) {
-    return MatmulKernel::kBroadcast;
+    return cpu_has_avx512_vnni() ? MatmulKernel::kBroadcastInt16 : MatmulKernel::kBroadcast;
   }
   if (cpu_has_avx512() && m >= kRowGroupMinRows && m <= kRowGroupMaxRows) {
     return MatmulKernel::kRowGroup;
@@ -375,13 +396,22 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   if (m == 0) return;
   if (any_input_permutation(outputs)) return matmul_permuted(pool, x, m, outputs, kernel);
   if (kernel == MatmulKernel::kAuto) kernel = matmul_kernel_for(m);
+  if (kernel == MatmulKernel::kBroadcastInt16) {
+    const bool int16_weights = std::all_of(outputs.begin(), outputs.end(), [](const auto& out) {
+      return avx512::decodes(out.w.dtype);
+    });
+    if (!cpu_has_avx512_vnni() || !int16_weights || m > kBroadcastMaxRows) {
+      kernel = MatmulKernel::kBroadcast;  // and on to kPacked past 64 rows
+    }
+  }
   if (kernel == MatmulKernel::kBroadcast && (!cpu_has_avx512() || m > kBroadcastMaxRows)) {
     kernel = MatmulKernel::kPacked;
   }
   if (kernel == MatmulKernel::kRowGroup && !cpu_has_avx512()) kernel = MatmulKernel::kPacked;
   if (kernel == MatmulKernel::kPacked && !cpu_has_avx2()) kernel = MatmulKernel::kBlasPanel;
   switch (kernel) {
-    case MatmulKernel::kBroadcast: return matmul_broadcast(pool, x, m, outputs);
+    case MatmulKernel::kBroadcast: return matmul_broadcast(pool, x, m, outputs, false);
+    case MatmulKernel::kBroadcastInt16: return matmul_broadcast(pool, x, m, outputs, true);
     case MatmulKernel::kRowGroup: return matmul_row_group(pool, x, m, outputs);
     case MatmulKernel::kPacked: return matmul_packed(pool, x, m, outputs);
     case MatmulKernel::kBlasPanel: return matmul_blas_panel(pool, x, m, outputs);

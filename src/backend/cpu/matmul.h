@@ -21,9 +21,13 @@ enum class MatmulKernel : std::uint8_t {
   kBlasPanel,  ///< Weights decoded into a per-thread fp32 panel, multiplied by cblas_sgemm.
   kRowGroup,   ///< 4 weight rows decoded once to fp32, dotted with every row of x in tiles.
   kBroadcast,  ///< x transposed to columns of 16 rows; each decoded weight broadcast into them.
+  /// As kBroadcast with x rounded to int16 per 32-column block and integer dot products
+  /// (AVX-512 VNNI; Q8_0, Q4_0, Q4_1 weights, else kBroadcast). See matmul_int16_avx512.h.
+  kBroadcastInt16,
 };
 
-/// The kernel kAuto picks for m rows of x on this CPU.
+/// The kernel kAuto picks for m rows of x on this CPU. 12 to 64 rows (batched decode) take
+/// kBroadcastInt16 where the CPU has VNNI: x then carries 15 significant bits, not 24.
 MatmulKernel matmul_kernel_for(std::int64_t m);
 
 /// One weight of a fused matmul: y = x · w^T (+ bias).

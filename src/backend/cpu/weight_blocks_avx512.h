@@ -108,5 +108,28 @@ inline void decode_block(const std::uint8_t* b, float* dst /* [32] */) {
   }
 }
 
+// One block's quants as integers for vpdpwssd: word p of dst holds elements 2p and 2p + 1 as
+// int16 (low half, high half); scale and min as fp32 (weight = scale * q + min).
+template <typename Block>
+inline void decode_block_int16(const std::uint8_t* b, std::int32_t* dst /* [16] */, float& scale,
+                               float& min) {
+  scale = load_half(b);
+  min = 0.0f;
+  __m256i quants;  // elements 0..31 as bytes
+  if constexpr (std::is_same_v<Block, Q8_0Block>) {
+    quants = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+  } else {
+    constexpr int kQuantsAt = Block::kHasMin ? 4 : 2;
+    if constexpr (Block::kHasMin) min = load_half(b + 2);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kQuantsAt));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    quants = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask),
+                              _mm_and_si128(packed, mask));
+    // Q4_0 stores q + 8.
+    if constexpr (!Block::kHasMin) quants = _mm256_sub_epi8(quants, _mm256_set1_epi8(8));
+  }
+  _mm512_storeu_si512(dst, _mm512_cvtepi8_epi16(quants));
+}
+
 }  // namespace
 }  // namespace pagoda::cpu::avx512

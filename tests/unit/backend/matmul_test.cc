@@ -12,14 +12,18 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/matmul_broadcast_avx512.h"
 #include "backend/cpu/row_decoder.h"
+#include "matmul_tolerance.h"
 #include "model/dequantize.h"
 #include "test_random.h"
 
 namespace pagoda::cpu {
 namespace {
 
+using testing::fp32_tolerance;
+using testing::int16_rounding_bound;
 using testing::random_floats;
 using testing::random_weights;
 using testing::seed_trace;
@@ -40,20 +44,6 @@ const std::vector<Case>& cases() {
   return all;
 }
 
-// fp32 accumulation of K products: the error of a sum of K terms grows like sqrt(K) * eps *
-// (sum of |terms|) for random rounding (the worst case is K * eps). Q4_1's kernel folds
-// m * sum(x) in separately, so |m| * sum|x| joins the magnitude. 1e-6 * sqrt(K) is ~8 eps *
-// sqrt(K): loose enough for blocked sums, tight enough to catch a wrong element or scale.
-float tolerance(const float* x, const float* w_row, std::int64_t k) {
-  double magnitude = 0.0;
-  float max_w = 0.0f;
-  for (std::int64_t i = 0; i < k; ++i) max_w = std::max(max_w, std::fabs(w_row[i]));
-  for (std::int64_t i = 0; i < k; ++i) {
-    magnitude += std::fabs(x[i]) * (std::fabs(w_row[i]) + max_w);
-  }
-  return static_cast<float>(1e-6 * std::sqrt(static_cast<double>(k)) * magnitude + 1e-7);
-}
-
 void expect_matmul_matches(ThreadPool& pool, std::mt19937_64& rng, DType dtype, std::int64_t m,
                            std::int64_t n, std::int64_t k, bool with_bias) {
   SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m) +
@@ -71,14 +61,21 @@ void expect_matmul_matches(ThreadPool& pool, std::mt19937_64& rng, DType dtype, 
 
   for (MatmulKernel kernel :
        {MatmulKernel::kAuto, MatmulKernel::kDirect, MatmulKernel::kPacked, MatmulKernel::kBlasPanel,
-        MatmulKernel::kRowGroup, MatmulKernel::kBroadcast}) {
+        MatmulKernel::kRowGroup, MatmulKernel::kBroadcast, MatmulKernel::kBroadcastInt16}) {
     SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
+    // The int16 kernel (also kAuto's pick for 12-64 rows) rounds x; elsewhere it falls back.
+    const MatmulKernel chosen = kernel == MatmulKernel::kAuto ? matmul_kernel_for(m) : kernel;
+    const bool rounds_x = chosen == MatmulKernel::kBroadcastInt16 && cpu_has_avx512_vnni() &&
+                          avx512::decodes(dtype) && m <= 64;
     std::vector<float> y(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
     matmul(pool, x.data(), m, w, b, y.data(), kernel);
     int failures = 0;
     for (std::int64_t i = 0; i < m && failures < 5; ++i) {
       for (std::int64_t j = 0; j < n && failures < 5; ++j) {
-        const float tol = tolerance(x.data() + i * k, w_rows.data() + j * k, k);
+        const float* xi = x.data() + i * k;
+        const float* wj = w_rows.data() + j * k;
+        const float tol =
+            fp32_tolerance(xi, wj, k) + (rounds_x ? int16_rounding_bound(xi, wj, k) : 0.0f);
         const float got = y[static_cast<std::size_t>(i * n + j)];
         const float want = expected[static_cast<std::size_t>(i * n + j)];
         if (!(std::fabs(got - want) <= tol)) {
@@ -116,9 +113,9 @@ TEST(MatmulTest, SingleThreadAndOneOutputColumn) {
 }
 
 const std::vector<MatmulKernel>& every_kernel() {
-  static const std::vector<MatmulKernel> all = {MatmulKernel::kDirect, MatmulKernel::kPacked,
-                                                MatmulKernel::kBlasPanel, MatmulKernel::kRowGroup,
-                                                MatmulKernel::kBroadcast};
+  static const std::vector<MatmulKernel> all = {
+      MatmulKernel::kDirect,   MatmulKernel::kPacked,    MatmulKernel::kBlasPanel,
+      MatmulKernel::kRowGroup, MatmulKernel::kBroadcast, MatmulKernel::kBroadcastInt16};
   return all;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "backend/cpu/cpu_features.h"
 #include "model_test_util.h"
 
 namespace pagoda::models {
@@ -25,13 +26,25 @@ const std::string kGoldenPath = std::string(PAGODA_TEST_DATA_DIR) + "/forward/sm
 // 1e-1 or more).
 constexpr double kLogprobTolerance = 2e-3;
 
+// Where the CPU has AVX-512 VNNI, matmuls of 12-64 rows round x to int16 per 32 columns
+// (matmul_int16_avx512.h): 15 significant bits against fp32's 24, in all seven matmuls of each
+// of the 30 layers. Measured here at 2.7e-3 (2026-11-22, prefill in 16-token chunks so that
+// nearly every position takes that kernel; fp32 kernels 5.6e-5); 1e-2 keeps a ~4x margin and
+// still catches a real error by an order of magnitude. The fp32 kernels are held to 2e-3 by
+// the same test on the avx512 tier (ctest SmolLM2GoldenTest.Fp32Kernels, PAGODA_CPU_ISA=avx512).
+constexpr double kInt16LogprobTolerance = 1e-2;
+
 TEST(SmolLM2GoldenTest, GreedyAndLogprobsMatchTransformers) {
   if (!std::filesystem::exists(kModelPath)) {
     GTEST_SKIP() << kModelPath << " is absent: run scripts/setup.sh to fetch the default model";
   }
   const std::vector<testing::GoldenCase> cases = testing::read_golden_cases(kGoldenPath);
   ASSERT_FALSE(cases.empty()) << kGoldenPath;
-  // 512-token chunks exercise chunked prefill on the three 1100-1300 token prompts.
+  const bool int16 = cpu::cpu_has_avx512_vnni();
+  const double tolerance = int16 ? kInt16LogprobTolerance : kLogprobTolerance;
+  // 512-token chunks exercise chunked prefill on the three 1100-1300 token prompts; 16-token
+  // chunks send the prompts through the int16 kernel.
+  const std::int64_t chunk = int16 ? 16 : 512;
   auto executor = testing::open_executor(kModelPath, 512);
   ASSERT_NE(executor, nullptr);
   const std::int64_t vocab = executor->info().vocab_size;
@@ -42,7 +55,7 @@ TEST(SmolLM2GoldenTest, GreedyAndLogprobsMatchTransformers) {
     const std::vector<std::int32_t>& want = c.greedy_ids;
     testing::SequenceRun run(*executor, 16,
                              static_cast<std::int64_t>(c.prompt_ids.size() + want.size()));
-    std::vector<float> logits = run.prefill(c.prompt_ids, 512);
+    std::vector<float> logits = run.prefill(c.prompt_ids, chunk);
     for (std::size_t step = 0; step < want.size(); ++step) {
       ASSERT_EQ(static_cast<std::int64_t>(logits.size()), vocab);
       if (step < c.top_ids.size()) {
@@ -51,15 +64,15 @@ TEST(SmolLM2GoldenTest, GreedyAndLogprobsMatchTransformers) {
         const auto& want_lp = c.top_logprobs[step];
         for (std::size_t r = 0; r < ids.size(); ++r) {
           worst_logprob_diff = std::max(worst_logprob_diff, std::abs(lp[ids[r]] - want_lp[r]));
-          EXPECT_NEAR(lp[ids[r]], want_lp[r], kLogprobTolerance)
-              << "step " << step << " id " << ids[r];
+          EXPECT_NEAR(lp[ids[r]], want_lp[r], tolerance) << "step " << step << " id " << ids[r];
         }
       }
       const std::int32_t token = sampling::argmax(logits);
       if (c.near_tie(step)) {
         // Either side of a near tie (gap < 1e-3) is right: the reference's token must be within
         // that gap plus our noise of our best. The continuations may part ways from here on.
-        EXPECT_GE(logits[want[step]], logits[token] - 2e-3) << "step " << step << ": " << token;
+        EXPECT_GE(logits[want[step]], logits[token] - tolerance)
+            << "step " << step << ": " << token;
         break;
       }
       ASSERT_EQ(token, want[step]) << "step " << step;
@@ -67,7 +80,8 @@ TEST(SmolLM2GoldenTest, GreedyAndLogprobsMatchTransformers) {
     }
   }
   RecordProperty("max_abs_logprob_diff", std::to_string(worst_logprob_diff));
-  std::printf("SmolLM2: max |logprob - reference| over top-10 ids = %.3g\n", worst_logprob_diff);
+  std::printf("SmolLM2 (%s kernels): max |logprob - reference| over top-10 ids = %.3g\n",
+              int16 ? "int16" : "fp32", worst_logprob_diff);
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+// Batched-decode matmul with int16 activations and integer dot products (AVX-512 VNNI), for
+// Q8_0 / Q4_0 / Q4_1 weights. The layout is the broadcast kernel's (matmul_broadcast_avx512.h:
+// one zmm holds a column of 16 rows of x, each weight is broadcast into it), but a lane now
+// holds two adjacent columns of x as int16, and one vpdpwssd does 32 multiply-adds where an
+// fp32 FMA does 16. The weights' own quants (0..15, -8..7, -128..127) are already integers, so
+// a 32-column block's dot product is exact in int32; only x is rounded.
+//
+// Numerics, per row i of x and 32-column block b (this is the contract the tests check bit for
+// bit against a scalar transcription):
+//
+//   amax   = max |x[i, c]| over the block             (fp32)
+//   s      = amax / 32767,  q[c] = round_half_even(x[i, c] * (32767 / amax))   (0 if amax == 0)
+//            a non-finite x in the block makes s NaN, so the row's outputs are NaN
+//   dot    = sum_c q[c] * quant[n, c]                 (int32, exact)
+//   qsum   = sum_c q[c]                               (int32, exact)
+//   acc    = fma(float(dot), scale[n, b] * s, acc)    then, for Q4_1 only,
+//   acc    = fma(min[n, b], float(qsum) * s, acc)     acc from 0.0f, blocks in order; y = acc (+
+//   bias)
+//
+// x's rounding error is at most amax / 65534 per element (15 significant bits against fp32's
+// 24, 2^7 times finer than bf16 activations), and a row's result depends on that row alone.
+// Call only when cpu_has_avx512_vnni().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/dtype.h"
+
+namespace pagoda::cpu::avx512 {
+
+/// Columns of x that share one int16 scale: the weight block size of every type this takes.
+inline constexpr std::int64_t kInt16Block = 32;
+
+/// Weight rows per tile when x spans `vectors` column vectors: each (row, vector) pair holds an
+/// int32 block sum and an fp32 accumulator in registers (8 rows measured faster than 12 for one
+/// vector; 16 spills).
+constexpr std::int64_t int16_tile_rows(std::int64_t vectors) {
+  return vectors == 1 ? 8 : 12 / vectors;
+}
+
+/// x, transposed and quantized for int16_tile (k a multiple of kInt16Block; 16 x vectors lanes):
+/// pairs[c / 2, l] = q[l, c] | q[l, c + 1] << 16;  scales[b, l] = s;  scaled_sums[b, l] = qsum * s.
+void quantize_columns_int16(const float* xt /* [k, 16 * vectors], transpose_to_columns */,
+                            std::int64_t k, std::int64_t vectors,
+                            std::int32_t* pairs /* [k / 2, 16 * vectors] */,
+                            float* scales /* [k / 32, 16 * vectors] */,
+                            float* scaled_sums /* [k / 32, 16 * vectors] */);
+
+/// acc[r, l] += the header's sum over all k columns for stored weight rows r < num_rows
+/// <= int16_tile_rows(vectors) (row r at w + r * w_stride) of a decodes() type. `next` (or
+/// nullptr): the first of `next_rows` rows, same stride, prefetched meanwhile (the next tile).
+void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
+                const float* scaled_sums, std::int64_t vectors, std::int64_t k,
+                const std::uint8_t* w /* [num_rows, k] stored */, std::size_t w_stride,
+                std::int64_t num_rows, const std::uint8_t* next, std::int64_t next_rows,
+                float* acc /* [int16_tile_rows(vectors), 16 * vectors] */);
+
+}  // namespace pagoda::cpu::avx512

@@ -1,0 +1,270 @@
+// The int16-activation broadcast kernel (kBroadcastInt16, matmul_int16_avx512.h): bit for bit
+// the header's contract, transcribed here in scalar code; within its stated rounding bound of
+// the double reference; rows independent of the batch; non-finite rows isolated; and a clean
+// fallback to kBroadcast for the weights and CPUs it does not take.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_int16_avx512.h"
+#include "backend/cpu/row_decoder.h"
+#include "matmul_tolerance.h"
+#include "model/dequantize.h"
+#include "test_random.h"
+
+namespace pagoda::cpu {
+namespace {
+
+using testing::fp32_tolerance;
+using testing::int16_rounding_bound;
+using testing::random_floats;
+using testing::random_weights;
+using testing::seed_trace;
+using testing::test_seed;
+
+constexpr std::int64_t kBlock = avx512::kInt16Block;
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::uint16_t half_at(const std::uint8_t* p) {
+  std::uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return bits;
+}
+
+// One stored block's integer quants, scale and min, read from the GGUF layout directly.
+struct IntBlock {
+  int q[kBlock];
+  float scale;
+  float min;
+};
+
+IntBlock int_block(DType dtype, const std::uint8_t* b) {
+  IntBlock out{};
+  out.scale = fp16_to_float(half_at(b));
+  if (dtype == DType::kQ8_0) {
+    for (int c = 0; c < kBlock; ++c) out.q[c] = static_cast<std::int8_t>(b[2 + c]);
+    return out;
+  }
+  const bool has_min = dtype == DType::kQ4_1;
+  const std::uint8_t* qs = b + (has_min ? 4 : 2);
+  const int offset = has_min ? 0 : 8;
+  if (has_min) out.min = fp16_to_float(half_at(b + 2));
+  for (int j = 0; j < kBlock / 2; ++j) {
+    out.q[j] = (qs[j] & 0x0F) - offset;
+    out.q[j + kBlock / 2] = (qs[j] >> 4) - offset;
+  }
+  return out;
+}
+
+// matmul_int16_avx512.h's contract for y[i, n] (without bias), one block at a time.
+float contract(DType dtype, const float* x, const std::uint8_t* w_row, std::int64_t k) {
+  const auto block_bytes = static_cast<std::size_t>(dtype_info(dtype).block_bytes);
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < k / kBlock; ++b) {
+    const float* xb = x + b * kBlock;
+    float amax = 0.0f;
+    bool finite = true;
+    for (int c = 0; c < kBlock; ++c) {
+      amax = std::max(amax, std::fabs(xb[c]));
+      finite = finite && std::isfinite(xb[c]);
+    }
+    if (!finite) return std::numeric_limits<float>::quiet_NaN();
+    const float s = amax / 32767.0f;
+    const float to_int = amax > 0.0f ? 32767.0f / amax : 0.0f;
+    const IntBlock wb = int_block(dtype, w_row + static_cast<std::size_t>(b) * block_bytes);
+    std::int32_t dot = 0;
+    std::int32_t qsum = 0;
+    for (int c = 0; c < kBlock; ++c) {
+      const float scaled = xb[c] * to_int;
+      const auto q = static_cast<std::int32_t>(std::nearbyint(scaled));
+      dot += q * wb.q[c];
+      qsum += q;
+    }
+    acc = std::fma(static_cast<float>(dot), wb.scale * s, acc);
+    if (dtype == DType::kQ4_1) acc = std::fma(wb.min, static_cast<float>(qsum) * s, acc);
+  }
+  return acc;
+}
+
+// x with one large value in some blocks (activations have outlier channels), so blocks round
+// on different scales.
+std::vector<float> activations(std::mt19937_64& rng, std::int64_t m, std::int64_t k) {
+  std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+  for (std::size_t i = 0; i < x.size(); i += 53) x[i] *= 40.0f;
+  return x;
+}
+
+class MatmulInt16Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu_has_avx512_vnni()) {
+      GTEST_SKIP() << "kBroadcastInt16 needs AVX-512 VNNI (the fallback is FallsBackToBroadcast)";
+    }
+  }
+};
+
+const std::vector<std::pair<DType, std::int64_t>>& weight_cases() {
+  static const std::vector<std::pair<DType, std::int64_t>> all = {
+      {DType::kQ4_1, 32}, {DType::kQ4_1, 608}, {DType::kQ4_0, 160}, {DType::kQ8_0, 544}};
+  return all;
+}
+
+// Every row count from 1 to 64 takes the kernel when asked (12-64 under kAuto); 13, 17 and 33
+// leave lanes empty, 53 and 7 weight rows leave tiles short.
+TEST_F(MatmulInt16Test, IsTheContractBitForBit) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 11);
+  ThreadPool pool(3);
+  for (const auto& [dtype, k] : weight_cases()) {
+    for (std::int64_t m : {1, 12, 13, 16, 17, 31, 33, 48, 64}) {
+      const std::int64_t n = m % 2 == 0 ? 53 : 7;
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " k=" + std::to_string(k) +
+                   " m=" + std::to_string(m));
+      const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k, 1);
+      const TensorView w = dense_view(bytes.data() + 1, dtype, n, k);
+      const std::vector<float> x = activations(rng, m, k);
+      const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
+      std::vector<float> y(static_cast<std::size_t>(m * n), -1.0f);
+      matmul(pool, x.data(), m, w, bias.data(), y.data(), MatmulKernel::kBroadcastInt16);
+      std::vector<float> want(y.size());
+      for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          want[static_cast<std::size_t>(i * n + j)] =
+              contract(dtype, x.data() + i * k, w.row(j), k) + bias[j];
+        }
+      }
+      EXPECT_TRUE(bitwise_equal(y, want));
+    }
+  }
+}
+
+// The precision the header states: within the double reference's fp32 tolerance plus half an
+// int16 step of each block's largest |x| per weight.
+TEST_F(MatmulInt16Test, StaysWithinTheRoundingBoundOfTheReference) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 12);
+  ThreadPool pool(2);
+  for (const auto& [dtype, k] : weight_cases()) {
+    const std::int64_t m = 16;
+    const std::int64_t n = 37;
+    SCOPED_TRACE(std::string(dtype_name(dtype)) + " k=" + std::to_string(k));
+    const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k);
+    const TensorView w = dense_view(bytes.data(), dtype, n, k);
+    const std::vector<float> x = activations(rng, m, k);
+    std::vector<float> y(static_cast<std::size_t>(m * n));
+    std::vector<float> expected(y.size());
+    matmul(pool, x.data(), m, w, nullptr, y.data(), MatmulKernel::kAuto);
+    matmul_reference(x.data(), m, w, nullptr, expected.data());
+    std::vector<float> row(static_cast<std::size_t>(k));
+    for (std::int64_t j = 0; j < n; ++j) {
+      decode_row(w, j, 0, k, row.data());
+      for (std::int64_t i = 0; i < m; ++i) {
+        const float* xi = x.data() + i * k;
+        const float tol =
+            fp32_tolerance(xi, row.data(), k) + int16_rounding_bound(xi, row.data(), k);
+        const std::size_t at = static_cast<std::size_t>(i * n + j);
+        ASSERT_LE(std::fabs(y[at] - expected[at]), tol) << "y[" << i << ", " << j << "]";
+      }
+    }
+  }
+}
+
+// A row's outputs are those it gets alone, whatever else shares the call and however many
+// threads split it; a row with an infinite or NaN input gives NaN and leaves the others alone.
+TEST_F(MatmulInt16Test, RowsDoNotDependOnTheBatch) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 13);
+  ThreadPool pool(3);
+  ThreadPool single(1);
+  const std::int64_t n = 29;
+  for (const auto& [dtype, k] : weight_cases()) {
+    const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k);
+    const TensorView w = dense_view(bytes.data(), dtype, n, k);
+    for (std::int64_t m : {12, 16, 17, 40, 64}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m));
+      std::vector<float> x = activations(rng, m, k);
+      x[static_cast<std::size_t>(1 * k + k / 2)] = std::numeric_limits<float>::infinity();
+      x[static_cast<std::size_t>((m - 2) * k)] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> batched(static_cast<std::size_t>(m * n));
+      matmul(pool, x.data(), m, w, nullptr, batched.data(), MatmulKernel::kBroadcastInt16);
+      for (std::int64_t i = 0; i < m; ++i) {
+        const std::vector<float> got(batched.begin() + i * n, batched.begin() + (i + 1) * n);
+        if (i == 1 || i == m - 2) {
+          for (float v : got) ASSERT_TRUE(std::isnan(v)) << "row " << i;
+          continue;
+        }
+        std::vector<float> alone(static_cast<std::size_t>(n));
+        matmul(single, x.data() + i * k, 1, w, nullptr, alone.data(),
+               MatmulKernel::kBroadcastInt16);
+        ASSERT_TRUE(bitwise_equal(got, alone)) << "row " << i;
+      }
+    }
+  }
+}
+
+// An all-zero row has no scale to take: its outputs are exactly the bias.
+TEST_F(MatmulInt16Test, ZeroRowGivesTheBias) {
+  ThreadPool pool(2);
+  std::mt19937_64 rng(test_seed() + 14);
+  const std::int64_t m = 16;
+  const std::int64_t n = 11;
+  const std::int64_t k = 96;
+  const std::vector<std::uint8_t> bytes = random_weights(rng, DType::kQ4_1, n, k);
+  const TensorView w = dense_view(bytes.data(), DType::kQ4_1, n, k);
+  std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+  std::fill(x.begin() + 3 * k, x.begin() + 4 * k, 0.0f);
+  const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  matmul(pool, x.data(), m, w, bias.data(), y.data(), MatmulKernel::kBroadcastInt16);
+  for (std::int64_t j = 0; j < n; ++j) EXPECT_EQ(y[static_cast<std::size_t>(3 * n + j)], bias[j]);
+}
+
+// Weights the kernel does not take (F16, K-quants, or any of a fused set), and CPUs without VNNI
+// (PAGODA_CPU_ISA=avx512 runs this on the avx512 tier), get kBroadcast's exact results.
+TEST(MatmulInt16FallbackTest, FallsBackToBroadcast) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 15);
+  ThreadPool pool(2);
+  const std::int64_t m = 16;
+  const std::int64_t k = 256;
+  const std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+  std::vector<std::vector<std::uint8_t>> bytes;
+  std::vector<TensorView> views;
+  for (DType dtype : {DType::kF16, DType::kQ4_K, DType::kQ4_1}) {
+    bytes.push_back(random_weights(rng, dtype, 19, k));
+    views.push_back(dense_view(bytes.back().data(), dtype, 19, k));
+  }
+  auto run = [&](std::size_t count, MatmulKernel kernel) {
+    std::vector<std::vector<float>> ys(count, std::vector<float>(static_cast<std::size_t>(m * 19)));
+    std::vector<MatmulOutput> outputs;
+    for (std::size_t t = 0; t < count; ++t) outputs.push_back({.w = views[t], .y = ys[t].data()});
+    matmul_fused(pool, x.data(), m, outputs, kernel);
+    return ys;
+  };
+  // Alone, F16 and Q4_K fall back; fused with them, so does the Q4_1 weight.
+  for (std::size_t count : {std::size_t{1}, std::size_t{3}}) {
+    const auto int16 = run(count, MatmulKernel::kBroadcastInt16);
+    const auto fp32 = run(count, MatmulKernel::kBroadcast);
+    for (std::size_t t = 0; t < count; ++t) EXPECT_TRUE(bitwise_equal(int16[t], fp32[t])) << t;
+  }
+  // Q4_1 alone takes the int16 kernel only where the CPU has VNNI.
+  std::vector<float> int16(static_cast<std::size_t>(m * 19));
+  std::vector<float> fp32(int16.size());
+  matmul(pool, x.data(), m, views[2], nullptr, int16.data(), MatmulKernel::kBroadcastInt16);
+  matmul(pool, x.data(), m, views[2], nullptr, fp32.data(), MatmulKernel::kBroadcast);
+  EXPECT_EQ(bitwise_equal(int16, fp32), !cpu_has_avx512_vnni());
+}
+
+}  // namespace
+}  // namespace pagoda::cpu
