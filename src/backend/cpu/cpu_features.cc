@@ -54,4 +54,12 @@ bool cpu_has_avx512_vnni() {
   return isa() >= Isa::kAvx512Vnni;
 }
 
+bool cpu_int16_activations() {
+  static const bool asked = [] {
+    const char* value = std::getenv("PAGODA_CPU_INT16");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return asked && cpu_has_avx512_vnni();
+}
+
 }  // namespace pagoda::cpu

@@ -371,7 +371,7 @@ bool matmul_supported(DType dtype) {
 
 MatmulKernel matmul_kernel_for(std::int64_t m) {
   if (cpu_has_avx512() && m >= kBroadcastMinRows && m <= kBroadcastMaxRows) {
-    return cpu_has_avx512_vnni() ? MatmulKernel::kBroadcastInt16 : MatmulKernel::kBroadcast;
+    return cpu_int16_activations() ? MatmulKernel::kBroadcastInt16 : MatmulKernel::kBroadcast;
   }
   if (cpu_has_avx512() && m >= kRowGroupMinRows && m <= kRowGroupMaxRows) {
     return MatmulKernel::kRowGroup;

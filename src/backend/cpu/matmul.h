@@ -27,7 +27,7 @@ enum class MatmulKernel : std::uint8_t {
 };
 
 /// The kernel kAuto picks for m rows of x on this CPU. 12 to 64 rows (batched decode) take
-/// kBroadcastInt16 where the CPU has VNNI: x then carries 15 significant bits, not 24.
+/// kBroadcastInt16 where cpu_int16_activations(): x then carries 15 significant bits, not 24.
 MatmulKernel matmul_kernel_for(std::int64_t m);
 
 /// One weight of a fused matmul: y = x · w^T (+ bias).
