@@ -16,8 +16,8 @@ bool cpu_has_avx512();
 bool cpu_has_avx512_vnni();
 
 /// Whether batched matmuls may round activations to int16 (kBroadcastInt16): the CPU has VNNI
-/// and PAGODA_CPU_INT16=1 asks for it. Opt-in: 1-3-row steps keep fp32, so a sequence's
-/// numerics would depend on how many rows share its step (docs/quantization.md).
+/// and PAGODA_CPU_INT16=1 asks for it. Opt-in: 1-11-row steps keep fp32 kernels, so a
+/// sequence's numerics would depend on how many rows share its step (docs/quantization.md).
 bool cpu_int16_activations();
 
 }  // namespace pagoda::cpu

@@ -4,7 +4,6 @@
 
 #include <limits>
 
-#include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/weight_blocks_avx512.h"
 #include "common/check.h"
 
@@ -167,8 +166,6 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 const float* scaled_sums, std::int64_t vectors, std::int64_t k,
                 const std::uint8_t* w, std::size_t w_stride, std::int64_t num_rows,
                 const std::uint8_t* next, std::int64_t next_rows, float* acc) {
-  PAGODA_CHECK(num_rows <= int16_tile_rows(vectors) && k % kInt16Block == 0)
-      << num_rows << " " << k;
   switch (dtype) {
     case DType::kQ4_0:
       return int16_tile_block_type<Q4_0Block>(pairs, scales, scaled_sums, vectors, k, w, w_stride,
