@@ -120,7 +120,8 @@ BENCHMARK(BM_MatmulBatchedDecode)
          {0, 1, 2, 3},
          {static_cast<int>(MatmulKernel::kDirect), static_cast<int>(MatmulKernel::kPacked),
           static_cast<int>(MatmulKernel::kRowGroup), static_cast<int>(MatmulKernel::kBroadcast),
-          static_cast<int>(MatmulKernel::kBroadcastInt16)},
+          static_cast<int>(MatmulKernel::kBroadcastInt16),
+          static_cast<int>(MatmulKernel::kDirectInt16)},
          {1, 2, 4, 8, 16, 32, 64}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

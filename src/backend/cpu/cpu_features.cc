@@ -55,11 +55,11 @@ bool cpu_has_avx512_vnni() {
 }
 
 bool cpu_int16_activations() {
-  static const bool asked = [] {
+  static const bool turned_off = [] {
     const char* value = std::getenv("PAGODA_CPU_INT16");
-    return value != nullptr && std::string_view(value) == "1";
+    return value != nullptr && std::string_view(value) == "0";
   }();
-  return asked && cpu_has_avx512_vnni();
+  return !turned_off && cpu_has_avx512_vnni();
 }
 
 }  // namespace pagoda::cpu

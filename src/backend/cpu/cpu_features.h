@@ -15,9 +15,9 @@ bool cpu_has_avx512();
 /// Whether it also runs AVX-512 VNNI (Ice Lake, Zen 4 and later): integer dot products.
 bool cpu_has_avx512_vnni();
 
-/// Whether batched matmuls may round activations to int16 (kBroadcastInt16): the CPU has VNNI
-/// and PAGODA_CPU_INT16=1 asks for it. Opt-in: 1-11-row steps keep fp32 kernels, so a
-/// sequence's numerics would depend on how many rows share its step (docs/quantization.md).
+/// Whether matmuls on Q8_0 / Q4_0 / Q4_1 weights round activations to int16 (kDirectInt16,
+/// kBroadcastInt16) at every row count: the CPU has VNNI and PAGODA_CPU_INT16=0 does not turn
+/// it off (docs/quantization.md, "Numerics on the CPU").
 bool cpu_int16_activations();
 
 }  // namespace pagoda::cpu

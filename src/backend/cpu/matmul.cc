@@ -297,6 +297,60 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
       });
 }
 
+// kBroadcastInt16 in pieces of up to kInt16PieceRows rows of x, each a matmul_broadcast call:
+// one vector of 16 rows holds 8 weight rows in its tile and two hold 6, where three or four
+// (4 and 3 weight rows) decode more per multiply than the pieces' second pass over the weights
+// costs (one thread, 64 rows: Q8_0 1536x576 465 us in one call, 2 x 177 in two; Q4_1 712 vs
+// 2 x 192; BM_MatmulBatchedDecode). Rows do not interact, so the results are those of one call.
+void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
+                            std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  for (std::int64_t r0 = 0; r0 < m; r0 += avx512::kInt16PieceRows) {
+    const std::int64_t rows = std::min(avx512::kInt16PieceRows, m - r0);
+    std::array<MatmulOutput, kMaxFusedOutputs> piece;
+    for (std::size_t t = 0; t < outputs.size(); ++t) {
+      piece[t] = outputs[t];
+      piece[t].y = outputs[t].y + r0 * outputs[t].w.num_rows;
+    }
+    matmul_broadcast(pool, x + r0 * k, rows, std::span(piece.data(), outputs.size()), true);
+  }
+}
+
+// Per thread: groups of 16 weight rows, each block of the group multiplied with the 1-3 rows of
+// x (quantized to int16 once per call) and summed into one lane per weight row.
+void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
+                         std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  const std::int64_t num_blocks = k / avx512::kInt16Block;
+  thread_local std::vector<std::int16_t> q_buffer;
+  thread_local std::vector<float> scales_buffer;
+  thread_local std::vector<float> sums_buffer;
+  thread_local std::vector<std::int32_t> qsums_buffer;
+  q_buffer.resize(static_cast<std::size_t>(m * k));
+  scales_buffer.resize(static_cast<std::size_t>(m * num_blocks));
+  sums_buffer.resize(scales_buffer.size());
+  qsums_buffer.resize(scales_buffer.size());
+  avx512::quantize_rows_int16(x, m, k, q_buffer.data(), scales_buffer.data(), sums_buffer.data(),
+                              qsums_buffer.data());
+  // A lambda naming the thread_locals themselves would see each worker's own (empty) buffers.
+  const std::int16_t* q = q_buffer.data();
+  const float* scales = scales_buffer.data();
+  const float* scaled_sums = sums_buffer.data();
+  const std::int32_t* qsums = qsums_buffer.data();
+  dispatch(
+      pool, outputs, avx512::kInt16DirectGroup,
+      [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+        const TensorView& w = out.w;
+        const std::int64_t n = w.num_rows;
+        const std::int64_t n_begin = begin * avx512::kInt16DirectGroup;
+        const std::int64_t n_end = std::min(n, end * avx512::kInt16DirectGroup);
+        avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0), w.row_stride,
+                             n_begin, n_end, out.y, n);
+        add_bias(out.bias, m, n, n_begin, n_end, out.y);
+      },
+      ThreadPool::Schedule::kEven);  // a weight stream, as matmul_direct
+}
+
 // Per thread: 16 weight rows x 256 columns decoded and transposed into a panel, then every row
 // of x multiplied against it in 6x16 register tiles.
 //
@@ -369,14 +423,20 @@ bool matmul_supported(DType dtype) {
   return dequantize_supported(dtype);
 }
 
-MatmulKernel matmul_kernel_for(std::int64_t m) {
+MatmulKernel fp32_matmul_kernel_for(std::int64_t m) {
   if (cpu_has_avx512() && m >= kBroadcastMinRows && m <= kBroadcastMaxRows) {
-    return cpu_int16_activations() ? MatmulKernel::kBroadcastInt16 : MatmulKernel::kBroadcast;
+    return MatmulKernel::kBroadcast;
   }
   if (cpu_has_avx512() && m >= kRowGroupMinRows && m <= kRowGroupMaxRows) {
     return MatmulKernel::kRowGroup;
   }
   return m <= kDirectMaxRows ? MatmulKernel::kDirect : MatmulKernel::kPacked;
+}
+
+MatmulKernel matmul_kernel_for(std::int64_t m) {
+  if (!cpu_int16_activations()) return fp32_matmul_kernel_for(m);
+  return m <= avx512::kInt16DirectMaxRows ? MatmulKernel::kDirectInt16
+                                          : MatmulKernel::kBroadcastInt16;
 }
 
 void matmul(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
@@ -396,12 +456,14 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   if (m == 0) return;
   if (any_input_permutation(outputs)) return matmul_permuted(pool, x, m, outputs, kernel);
   if (kernel == MatmulKernel::kAuto) kernel = matmul_kernel_for(m);
-  if (kernel == MatmulKernel::kBroadcastInt16) {
+  if (kernel == MatmulKernel::kBroadcastInt16 || kernel == MatmulKernel::kDirectInt16) {
     const bool int16_weights = std::all_of(outputs.begin(), outputs.end(), [](const auto& out) {
       return avx512::decodes(out.w.dtype);
     });
-    if (!cpu_has_avx512_vnni() || !int16_weights || m > kBroadcastMaxRows) {
-      kernel = MatmulKernel::kBroadcast;  // and on to kPacked past 64 rows
+    if (!cpu_has_avx512_vnni() || !int16_weights) {
+      kernel = fp32_matmul_kernel_for(m);
+    } else if (m > avx512::kInt16DirectMaxRows) {
+      kernel = MatmulKernel::kBroadcastInt16;  // the same results
     }
   }
   if (kernel == MatmulKernel::kBroadcast && (!cpu_has_avx512() || m > kBroadcastMaxRows)) {
@@ -411,7 +473,8 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   if (kernel == MatmulKernel::kPacked && !cpu_has_avx2()) kernel = MatmulKernel::kBlasPanel;
   switch (kernel) {
     case MatmulKernel::kBroadcast: return matmul_broadcast(pool, x, m, outputs, false);
-    case MatmulKernel::kBroadcastInt16: return matmul_broadcast(pool, x, m, outputs, true);
+    case MatmulKernel::kBroadcastInt16: return matmul_broadcast_int16(pool, x, m, outputs);
+    case MatmulKernel::kDirectInt16: return matmul_direct_int16(pool, x, m, outputs);
     case MatmulKernel::kRowGroup: return matmul_row_group(pool, x, m, outputs);
     case MatmulKernel::kPacked: return matmul_packed(pool, x, m, outputs);
     case MatmulKernel::kBlasPanel: return matmul_blas_panel(pool, x, m, outputs);

@@ -21,14 +21,23 @@ enum class MatmulKernel : std::uint8_t {
   kBlasPanel,  ///< Weights decoded into a per-thread fp32 panel, multiplied by cblas_sgemm.
   kRowGroup,   ///< 4 weight rows decoded once to fp32, dotted with every row of x in tiles.
   kBroadcast,  ///< x transposed to columns of 16 rows; each decoded weight broadcast into them.
-  /// As kBroadcast with x rounded to int16 per 32-column block and integer dot products
-  /// (AVX-512 VNNI; Q8_0, Q4_0, Q4_1 weights, else kBroadcast). See matmul_int16_avx512.h.
+  /// As kBroadcast with x rounded to int16 per 32-column block and integer dot products, in
+  /// pieces of up to 32 rows (AVX-512 VNNI; Q8_0, Q4_0, Q4_1 weights, else the fp32 kernel for
+  /// m). See matmul_int16_avx512.h.
   kBroadcastInt16,
+  /// kBroadcastInt16's exact results for 1-3 rows with lanes across weight rows (more rows go to
+  /// kBroadcastInt16).
+  kDirectInt16,
 };
 
-/// The kernel kAuto picks for m rows of x on this CPU. 12 to 64 rows (batched decode) take
-/// kBroadcastInt16 where cpu_int16_activations(): x then carries 15 significant bits, not 24.
+/// The kernel kAuto picks for m rows of x on this CPU. Where cpu_int16_activations() (AVX-512
+/// VNNI, unless PAGODA_CPU_INT16=0): kDirectInt16 up to 3 rows, kBroadcastInt16 past that, so a
+/// row's result never depends on how many rows share the call; x then carries 15 significant
+/// bits, not 24. Weights those kernels do not take get fp32_matmul_kernel_for(m).
 MatmulKernel matmul_kernel_for(std::int64_t m);
+
+/// The fp32-activation kernel for m rows of x on this CPU.
+MatmulKernel fp32_matmul_kernel_for(std::int64_t m);
 
 /// One weight of a fused matmul: y = x · w^T (+ bias).
 struct MatmulOutput {

@@ -1,9 +1,13 @@
-// Batched-decode matmul with int16 activations and integer dot products (AVX-512 VNNI), for
-// Q8_0 / Q4_0 / Q4_1 weights. The layout is the broadcast kernel's (matmul_broadcast_avx512.h:
-// one zmm holds a column of 16 rows of x, each weight is broadcast into it), but a lane now
-// holds two adjacent columns of x as int16, and one vpdpwssd does 32 multiply-adds where an
-// fp32 FMA does 16. The weights' own quants (0..15, -8..7, -128..127) are already integers, so
-// a 32-column block's dot product is exact in int32; only x is rounded.
+// Matmul with int16 activations and integer dot products (AVX-512 VNNI), for Q8_0 / Q4_0 / Q4_1
+// weights: the CPU's default for these weights, at every row count. The weights' own quants
+// (0..15, -8..7, -128..127) are already integers, so a 32-column block's dot product is exact in
+// int32 whatever the order of its terms; only x is rounded. Two kernels share one contract:
+//
+//   int16_tile (4+ rows of x): the broadcast kernel's layout (matmul_broadcast_avx512.h): one zmm
+//     holds a column of 16 rows of x, a lane two adjacent columns as int16, each weight pair is
+//     broadcast into it; one vpdpwssd does 32 multiply-adds where an fp32 FMA does 16.
+//   int16_direct (1-3 rows): lanes are 16 weight rows; each row's block is multiplied with x's
+//     block (vpmaddwd) and the 16 products of the 16 rows are summed lane-wise in one tree.
 //
 // Numerics, per row i of x and 32-column block b (this is the contract the tests check bit for
 // bit against a scalar transcription):
@@ -32,11 +36,14 @@ namespace pagoda::cpu::avx512 {
 /// Columns of x that share one int16 scale: the weight block size of every type this takes.
 inline constexpr std::int64_t kInt16Block = 32;
 
-/// Weight rows per tile when x spans `vectors` column vectors: each (row, vector) pair holds an
-/// int32 block sum and an fp32 accumulator in registers (8 rows measured faster than 12 for one
-/// vector; 16 spills).
+/// Most rows of x per int16_tile call: two column vectors (see matmul_broadcast_int16).
+inline constexpr std::int64_t kInt16PieceRows = 32;
+
+/// Weight rows per tile when x spans `vectors` (1 or 2) column vectors: each (row, vector) pair
+/// holds an int32 block sum and an fp32 accumulator in registers (8 rows measured faster than 12
+/// for one vector; 16 spills).
 constexpr std::int64_t int16_tile_rows(std::int64_t vectors) {
-  return vectors == 1 ? 8 : 12 / vectors;
+  return vectors == 1 ? 8 : 6;
 }
 
 /// x, transposed and quantized for int16_tile (k a multiple of kInt16Block; 16 x vectors lanes):
@@ -47,9 +54,33 @@ void quantize_columns_int16(const float* xt /* [k, 16 * vectors], transpose_to_c
                             float* scales /* [k / 32, 16 * vectors] */,
                             float* scaled_sums /* [k / 32, 16 * vectors] */);
 
+/// Rows of x up to which int16_direct is used: it multiplies each decoded block once per row of
+/// x, the tile once for all 16 (BM_MatmulBatchedDecode, docs/perf/cpu.md).
+inline constexpr std::int64_t kInt16DirectMaxRows = 3;
+
+/// Weight rows per int16_direct group: one per lane.
+inline constexpr std::int64_t kInt16DirectGroup = 16;
+
+/// x row by row for int16_direct (k a multiple of kInt16Block), the same values as
+/// quantize_columns_int16: q[i, c];  scales[i, b] = s;  scaled_sums[i, b] = qsum * s;
+/// qsums[i, b] = qsum.
+void quantize_rows_int16(const float* x /* [m, k] */, std::int64_t m, std::int64_t k,
+                         std::int16_t* q /* [m, k] */, float* scales /* [m, k / 32] */,
+                         float* scaled_sums /* [m, k / 32] */,
+                         std::int32_t* qsums /* [m, k / 32] */);
+
+/// y[i, n] = the header's sum for the m <= kInt16DirectMaxRows rows of x (quantize_rows_int16)
+/// and weight rows n in [n_begin, n_end) of a decodes() type (row n at w + n * w_stride), in
+/// groups of kInt16DirectGroup rows; the next group's bytes are prefetched meanwhile.
+void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
+                  const std::int32_t* qsums, std::int64_t m, std::int64_t k, const std::uint8_t* w,
+                  std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end,
+                  float* y /* [m, ldy] */, std::int64_t ldy);
+
 /// acc[r, l] += the header's sum over all k columns for stored weight rows r < num_rows
-/// <= int16_tile_rows(vectors) (row r at w + r * w_stride) of a decodes() type. `next` (or
-/// nullptr): the first of `next_rows` rows, same stride, prefetched meanwhile (the next tile).
+/// <= int16_tile_rows(vectors), vectors <= 2 (row r at w + r * w_stride) of a decodes() type.
+/// `next` (or nullptr): the first of `next_rows` rows, same stride, prefetched meanwhile (the next
+/// tile).
 void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 const float* scaled_sums, std::int64_t vectors, std::int64_t k,
                 const std::uint8_t* w /* [num_rows, k] stored */, std::size_t w_stride,

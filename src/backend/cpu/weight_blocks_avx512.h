@@ -23,9 +23,11 @@ inline float load_half(const std::uint8_t* p) {
 // A block decodes to two 16-lane vectors of quants (elements 0-15, 16-31), a scale and a
 // minimum: weight = scale * q + min.
 
+// kOffset: what the stored 4-bit quants carry on top of the signed value (Q4_0 stores q + 8).
 struct Q8_0Block {
   static constexpr int kBytes = 34;
   static constexpr bool kHasMin = false;
+  static constexpr int kOffset = 0;
   static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
     scale = load_half(b);
     min = 0.0f;
@@ -52,6 +54,7 @@ inline void q4_quants(const std::uint8_t* qs, __m512 q[2]) {
 struct Q4_0Block {
   static constexpr int kBytes = 18;
   static constexpr bool kHasMin = false;
+  static constexpr int kOffset = 8;
   static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
     scale = load_half(b);
     min = 0.0f;
@@ -62,6 +65,7 @@ struct Q4_0Block {
 struct Q4_1Block {
   static constexpr int kBytes = 20;
   static constexpr bool kHasMin = true;
+  static constexpr int kOffset = 0;
   static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
     scale = load_half(b);
     min = load_half(b + 2);
@@ -129,6 +133,22 @@ inline void decode_block_int16(const std::uint8_t* b, std::int32_t* dst /* [16] 
     if constexpr (!Block::kHasMin) quants = _mm256_sub_epi8(quants, _mm256_set1_epi8(8));
   }
   _mm512_storeu_si512(dst, _mm512_cvtepi8_epi16(quants));
+}
+
+// One block's 32 quants as int16 in element order, as stored: a 4-bit quant keeps its kOffset
+// (a dot product with x then exceeds the signed one by kOffset * sum(x), exactly).
+template <typename Block>
+inline __m512i block_quants_epi16(const std::uint8_t* b) {
+  if constexpr (std::is_same_v<Block, Q8_0Block>) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)));
+  } else {
+    constexpr int kQuantsAt = Block::kHasMin ? 4 : 2;
+    // Byte j twice: word j keeps its low nibble (element j), word j + 16 its high (j + 16).
+    const __m512i words = _mm512_cvtepu8_epi16(_mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kQuantsAt))));
+    const __m512i shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    return _mm512_and_si512(_mm512_srlv_epi16(words, shifts), _mm512_set1_epi16(0x0F));
+  }
 }
 
 }  // namespace

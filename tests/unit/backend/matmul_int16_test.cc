@@ -1,7 +1,8 @@
-// The int16-activation broadcast kernel (kBroadcastInt16, matmul_int16_avx512.h): bit for bit
-// the header's contract, transcribed here in scalar code; within its stated rounding bound of
-// the double reference; rows independent of the batch; non-finite rows isolated; and a clean
-// fallback to kBroadcast for the weights and CPUs it does not take.
+// The int16-activation kernels (kDirectInt16 and kBroadcastInt16, matmul_int16_avx512.h): bit for
+// bit the header's contract, transcribed here in scalar code; within its stated rounding bound of
+// the double reference; rows independent of the batch and of which kernel ran them; non-finite
+// rows isolated; and a clean fallback to the fp32 kernels for the weights and CPUs they do not
+// take.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -109,7 +110,7 @@ class MatmulInt16Test : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cpu_has_avx512_vnni()) {
-      GTEST_SKIP() << "kBroadcastInt16 needs AVX-512 VNNI (the fallback is FallsBackToBroadcast)";
+      GTEST_SKIP() << "the int16 kernels need AVX-512 VNNI (the fallback is FallsBackToFp32)";
     }
   }
 };
@@ -120,31 +121,36 @@ const std::vector<std::pair<DType, std::int64_t>>& weight_cases() {
   return all;
 }
 
-// Every row count from 1 to 64 takes the kernel when asked (kAuto: 12-64 with PAGODA_CPU_INT16=1);
-// 13, 17 and 33 rows leave lanes empty, 53 and 7 weight rows leave tiles short.
+// Both kernels, and kAuto where it picks them, at 1-3 rows (the direct kernel's), one and two
+// column vectors, and past 32 rows (pieces); 13, 17 and 33 rows leave lanes empty; 53 weight
+// rows leave a short tile and a short group of 16, 7 rows fill neither.
 TEST_F(MatmulInt16Test, IsTheContractBitForBit) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 11);
   ThreadPool pool(3);
+  std::vector<MatmulKernel> kernels = {MatmulKernel::kDirectInt16, MatmulKernel::kBroadcastInt16};
+  if (cpu_int16_activations()) kernels.push_back(MatmulKernel::kAuto);
   for (const auto& [dtype, k] : weight_cases()) {
-    for (std::int64_t m : {1, 12, 13, 16, 17, 31, 33, 48, 64}) {
-      const std::int64_t n = m % 2 == 0 ? 53 : 7;
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " k=" + std::to_string(k) +
-                   " m=" + std::to_string(m));
+    for (std::int64_t m : {1, 2, 3, 12, 13, 16, 17, 31, 33, 48, 64, 97}) {
+      const std::int64_t n = m % 2 == 0 || m == 3 ? 53 : 7;
       const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k, 1);
       const TensorView w = dense_view(bytes.data() + 1, dtype, n, k);
       const std::vector<float> x = activations(rng, m, k);
       const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
-      std::vector<float> y(static_cast<std::size_t>(m * n), -1.0f);
-      matmul(pool, x.data(), m, w, bias.data(), y.data(), MatmulKernel::kBroadcastInt16);
-      std::vector<float> want(y.size());
+      std::vector<float> want(static_cast<std::size_t>(m * n));
       for (std::int64_t i = 0; i < m; ++i) {
         for (std::int64_t j = 0; j < n; ++j) {
           want[static_cast<std::size_t>(i * n + j)] =
               contract(dtype, x.data() + i * k, w.row(j), k) + bias[j];
         }
       }
-      EXPECT_TRUE(bitwise_equal(y, want));
+      for (MatmulKernel kernel : kernels) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " k=" + std::to_string(k) + " m=" +
+                     std::to_string(m) + " kernel=" + std::to_string(static_cast<int>(kernel)));
+        std::vector<float> y(static_cast<std::size_t>(m * n), -1.0f);
+        matmul(pool, x.data(), m, w, bias.data(), y.data(), kernel);
+        EXPECT_TRUE(bitwise_equal(y, want));
+      }
     }
   }
 }
@@ -180,8 +186,9 @@ TEST_F(MatmulInt16Test, StaysWithinTheRoundingBoundOfTheReference) {
   }
 }
 
-// A row's outputs are those it gets alone, whatever else shares the call and however many
-// threads split it; a row with an infinite or NaN input gives NaN and leaves the others alone.
+// A row's outputs are those it gets alone (from the direct kernel), whatever else shares the call
+// and however many threads split it; a row with an infinite or NaN input gives NaN and leaves the
+// others alone.
 TEST_F(MatmulInt16Test, RowsDoNotDependOnTheBatch) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 13);
@@ -191,13 +198,15 @@ TEST_F(MatmulInt16Test, RowsDoNotDependOnTheBatch) {
   for (const auto& [dtype, k] : weight_cases()) {
     const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k);
     const TensorView w = dense_view(bytes.data(), dtype, n, k);
-    for (std::int64_t m : {12, 16, 17, 40, 64}) {
+    for (std::int64_t m : {2, 3, 12, 16, 17, 40, 64, 80}) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m));
       std::vector<float> x = activations(rng, m, k);
       x[static_cast<std::size_t>(1 * k + k / 2)] = std::numeric_limits<float>::infinity();
       x[static_cast<std::size_t>((m - 2) * k)] = std::numeric_limits<float>::quiet_NaN();
       std::vector<float> batched(static_cast<std::size_t>(m * n));
-      matmul(pool, x.data(), m, w, nullptr, batched.data(), MatmulKernel::kBroadcastInt16);
+      matmul(pool, x.data(), m, w, nullptr, batched.data(),
+             m <= avx512::kInt16DirectMaxRows ? MatmulKernel::kDirectInt16
+                                              : MatmulKernel::kBroadcastInt16);
       for (std::int64_t i = 0; i < m; ++i) {
         const std::vector<float> got(batched.begin() + i * n, batched.begin() + (i + 1) * n);
         if (i == 1 || i == m - 2) {
@@ -205,8 +214,7 @@ TEST_F(MatmulInt16Test, RowsDoNotDependOnTheBatch) {
           continue;
         }
         std::vector<float> alone(static_cast<std::size_t>(n));
-        matmul(single, x.data() + i * k, 1, w, nullptr, alone.data(),
-               MatmulKernel::kBroadcastInt16);
+        matmul(single, x.data() + i * k, 1, w, nullptr, alone.data(), MatmulKernel::kDirectInt16);
         ASSERT_TRUE(bitwise_equal(got, alone)) << "row " << i;
       }
     }
@@ -225,45 +233,60 @@ TEST_F(MatmulInt16Test, ZeroRowGivesTheBias) {
   std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
   std::fill(x.begin() + 3 * k, x.begin() + 4 * k, 0.0f);
   const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
-  std::vector<float> y(static_cast<std::size_t>(m * n));
-  matmul(pool, x.data(), m, w, bias.data(), y.data(), MatmulKernel::kBroadcastInt16);
-  for (std::int64_t j = 0; j < n; ++j) EXPECT_EQ(y[static_cast<std::size_t>(3 * n + j)], bias[j]);
+  for (MatmulKernel kernel : {MatmulKernel::kDirectInt16, MatmulKernel::kBroadcastInt16}) {
+    const std::int64_t rows = kernel == MatmulKernel::kDirectInt16 ? 3 : m;
+    std::vector<float> y(static_cast<std::size_t>(rows * n));
+    // Row 2 of the direct call is row 3 of x.
+    const std::int64_t zero_row = kernel == MatmulKernel::kDirectInt16 ? 2 : 3;
+    const float* first = x.data() + (3 - zero_row) * k;
+    matmul(pool, first, rows, w, bias.data(), y.data(), kernel);
+    for (std::int64_t j = 0; j < n; ++j) {
+      EXPECT_EQ(y[static_cast<std::size_t>(zero_row * n + j)], bias[j]) << static_cast<int>(kernel);
+    }
+  }
 }
 
-// Weights the kernel does not take (F16, K-quants, or any of a fused set), and CPUs without VNNI
-// (PAGODA_CPU_ISA=avx512 runs this on the avx512 tier), get kBroadcast's exact results.
-TEST(MatmulInt16FallbackTest, FallsBackToBroadcast) {
+// Weights the kernels do not take (F16, K-quants, or any of a fused set), and CPUs without VNNI
+// (PAGODA_CPU_ISA=avx512 runs this on the avx512 tier), get the fp32 kernel's exact results.
+TEST(MatmulInt16FallbackTest, FallsBackToFp32) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 15);
   ThreadPool pool(2);
-  const std::int64_t m = 16;
   const std::int64_t k = 256;
-  const std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
   std::vector<std::vector<std::uint8_t>> bytes;
   std::vector<TensorView> views;
   for (DType dtype : {DType::kF16, DType::kQ4_K, DType::kQ4_1}) {
     bytes.push_back(random_weights(rng, dtype, 19, k));
     views.push_back(dense_view(bytes.back().data(), dtype, 19, k));
   }
-  auto run = [&](std::size_t count, MatmulKernel kernel) {
-    std::vector<std::vector<float>> ys(count, std::vector<float>(static_cast<std::size_t>(m * 19)));
-    std::vector<MatmulOutput> outputs;
-    for (std::size_t t = 0; t < count; ++t) outputs.push_back({.w = views[t], .y = ys[t].data()});
-    matmul_fused(pool, x.data(), m, outputs, kernel);
-    return ys;
-  };
-  // Alone, F16 and Q4_K fall back; fused with them, so does the Q4_1 weight.
-  for (std::size_t count : {std::size_t{1}, std::size_t{3}}) {
-    const auto int16 = run(count, MatmulKernel::kBroadcastInt16);
-    const auto fp32 = run(count, MatmulKernel::kBroadcast);
-    for (std::size_t t = 0; t < count; ++t) EXPECT_TRUE(bitwise_equal(int16[t], fp32[t])) << t;
+  for (std::int64_t m : {2, 16}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    const std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+    const MatmulKernel fp32_kernel = fp32_matmul_kernel_for(m);
+    auto run = [&](std::size_t first, std::size_t count, MatmulKernel kernel) {
+      std::vector<std::vector<float>> ys(count,
+                                         std::vector<float>(static_cast<std::size_t>(m * 19)));
+      std::vector<MatmulOutput> outputs;
+      for (std::size_t t = 0; t < count; ++t) {
+        outputs.push_back({.w = views[first + t], .y = ys[t].data()});
+      }
+      matmul_fused(pool, x.data(), m, outputs, kernel);
+      return ys;
+    };
+    for (MatmulKernel int16_kernel : {MatmulKernel::kDirectInt16, MatmulKernel::kBroadcastInt16}) {
+      // Alone, F16 and Q4_K fall back; fused with them, so does the Q4_1 weight.
+      for (const auto& [first, count] :
+           {std::pair<std::size_t, std::size_t>{0, 1}, {1, 1}, {0, 3}}) {
+        const auto int16 = run(first, count, int16_kernel);
+        const auto fp32 = run(first, count, fp32_kernel);
+        for (std::size_t t = 0; t < count; ++t) EXPECT_TRUE(bitwise_equal(int16[t], fp32[t])) << t;
+      }
+      // Q4_1 alone takes the int16 kernels only where the CPU has VNNI.
+      const auto int16 = run(2, 1, int16_kernel);
+      const auto fp32 = run(2, 1, fp32_kernel);
+      EXPECT_EQ(bitwise_equal(int16[0], fp32[0]), !cpu_has_avx512_vnni());
+    }
   }
-  // Q4_1 alone takes the int16 kernel only where the CPU has VNNI.
-  std::vector<float> int16(static_cast<std::size_t>(m * 19));
-  std::vector<float> fp32(int16.size());
-  matmul(pool, x.data(), m, views[2], nullptr, int16.data(), MatmulKernel::kBroadcastInt16);
-  matmul(pool, x.data(), m, views[2], nullptr, fp32.data(), MatmulKernel::kBroadcast);
-  EXPECT_EQ(bitwise_equal(int16, fp32), !cpu_has_avx512_vnni());
 }
 
 }  // namespace
