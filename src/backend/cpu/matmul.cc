@@ -316,7 +316,7 @@ void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
   }
 }
 
-// Per thread: groups of 16 weight rows, each block of the group multiplied with the 1-3 rows of
+// Per thread: groups of 16 weight rows, each block of the group multiplied with the 1-8 rows of
 // x (quantized to int16 once per call) and summed into one lane per weight row.
 void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
                          std::span<const MatmulOutput> outputs) {

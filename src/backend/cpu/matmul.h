@@ -25,13 +25,13 @@ enum class MatmulKernel : std::uint8_t {
   /// pieces of up to 32 rows (AVX-512 VNNI; Q8_0, Q4_0, Q4_1 weights, else the fp32 kernel for
   /// m). See matmul_int16_avx512.h.
   kBroadcastInt16,
-  /// kBroadcastInt16's exact results for 1-3 rows with lanes across weight rows (more rows go to
+  /// kBroadcastInt16's exact results for 1-8 rows with lanes across weight rows (more rows go to
   /// kBroadcastInt16).
   kDirectInt16,
 };
 
 /// The kernel kAuto picks for m rows of x on this CPU. Where cpu_int16_activations() (AVX-512
-/// VNNI, unless PAGODA_CPU_INT16=0): kDirectInt16 up to 3 rows, kBroadcastInt16 past that, so a
+/// VNNI, unless PAGODA_CPU_INT16=0): kDirectInt16 up to 8 rows, kBroadcastInt16 past that, so a
 /// row's result never depends on how many rows share the call; x then carries 15 significant
 /// bits, not 24. Weights those kernels do not take get fp32_matmul_kernel_for(m).
 MatmulKernel matmul_kernel_for(std::int64_t m);

@@ -234,7 +234,7 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   }
   const __m512i header_offsets = _mm512_load_si512(offsets);
   __m512 acc[kRows];
-#pragma GCC unroll 3
+#pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < num_blocks; ++b) {
     const std::size_t at = static_cast<std::size_t>(b) * Block::kBytes;
@@ -244,29 +244,27 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
         __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
       }
     }
-    __m512i xv[kRows];
-#pragma GCC unroll 3
-    for (int i = 0; i < kRows; ++i) xv[i] = _mm512_loadu_si512(q + i * k + b * kInt16Block);
-    __m512i quads[kRows][4];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      // Slots 4 j .. 4 j + 3 hold rows slot_row(4 j + t) = 4 t + j.
-      __m512i wq[4];
-#pragma GCC unroll 4
-      for (int t = 0; t < 4; ++t) wq[t] = block_quants_epi16<Block>(rows[4 * t + j] + at);
-#pragma GCC unroll 3
-      for (int i = 0; i < kRows; ++i) {
-        quads[i][j] = sum_quad(_mm512_madd_epi16(wq[0], xv[i]), _mm512_madd_epi16(wq[1], xv[i]),
-                               _mm512_madd_epi16(wq[2], xv[i]), _mm512_madd_epi16(wq[3], xv[i]));
-      }
+    // All 16 rows' quants stay in registers while each row of x passes over them.
+    __m512i wq[kInt16DirectGroup];
+#pragma GCC unroll 16
+    for (int s = 0; s < kInt16DirectGroup; ++s) {
+      wq[s] = block_quants_epi16<Block>(rows[slot_row(s)] + at);
     }
     // Each row's fp16 scale (and Q4_1's fp16 min above it) in one gather.
     const __m512i header = _mm512_i32gather_epi32(header_offsets, w + at, 1);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header));
-#pragma GCC unroll 3
+#pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) {
       const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
-      __m512i dot = sum_quads(quads[i][0], quads[i][1], quads[i][2], quads[i][3]);
+      const __m512i xv = _mm512_loadu_si512(q + i * k + b * kInt16Block);
+      __m512i quads[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        quads[j] =
+            sum_quad(_mm512_madd_epi16(wq[4 * j], xv), _mm512_madd_epi16(wq[4 * j + 1], xv),
+                     _mm512_madd_epi16(wq[4 * j + 2], xv), _mm512_madd_epi16(wq[4 * j + 3], xv));
+      }
+      __m512i dot = sum_quads(quads[0], quads[1], quads[2], quads[3]);
       // Q4_0's quants were taken without their offset of 8.
       if constexpr (Block::kOffset != 0) {
         dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(static_cast<std::int32_t>(
@@ -281,7 +279,7 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
     }
   }
   const auto lanes = static_cast<__mmask16>((1u << count) - 1);
-#pragma GCC unroll 3
+#pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + i * ldy, lanes, acc[i]);
 }
 
@@ -300,24 +298,24 @@ void int16_direct_typed(const std::int16_t* q, const float* scales, const float*
   }
 }
 
-template <typename Block>
+// m as a template argument: the rows' accumulators then live in registers.
+template <typename Block, int kRows = 1>
 void int16_direct_block_type(const std::int16_t* q, const float* scales, const float* scaled_sums,
                              const std::int32_t* qsums, std::int64_t m, std::int64_t k,
                              const std::uint8_t* w, std::size_t w_stride, std::int64_t n_begin,
                              std::int64_t n_end, float* y, std::int64_t ldy) {
-  switch (m) {
-    case 1:
-      return int16_direct_typed<Block, 1>(q, scales, scaled_sums, qsums, k, w, w_stride, n_begin,
-                                          n_end, y, ldy);
-    case 2:
-      return int16_direct_typed<Block, 2>(q, scales, scaled_sums, qsums, k, w, w_stride, n_begin,
-                                          n_end, y, ldy);
-    default:
-      PAGODA_CHECK_EQ(m, 3) << "int16_direct takes 1 to " << kInt16DirectMaxRows << " rows";
-      return int16_direct_typed<Block, 3>(q, scales, scaled_sums, qsums, k, w, w_stride, n_begin,
-                                          n_end, y, ldy);
+  if constexpr (kRows < kInt16DirectMaxRows) {
+    if (m > kRows) {
+      return int16_direct_block_type<Block, kRows + 1>(q, scales, scaled_sums, qsums, m, k, w,
+                                                       w_stride, n_begin, n_end, y, ldy);
+    }
   }
+  PAGODA_CHECK(m == kRows) << "int16_direct takes 1 to " << kInt16DirectMaxRows << " rows, not "
+                           << m;
+  int16_direct_typed<Block, kRows>(q, scales, scaled_sums, qsums, k, w, w_stride, n_begin, n_end, y,
+                                   ldy);
 }
+
 }  // namespace
 
 void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,

@@ -3,10 +3,10 @@
 // (0..15, -8..7, -128..127) are already integers, so a 32-column block's dot product is exact in
 // int32 whatever the order of its terms; only x is rounded. Two kernels share one contract:
 //
-//   int16_tile (4+ rows of x): the broadcast kernel's layout (matmul_broadcast_avx512.h): one zmm
+//   int16_tile (9+ rows of x): the broadcast kernel's layout (matmul_broadcast_avx512.h): one zmm
 //     holds a column of 16 rows of x, a lane two adjacent columns as int16, each weight pair is
 //     broadcast into it; one vpdpwssd does 32 multiply-adds where an fp32 FMA does 16.
-//   int16_direct (1-3 rows): lanes are 16 weight rows; each row's block is multiplied with x's
+//   int16_direct (1-8 rows): lanes are 16 weight rows; each row's block is multiplied with x's
 //     block (vpmaddwd) and the 16 products of the 16 rows are summed lane-wise in one tree.
 //
 // Numerics, per row i of x and 32-column block b (this is the contract the tests check bit for
@@ -54,9 +54,11 @@ void quantize_columns_int16(const float* xt /* [k, 16 * vectors], transpose_to_c
                             float* scales /* [k / 32, 16 * vectors] */,
                             float* scaled_sums /* [k / 32, 16 * vectors] */);
 
-/// Rows of x up to which int16_direct is used: it multiplies each decoded block once per row of
-/// x, the tile once for all 16 (BM_MatmulBatchedDecode, docs/perf/cpu.md).
-inline constexpr std::int64_t kInt16DirectMaxRows = 3;
+/// Rows of x up to which int16_direct is used. It multiplies each decoded block once per row of
+/// x, the tile once per 16, but decodes each block once where the tile broadcasts it pair by pair:
+/// one thread, Q4_1 1536x576, 26 vs 174 us at 1 row, 58 vs 136 at 4, 103 vs 119 at 8
+/// (BM_MatmulBatchedDecode, docs/perf/cpu.md).
+inline constexpr std::int64_t kInt16DirectMaxRows = 8;
 
 /// Weight rows per int16_direct group: one per lane.
 inline constexpr std::int64_t kInt16DirectGroup = 16;

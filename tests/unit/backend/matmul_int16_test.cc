@@ -121,7 +121,7 @@ const std::vector<std::pair<DType, std::int64_t>>& weight_cases() {
   return all;
 }
 
-// Both kernels, and kAuto where it picks them, at 1-3 rows (the direct kernel's), one and two
+// Both kernels, and kAuto where it picks them, at 1-8 rows (the direct kernel's), one and two
 // column vectors, and past 32 rows (pieces); 13, 17 and 33 rows leave lanes empty; 53 weight
 // rows leave a short tile and a short group of 16, 7 rows fill neither.
 TEST_F(MatmulInt16Test, IsTheContractBitForBit) {
@@ -131,7 +131,7 @@ TEST_F(MatmulInt16Test, IsTheContractBitForBit) {
   std::vector<MatmulKernel> kernels = {MatmulKernel::kDirectInt16, MatmulKernel::kBroadcastInt16};
   if (cpu_int16_activations()) kernels.push_back(MatmulKernel::kAuto);
   for (const auto& [dtype, k] : weight_cases()) {
-    for (std::int64_t m : {1, 2, 3, 12, 13, 16, 17, 31, 33, 48, 64, 97}) {
+    for (std::int64_t m : {1, 2, 3, 5, 8, 9, 12, 13, 16, 17, 31, 33, 48, 64, 97}) {
       const std::int64_t n = m % 2 == 0 || m == 3 ? 53 : 7;
       const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k, 1);
       const TensorView w = dense_view(bytes.data() + 1, dtype, n, k);
@@ -198,7 +198,7 @@ TEST_F(MatmulInt16Test, RowsDoNotDependOnTheBatch) {
   for (const auto& [dtype, k] : weight_cases()) {
     const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k);
     const TensorView w = dense_view(bytes.data(), dtype, n, k);
-    for (std::int64_t m : {2, 3, 12, 16, 17, 40, 64, 80}) {
+    for (std::int64_t m : {2, 3, 7, 12, 16, 17, 40, 64, 80}) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m));
       std::vector<float> x = activations(rng, m, k);
       x[static_cast<std::size_t>(1 * k + k / 2)] = std::numeric_limits<float>::infinity();
