@@ -1,6 +1,7 @@
-// y = x · W^T (+ bias): every linear layer of the model. Activations are fp32; W stays in its
-// stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1; other dequantizable types through a row
-// buffer) and is decoded inside the kernel, never converted at load.
+// y = x · W^T (+ bias): every linear layer of the model. Activations arrive as fp32; W stays in
+// its stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1; other dequantizable types through a row
+// buffer) and is decoded inside the kernel, never converted at load. On AVX-512 VNNI CPUs,
+// Q8_0 / Q4_0 / Q4_1 weights meet x rounded to int16 instead (matmul_int16_avx512.h).
 #pragma once
 
 #include <cstddef>
