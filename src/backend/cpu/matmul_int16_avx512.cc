@@ -253,6 +253,9 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
     // Each row's fp16 scale (and Q4_1's fp16 min above it) in one gather.
     const __m512i header = _mm512_i32gather_epi32(header_offsets, w + at, 1);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header));
+    const __m512 min = Block::kHasMin
+                           ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16)))
+                           : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) {
       const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
@@ -273,7 +276,6 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
       acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
                                _mm512_mul_ps(d, _mm512_set1_ps(scales[xb])), acc[i]);
       if constexpr (Block::kHasMin) {
-        const __m512 min = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16)));
         acc[i] = _mm512_fmadd_ps(min, _mm512_set1_ps(scaled_sums[xb]), acc[i]);
       }
     }
