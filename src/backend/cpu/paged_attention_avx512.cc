@@ -16,31 +16,36 @@ static_assert(kKeyBlock <= avx2::kMaxGatherKeys, "a key block is one gather");
 // Head dimensions per value pass: 4 vectors x up to 4 heads = 16 accumulators.
 constexpr std::int64_t kPassLanes = 4 * kLanes;
 
-// Lane j of the result is the sum of the 16 lanes of v[j]: a transposing tree of 45 shuffles
-// and adds instead of 16 separate horizontal sums.
+// Lane j of sum_each(v) is the sum of the 16 lanes of v[j]: a transposing tree of 45 shuffles
+// and adds instead of 16 separate horizontal sums. It splits in two halves, so keys 0-7 can be
+// reduced before keys 8-15 are scored (score_chunk keeps only 8 keys' accumulators per head):
 //
-//   level 1: v[2i], v[2i+1]      -> per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3]
-//   level 2: pairs of those      -> per 128-bit lane L: sums over L of keys 4i..4i+3
-//   level 3, 4: 128-bit lanes    -> lane L of the result: keys 4L..4L+3 summed over all of v
-inline __m512 sum_each(const __m512 v[kLanes]) {
-  __m512 t[8];
-  for (int i = 0; i < 8; ++i) {
+//   sum_half(v[0..7]), levels 1-3:
+//     level 1: v[2i], v[2i+1]    -> per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3]
+//     level 2: pairs of those    -> per 128-bit lane L: sums over L of keys 4i..4i+3
+//     level 3: 128-bit lanes     -> keys 0-7, each summed over two 128-bit lanes
+//   join_halves(h0, h1), level 4: lane L of the result: keys 4L..4L+3 summed over all of v
+inline __m512 sum_half(const __m512 v[kLanes / 2]) {
+  __m512 t[4];
+  for (int i = 0; i < 4; ++i) {
     t[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
                          _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
   }
-  __m512 u[4];
-  for (int i = 0; i < 4; ++i) {
+  __m512 u[2];
+  for (int i = 0; i < 2; ++i) {
     const __m512d c = _mm512_castps_pd(t[2 * i]);
     const __m512d d = _mm512_castps_pd(t[2 * i + 1]);
     u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c, d)),
                          _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)));
   }
   // 0x88 picks 128-bit lanes (0, 2 | 0, 2) of (a | b), 0xDD picks (1, 3 | 1, 3).
-  const __m512 x0 =
-      _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
-  const __m512 x1 =
-      _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(x0, x1, 0x88), _mm512_shuffle_f32x4(x0, x1, 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
+                       _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+}
+
+inline __m512 join_halves(__m512 low, __m512 high) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(low, high, 0x88),
+                       _mm512_shuffle_f32x4(low, high, 0xDD));
 }
 
 // A row of zeros standing in for keys and values past a token's visible ones, so every loop
@@ -64,24 +69,44 @@ inline __m512 load_row(const std::uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// Scores of one query row against the chunk's keys (zero rows past `visible`), scaled; lanes
-// past `visible` are -inf.
-template <typename T>
-inline __m512 chunk_scores(const float* q, const T* const* keys, std::int64_t visible,
-                           std::int64_t head_dim, float scale) {
-  __m512 dots[kLanes];
-#pragma GCC unroll 16
-  for (int j = 0; j < kLanes; ++j) dots[j] = _mm512_setzero_ps();
-  for (std::int64_t d = 0; d < head_dim; d += kLanes) {
-    const __m512 qv = _mm512_loadu_ps(q + d);
-#pragma GCC unroll 16
-    for (int j = 0; j < kLanes; ++j) {
-      dots[j] = _mm512_fmadd_ps(qv, load_row(keys[j] + d), dots[j]);
+// Scores of kHeads query rows (q, q + head_dim, ...) against the chunk's 16 keys (zero rows past
+// `visible`), scaled; lanes past `visible` are -inf. Each key vector is loaded once for all the
+// heads that share it (grouped-query attention), in two halves of 8 keys so the kHeads x 8 dot
+// accumulators stay in registers; per head and key the FMAs and the reduction tree are those of
+// one head alone, so the scores do not depend on kHeads.
+template <int kHeads, typename T>
+inline void score_chunk(const float* q, const T* const* keys, std::int64_t visible,
+                        std::int64_t head_dim, float scale, __m512 out[kHeads]) {
+  constexpr int kHalf = kLanes / 2;
+  __m512 halves[kHeads][2];
+#pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {
+    __m512 dots[kHeads][kHalf];
+#pragma GCC unroll 4
+    for (int h = 0; h < kHeads; ++h) {
+#pragma GCC unroll 8
+      for (int j = 0; j < kHalf; ++j) dots[h][j] = _mm512_setzero_ps();
     }
+    for (std::int64_t d = 0; d < head_dim; d += kLanes) {
+#pragma GCC unroll 8
+      for (int j = 0; j < kHalf; ++j) {
+        const __m512 key = load_row(keys[half * kHalf + j] + d);
+#pragma GCC unroll 4
+        for (int h = 0; h < kHeads; ++h) {
+          dots[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + h * head_dim + d), key, dots[h][j]);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < kHeads; ++h) halves[h][half] = sum_half(dots[h]);
   }
   const auto mask = static_cast<__mmask16>((1u << visible) - 1);
-  return _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), mask,
-                            _mm512_mul_ps(sum_each(dots), _mm512_set1_ps(scale)));
+#pragma GCC unroll 4
+  for (int h = 0; h < kHeads; ++h) {
+    out[h] = _mm512_mask_mov_ps(
+        _mm512_set1_ps(-INFINITY), mask,
+        _mm512_mul_ps(join_halves(halves[h][0], halves[h][1]), _mm512_set1_ps(scale)));
+  }
 }
 
 // acc[r0 + h, d0 : d0 + 16 kVecs] = correction[h] * acc + sum over j < visible of
@@ -130,42 +155,51 @@ void heads_block(const avx2::AttentionTile& tile, const float* q, std::int64_t r
                  float* scores /* [kHeads, kKeyBlock] */, float* row_max, float* row_sum) {
   const std::int64_t head_dim = tile.head_dim;
   const std::int64_t num_chunks = (visible + kLanes - 1) / kLanes;
+  // Heads scored together per key load: 3 x 8 dot accumulators fit the 32 registers, 4 x 8 not.
+  constexpr int kShare = kHeads == 4 ? 2 : kHeads;
+  __m512 max_v[kHeads];
+#pragma GCC unroll 4
+  for (int h = 0; h < kHeads; ++h) max_v[h] = _mm512_set1_ps(-INFINITY);
+  for (std::int64_t c = 0; c < num_chunks; ++c) {
+    const std::int64_t in_chunk = visible - c * kLanes < kLanes ? visible - c * kLanes : kLanes;
+    // K/V rows come from DRAM (a layer's cache was last read a whole step ago) in runs of a few
+    // hundred bytes scattered over the pool, and a demand miss per row leaves the core waiting:
+    // while chunk c is scored, ask for its value rows (read after every score) and chunk c+1's
+    // keys. -12% on a cold 16-way layer; +20% when K/V sit in L3 (BM_AttentionDecodeLayers vs
+    // BM_AttentionDecode/16/192). Written inline: GCC drops calls to a helper that only
+    // prefetches, as a function without side effects.
+    const std::int64_t row_bytes = head_dim * static_cast<std::int64_t>(sizeof(T));
+    for (std::int64_t j = 0; j < in_chunk; ++j) {
+      const char* v = reinterpret_cast<const char*>(values[c * kLanes + j]);
+      for (std::int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(v + b, 0, 3);
+    }
+    const std::int64_t next = (c + 1) * kLanes;
+    const std::int64_t next_rows = visible - next < kLanes ? visible - next : kLanes;
+    for (std::int64_t j = 0; j < next_rows; ++j) {
+      const char* k = reinterpret_cast<const char*>(keys[next + j]);
+      for (std::int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(k + b, 0, 3);
+    }
+    const T* chunk_keys[kLanes];
+    for (std::int64_t j = 0; j < kLanes; ++j) {
+      chunk_keys[j] = j < in_chunk ? keys[c * kLanes + j] : zero_row(keys[0]);
+    }
+    __m512 sv[kHeads];
+#pragma GCC unroll 2
+    for (int h0 = 0; h0 < kHeads; h0 += kShare) {
+      score_chunk<kShare>(q + h0 * head_dim, chunk_keys, in_chunk, head_dim, tile.scale, sv + h0);
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < kHeads; ++h) {
+      max_v[h] = _mm512_max_ps(max_v[h], sv[h]);
+      _mm512_storeu_ps(scores + h * kKeyBlock + c * kLanes, sv[h]);
+    }
+  }
   float correction[kHeads];
 #pragma GCC unroll 4
   for (int h = 0; h < kHeads; ++h) {
     const std::int64_t r = r0 + h;
     float* s = scores + h * kKeyBlock;
-    __m512 max_v = _mm512_set1_ps(-INFINITY);
-    for (std::int64_t c = 0; c < num_chunks; ++c) {
-      const std::int64_t in_chunk = visible - c * kLanes < kLanes ? visible - c * kLanes : kLanes;
-      // K/V rows come from DRAM (a layer's cache was last read a whole step ago) in runs of a
-      // few hundred bytes scattered over the pool, and a demand miss per row leaves the core
-      // waiting: while the first head scores chunk c, ask for chunk c's value rows (read after
-      // every score) and chunk c+1's keys. -12% on a cold 16-way layer; +20% when K/V sit in
-      // L3 (BM_AttentionDecodeLayers vs BM_AttentionDecode/16/192). Written inline: GCC drops
-      // calls to a helper that only prefetches, as a function without side effects.
-      if (h == 0) {
-        const std::int64_t row_bytes = head_dim * static_cast<std::int64_t>(sizeof(T));
-        for (std::int64_t j = 0; j < in_chunk; ++j) {
-          const char* v = reinterpret_cast<const char*>(values[c * kLanes + j]);
-          for (std::int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(v + b, 0, 3);
-        }
-        const std::int64_t next = (c + 1) * kLanes;
-        const std::int64_t next_rows = visible - next < kLanes ? visible - next : kLanes;
-        for (std::int64_t j = 0; j < next_rows; ++j) {
-          const char* k = reinterpret_cast<const char*>(keys[next + j]);
-          for (std::int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(k + b, 0, 3);
-        }
-      }
-      const T* chunk_keys[kLanes];
-      for (std::int64_t j = 0; j < kLanes; ++j) {
-        chunk_keys[j] = j < in_chunk ? keys[c * kLanes + j] : zero_row(keys[0]);
-      }
-      const __m512 sv = chunk_scores(q + h * head_dim, chunk_keys, in_chunk, head_dim, tile.scale);
-      max_v = _mm512_max_ps(max_v, sv);
-      _mm512_storeu_ps(s + c * kLanes, sv);
-    }
-    const float block_max = _mm512_reduce_max_ps(max_v);
+    const float block_max = _mm512_reduce_max_ps(max_v[h]);
     const float new_max = block_max > row_max[r] ? block_max : row_max[r];
     correction[h] = expf(row_max[r] - new_max);
     row_max[r] = new_max;
