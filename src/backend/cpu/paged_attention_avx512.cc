@@ -16,9 +16,10 @@ static_assert(kKeyBlock <= avx2::kMaxGatherKeys, "a key block is one gather");
 // Head dimensions per value pass: 4 vectors x up to 4 heads = 16 accumulators.
 constexpr std::int64_t kPassLanes = 4 * kLanes;
 
-// Lane j of sum_each(v) is the sum of the 16 lanes of v[j]: a transposing tree of 45 shuffles
-// and adds instead of 16 separate horizontal sums. It splits in two halves, so keys 0-7 can be
-// reduced before keys 8-15 are scored (score_chunk keeps only 8 keys' accumulators per head):
+// Lane j of join_halves(sum_half(v), sum_half(v + 8)) is the sum of the 16 lanes of v[j]: a
+// transposing tree of 45 shuffles and adds instead of 16 separate horizontal sums, in two halves
+// so keys 0-7 are reduced before keys 8-15 are scored (score_chunk keeps only 8 keys'
+// accumulators per head):
 //
 //   sum_half(v[0..7]), levels 1-3:
 //     level 1: v[2i], v[2i+1]    -> per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3]
