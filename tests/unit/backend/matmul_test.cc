@@ -63,10 +63,12 @@ void expect_matmul_matches(ThreadPool& pool, std::mt19937_64& rng, DType dtype, 
        {MatmulKernel::kAuto, MatmulKernel::kDirect, MatmulKernel::kPacked, MatmulKernel::kBlasPanel,
         MatmulKernel::kRowGroup, MatmulKernel::kBroadcast, MatmulKernel::kBroadcastInt16}) {
     SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
-    // The int16 kernel (also kAuto's pick for 12-64 rows) rounds x; elsewhere it falls back.
+    // The int16 kernels (kAuto's pick at every row count on a VNNI CPU) round x, at any m (in
+    // pieces past 32 rows); on other weight types or CPUs they fall back to fp32 kernels.
     const MatmulKernel chosen = kernel == MatmulKernel::kAuto ? matmul_kernel_for(m) : kernel;
-    const bool rounds_x = chosen == MatmulKernel::kBroadcastInt16 && cpu_has_avx512_vnni() &&
-                          avx512::decodes(dtype) && m <= 64;
+    const bool int16_kernel =
+        chosen == MatmulKernel::kBroadcastInt16 || chosen == MatmulKernel::kDirectInt16;
+    const bool rounds_x = int16_kernel && cpu_has_avx512_vnni() && avx512::decodes(dtype);
     std::vector<float> y(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
     matmul(pool, x.data(), m, w, b, y.data(), kernel);
     int failures = 0;
