@@ -1,5 +1,7 @@
 // `pagoda bench offline`: N random-token prompts submitted at once through the EngineClient,
-// then the same lengths as a single stream, in one invocation so both see the same machine.
+// then the same lengths as a single stream, in one invocation so both see the same machine;
+// with --rounds R the two alternate R times and each side's runs are pooled, so a noisy
+// neighbour that slows one run weighs on both sides of the ratio.
 // With --speculative-config the same workload also runs on a second engine without speculation,
 // interleaved, so the speed-up is a ratio from one run.
 #include <algorithm>
@@ -45,6 +47,28 @@ struct BenchResult {
     return sorted[std::min(at, sorted.size() - 1)];
   }
 };
+
+// Runs of one side pooled: tokens and seconds summed, so the rates weigh each run by its length.
+BenchResult pooled(const std::vector<BenchResult>& runs) {
+  BenchResult all;
+  double ttft_sum = 0.0;
+  for (const BenchResult& r : runs) {
+    all.seconds += r.seconds;
+    all.num_requests += r.num_requests;
+    all.prompt_tokens += r.prompt_tokens;
+    all.output_tokens += r.output_tokens;
+    ttft_sum += r.mean_ttft * static_cast<double>(r.num_requests);
+    all.decode_seconds += r.decode_seconds;
+    all.decode_tokens += r.decode_tokens;
+    all.steady_seconds += r.steady_seconds;
+    all.steady_tokens += r.steady_tokens;
+    all.inter_token_latencies.insert(all.inter_token_latencies.end(),
+                                     r.inter_token_latencies.begin(),
+                                     r.inter_token_latencies.end());
+  }
+  if (all.num_requests > 0) all.mean_ttft = ttft_sum / static_cast<double>(all.num_requests);
+  return all;
+}
 
 // Times at which a request's tokens arrived: its first token, then one step per latency.
 std::vector<double> token_times(const engine::RequestTimings& timings) {
@@ -122,6 +146,49 @@ void print(const char* label, const BenchResult& r) {
       r.itl_percentile(0.99) * 1e3);
 }
 
+void print_ratio(const char* label, const BenchResult& b, const BenchResult& s) {
+  std::printf("%s: output tok/s %.2fx, decode tok/s %.2fx, steady decode %.2fx\n", label,
+              (b.output_tokens / b.seconds) / (s.output_tokens / s.seconds),
+              b.decode_rate() / s.decode_rate(), b.steady_rate() / s.steady_rate());
+}
+
+// --rounds: concurrent, single stream, concurrent, ... each run printed, then each side pooled
+// and the ratio of the pools, with the spread of the per-round steady-decode ratios.
+Status run_rounds(engine::EngineClient& client, const std::vector<std::vector<std::int32_t>>& batch,
+                  const std::vector<std::vector<std::int32_t>>* single, std::int64_t output_len,
+                  bool ignore_eos, std::int64_t rounds) {
+  std::vector<BenchResult> batch_runs, single_runs;
+  std::vector<double> steady_ratios;
+  for (std::int64_t r = 1; r <= rounds; ++r) {
+    const std::string of = " " + std::to_string(r) + "/" + std::to_string(rounds);
+    PAGODA_ASSIGN_OR_RETURN(BenchResult b, run_batch(client, batch, output_len, ignore_eos));
+    print(("concurrent" + of).c_str(), b);
+    batch_runs.push_back(std::move(b));
+    if (single == nullptr) continue;
+    PAGODA_ASSIGN_OR_RETURN(BenchResult s, run_batch(client, *single, output_len, ignore_eos));
+    print(("single" + of).c_str(), s);
+    if (s.steady_rate() > 0)
+      steady_ratios.push_back(batch_runs.back().steady_rate() / s.steady_rate());
+    single_runs.push_back(std::move(s));
+  }
+  const BenchResult b = pooled(batch_runs);
+  print("concurrent", b);
+  if (single == nullptr) return Status::ok_status();
+  const BenchResult s = pooled(single_runs);
+  print("single-stream", s);
+  print_ratio(("vs single stream, " + std::to_string(rounds) + " rounds pooled").c_str(), b, s);
+  std::sort(steady_ratios.begin(), steady_ratios.end());
+  if (!steady_ratios.empty()) {
+    const std::size_t mid = steady_ratios.size() / 2;
+    const double median = steady_ratios.size() % 2 == 1
+                              ? steady_ratios[mid]
+                              : (steady_ratios[mid - 1] + steady_ratios[mid]) / 2.0;
+    std::printf("steady decode ratio per round: min %.2fx, median %.2fx, max %.2fx\n",
+                steady_ratios.front(), median, steady_ratios.back());
+  }
+  return Status::ok_status();
+}
+
 // Stats once the engine is idle (they are published after each step).
 engine::EngineStats settled_stats(const engine::EngineClient& client) {
   engine::EngineStats stats = client.stats();
@@ -176,6 +243,10 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
   sub->add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
   sub->add_option("--threads", threads, "Threads (default: all cores)");
   sub->add_flag("--no-single-stream", no_single_stream, "Skip the single-stream baseline");
+  sub->add_option("--rounds", rounds,
+                  "Alternate the concurrent batch and the single stream this many times and pool "
+                  "each side's runs (both sides then see the same machine conditions)")
+      ->capture_default_str();
   sub->add_option("--workload", workload,
                   "random (random tokens, --input-len each) or grounded (repeat a given passage; "
                   "EOS ends the answer)")
@@ -189,8 +260,14 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
 }
 
 int BenchCommand::run(const char* argv0) const {
-  if (num_prompts < 1 || input_len < 1 || output_len < 1) {
-    return report_error(invalid_argument("--num-prompts, --input-len, --output-len must be >= 1"));
+  if (num_prompts < 1 || input_len < 1 || output_len < 1 || rounds < 1) {
+    return report_error(
+        invalid_argument("--num-prompts, --input-len, --output-len, --rounds must be >= 1"));
+  }
+  if (rounds > 1 && speculative.enabled()) {
+    return report_error(invalid_argument(
+        "--rounds goes with a single-stream baseline; with --speculative-config the baseline is "
+        "the engine without speculation, already interleaved (use --rounds 1)"));
   }
   auto path = resolve_model_path(model, argv0);
   if (!path.ok()) return report_error(path.status());
@@ -277,6 +354,11 @@ int BenchCommand::run(const char* argv0) const {
                 on_output / off_output, on_decode / off_decode);
     return runs[1];
   };
+  if (rounds > 1) {
+    Status s = run_rounds(**client, *prompts, no_single_stream ? nullptr : &*single_prompt,
+                          output_len, ignore_eos, rounds);
+    return s.ok() ? 0 : report_error(s);
+  }
   auto batch = compare("concurrent", *prompts);
   if (!batch.ok()) return report_error(batch.status());
   if (options.engine.trace_sink) {
@@ -289,11 +371,7 @@ int BenchCommand::run(const char* argv0) const {
   if (no_single_stream) return 0;
   auto single = compare("single-stream", *single_prompt);
   if (!single.ok()) return report_error(single.status());
-  const BenchResult& b = *batch;
-  const BenchResult& s = *single;
-  std::printf("vs single stream: output tok/s %.2fx, decode tok/s %.2fx, steady decode %.2fx\n",
-              (b.output_tokens / b.seconds) / (s.output_tokens / s.seconds),
-              b.decode_rate() / s.decode_rate(), b.steady_rate() / s.steady_rate());
+  print_ratio("vs single stream", *batch, *single);
   return 0;
 }
 

@@ -93,6 +93,8 @@ struct BenchCommand {
   std::uint64_t seed = 0;
   int threads = 0;
   bool no_single_stream = false;
+  /// Times the concurrent batch and the single stream alternate; each side's runs are pooled.
+  std::int64_t rounds = 1;
   /// random: random-token prompts; grounded: chat prompts asking to repeat a given text, so
   /// the answer copies its input (n-gram speculation's case).
   std::string workload = "random";

@@ -139,3 +139,26 @@ def test_report_serving_ratios(tmp_path):
            "1.50, 2.00, 2.00 |" in proc.stdout, proc.stdout
     assert "| 16 | p99 TTFT ms | 1000.0 (1000.0–1000.0) | 500.0 (500.0–500.0) | 0.50 |" \
         in proc.stdout
+
+
+def test_bench_offline_rounds_alternate_and_pool(run_pagoda, default_model):
+    # --rounds 2: concurrent 1/2, single 1/2, concurrent 2/2, single 2/2 in that order, then each
+    # side pooled (the concurrent pool holds 2 x 3 requests) and one ratio of the pools.
+    proc = run_pagoda("bench", "offline", default_model, "--device", "cpu", "--threads", "2",
+                      "--num-prompts", "3", "--input-len", "8", "--output-len", "4",
+                      "--rounds", "2", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    labels = [line.split(" req in ")[0].rsplit(" ", 1)[0].strip()
+              for line in proc.stdout.splitlines() if " req in " in line]
+    assert labels == ["concurrent 1/2", "single 1/2", "concurrent 2/2", "single 2/2",
+                      "concurrent", "single-stream"], proc.stdout
+    pooled = next(line for line in proc.stdout.splitlines() if line.startswith("concurrent  "))
+    assert pooled.split()[1] == "6", pooled
+    assert "vs single stream, 2 rounds pooled: " in proc.stdout
+    assert "steady decode ratio per round: min " in proc.stdout
+
+
+def test_bench_offline_refuses_zero_rounds(run_pagoda, default_model):
+    proc = run_pagoda("bench", "offline", default_model, "--device", "cpu", "--rounds", "0")
+    assert proc.returncode != 0
+    assert "--rounds must be >= 1" in proc.stderr
