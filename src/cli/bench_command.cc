@@ -49,7 +49,7 @@ struct BenchResult {
 };
 
 // Runs of one side pooled: tokens and seconds summed, so the rates weigh each run by its length.
-BenchResult pooled(const std::vector<BenchResult>& runs) {
+BenchResult pool_runs(const std::vector<BenchResult>& runs) {
   BenchResult all;
   double ttft_sum = 0.0;
   for (const BenchResult& r : runs) {
@@ -152,31 +152,40 @@ void print_ratio(const char* label, const BenchResult& b, const BenchResult& s) 
               b.decode_rate() / s.decode_rate(), b.steady_rate() / s.steady_rate());
 }
 
+using Prompts = std::vector<std::vector<std::int32_t>>;
+
+// One round's prompts: the concurrent batch and the single stream.
+struct RoundPrompts {
+  Prompts batch;
+  Prompts single;
+};
+
 // --rounds: concurrent, single stream, concurrent, ... each run printed, then each side pooled
 // and the ratio of the pools, with the spread of the per-round steady-decode ratios.
-Status run_rounds(engine::EngineClient& client, const std::vector<std::vector<std::int32_t>>& batch,
-                  const std::vector<std::vector<std::int32_t>>* single, std::int64_t output_len,
-                  bool ignore_eos, std::int64_t rounds) {
+Status run_rounds(engine::EngineClient& client, const std::vector<RoundPrompts>& rounds,
+                  bool with_single, std::int64_t output_len, bool ignore_eos) {
   std::vector<BenchResult> batch_runs, single_runs;
   std::vector<double> steady_ratios;
-  for (std::int64_t r = 1; r <= rounds; ++r) {
-    const std::string of = " " + std::to_string(r) + "/" + std::to_string(rounds);
-    PAGODA_ASSIGN_OR_RETURN(BenchResult b, run_batch(client, batch, output_len, ignore_eos));
+  const auto count = static_cast<std::int64_t>(rounds.size());
+  for (std::int64_t r = 0; r < count; ++r) {
+    const RoundPrompts& round = rounds[static_cast<std::size_t>(r)];
+    const std::string of = " " + std::to_string(r + 1) + "/" + std::to_string(count);
+    PAGODA_ASSIGN_OR_RETURN(BenchResult b, run_batch(client, round.batch, output_len, ignore_eos));
     print(("concurrent" + of).c_str(), b);
     batch_runs.push_back(std::move(b));
-    if (single == nullptr) continue;
-    PAGODA_ASSIGN_OR_RETURN(BenchResult s, run_batch(client, *single, output_len, ignore_eos));
+    if (!with_single) continue;
+    PAGODA_ASSIGN_OR_RETURN(BenchResult s, run_batch(client, round.single, output_len, ignore_eos));
     print(("single" + of).c_str(), s);
     if (s.steady_rate() > 0)
       steady_ratios.push_back(batch_runs.back().steady_rate() / s.steady_rate());
     single_runs.push_back(std::move(s));
   }
-  const BenchResult b = pooled(batch_runs);
+  const BenchResult b = pool_runs(batch_runs);
   print("concurrent", b);
-  if (single == nullptr) return Status::ok_status();
-  const BenchResult s = pooled(single_runs);
+  if (!with_single) return Status::ok_status();
+  const BenchResult s = pool_runs(single_runs);
   print("single-stream", s);
-  print_ratio(("vs single stream, " + std::to_string(rounds) + " rounds pooled").c_str(), b, s);
+  print_ratio(("vs single stream, " + std::to_string(count) + " rounds pooled").c_str(), b, s);
   std::sort(steady_ratios.begin(), steady_ratios.end());
   if (!steady_ratios.empty()) {
     const std::size_t mid = steady_ratios.size() / 2;
@@ -277,15 +286,24 @@ int BenchCommand::run(const char* argv0) const {
   if (Status s = device.apply(quantization, options.executor); !s.ok()) return report_error(s);
   options.engine.scheduler.max_num_seqs = max_num_seqs;
   options.engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
-  auto prompts = workload == "grounded" ? grounded_prompts(*path, num_prompts, seed)
-                                        : random_prompts(num_prompts, input_len, seed);
-  if (!prompts.ok()) return report_error(prompts.status());
-  auto single_prompt = workload == "grounded" ? grounded_prompts(*path, 1, seed + 2)
-                                              : random_prompts(1, input_len, seed + 2);
-  if (!single_prompt.ok()) return report_error(single_prompt.status());
+  // Each round draws its own prompts (seed + 1000 per round), so a later round does not hit the
+  // prefix cache an earlier one filled; round 1's are those of a single run.
+  std::vector<RoundPrompts> round_prompts;
   std::int64_t longest = input_len;
-  for (const auto& p : *prompts) longest = std::max<std::int64_t>(longest, std::ssize(p));
-  for (const auto& p : *single_prompt) longest = std::max<std::int64_t>(longest, std::ssize(p));
+  for (std::int64_t r = 0; r < rounds; ++r) {
+    const std::uint64_t s = seed + 1000 * static_cast<std::uint64_t>(r);
+    auto batch = workload == "grounded" ? grounded_prompts(*path, num_prompts, s)
+                                        : random_prompts(num_prompts, input_len, s);
+    if (!batch.ok()) return report_error(batch.status());
+    auto single = workload == "grounded" ? grounded_prompts(*path, 1, s + 2)
+                                         : random_prompts(1, input_len, s + 2);
+    if (!single.ok()) return report_error(single.status());
+    for (const auto& p : *batch) longest = std::max<std::int64_t>(longest, std::ssize(p));
+    for (const auto& p : *single) longest = std::max<std::int64_t>(longest, std::ssize(p));
+    round_prompts.push_back({std::move(*batch), std::move(*single)});
+  }
+  const Prompts& prompts = round_prompts[0].batch;
+  const Prompts& single_prompt = round_prompts[0].single;
   options.engine.scheduler.max_model_len = longest + output_len;
   options.engine.kv_cache_memory_bytes = kv_cache_memory;
   if (Status s = trace.apply(options.engine); !s.ok()) return report_error(s);
@@ -355,11 +373,10 @@ int BenchCommand::run(const char* argv0) const {
     return runs[1];
   };
   if (rounds > 1) {
-    Status s = run_rounds(**client, *prompts, no_single_stream ? nullptr : &*single_prompt,
-                          output_len, ignore_eos, rounds);
+    Status s = run_rounds(**client, round_prompts, !no_single_stream, output_len, ignore_eos);
     return s.ok() ? 0 : report_error(s);
   }
-  auto batch = compare("concurrent", *prompts);
+  auto batch = compare("concurrent", prompts);
   if (!batch.ok()) return report_error(batch.status());
   if (options.engine.trace_sink) {
     const engine::EngineStats stats = (*client)->stats();
@@ -369,7 +386,7 @@ int BenchCommand::run(const char* argv0) const {
                 static_cast<long long>(stats.trace_bytes_written), stats.trace_seconds * 1e3);
   }
   if (no_single_stream) return 0;
-  auto single = compare("single-stream", *single_prompt);
+  auto single = compare("single-stream", single_prompt);
   if (!single.ok()) return report_error(single.status());
   print_ratio("vs single stream", *batch, *single);
   return 0;
