@@ -40,8 +40,9 @@ inline constexpr std::int64_t kInt16Block = 32;
 inline constexpr std::int64_t kInt16PieceRows = 32;
 
 /// Weight rows per tile when x spans `vectors` (1 or 2) column vectors: each (row, vector) pair
-/// holds an int32 block sum and an fp32 accumulator in registers (8 rows measured faster than 12
-/// for one vector; 16 spills).
+/// holds an int32 block sum and an fp32 accumulator in registers. For one vector, 12 or 16 rows
+/// (more latency chains) run the matmul alone 0-7% faster but the decode step no faster
+/// (docs/perf/cpu.md, session 9: the loop is bound by its epilogue's FMAs and decode's stores).
 constexpr std::int64_t int16_tile_rows(std::int64_t vectors) {
   return vectors == 1 ? 8 : 6;
 }
