@@ -8,12 +8,11 @@
 namespace pagoda::grpc {
 
 GenerateReactor* GenerateReactor::start(std::shared_ptr<engine::OutputStream> stream,
-                                        std::shared_ptr<const api::ServedModel> model,
-                                        engine::EngineClient& engine,
+                                        const InferenceBackend& backend,
                                         std::shared_ptr<SerialExecutor> executor,
                                         std::shared_ptr<RequestRegistry> registry) {
-  std::shared_ptr<GenerateReactor> reactor(new GenerateReactor(
-      std::move(stream), std::move(model), engine, std::move(executor), std::move(registry)));
+  std::shared_ptr<GenerateReactor> reactor(
+      new GenerateReactor(std::move(stream), backend, std::move(executor), std::move(registry)));
   reactor->self_ = reactor;
   // Writes started before the handler returns are held by gRPC until the call is bound.
   reactor->stream_->set_listener([weak = std::weak_ptr<GenerateReactor>(reactor)] {
@@ -23,13 +22,13 @@ GenerateReactor* GenerateReactor::start(std::shared_ptr<engine::OutputStream> st
 }
 
 GenerateReactor::GenerateReactor(std::shared_ptr<engine::OutputStream> stream,
-                                 std::shared_ptr<const api::ServedModel> model,
-                                 engine::EngineClient& engine,
+                                 const InferenceBackend& backend,
                                  std::shared_ptr<SerialExecutor> executor,
                                  std::shared_ptr<RequestRegistry> registry)
     : stream_(std::move(stream)),
-      model_(std::move(model)),
-      engine_(engine),
+      model_(backend.model),
+      engine_(*backend.engine),
+      metrics_(backend.metrics),
       executor_(std::move(executor)),
       registry_(std::move(registry)) {}
 
@@ -54,7 +53,7 @@ void GenerateReactor::pump() {
   if (finished_) {
     if (!grpc_done_) return;
     // The call is over; the engine still owes the final output of an aborted request.
-    while (stream_->try_next()) {
+    while (next_output()) {
     }
     if (!stream_->ended() || self_ == nullptr) return;
     released = std::move(self_);
@@ -69,7 +68,7 @@ void GenerateReactor::pump() {
     Finish(::grpc::Status(::grpc::StatusCode::CANCELLED, "the call was cancelled"));
     return;
   }
-  std::optional<engine::StreamOutput> item = stream_->try_next();
+  std::optional<engine::StreamOutput> item = next_output();
   if (!item) return;
   if (!item->error.ok()) {
     // The engine failed the request (or stopped without draining): say so rather than end the
@@ -118,6 +117,12 @@ void GenerateReactor::OnDone() {
     grpc_done_ = true;
   }
   pump();
+}
+
+std::optional<engine::StreamOutput> GenerateReactor::next_output() {
+  std::optional<engine::StreamOutput> item = stream_->try_next();
+  if (item && item->output.finished && metrics_) metrics_->record_finished(item->output);
+  return item;
 }
 
 void GenerateReactor::abort_in_engine() {

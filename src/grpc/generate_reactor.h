@@ -17,9 +17,11 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "api/served_model.h"
 #include "engine/engine_client.h"
+#include "grpc/inference_backend.h"
 #include "grpc/request_registry.h"
 #include "grpc/serial_executor.h"
 #include "pagoda/v1/generate.pb.h"
@@ -29,11 +31,10 @@ namespace pagoda::grpc {
 /// The server side of one Generate stream. Owns itself until it is released (see above).
 class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
-  /// Starts streaming `stream`, whose request id is already in `registry`. `engine` must
-  /// outlive the reactor.
+  /// Starts streaming `stream`, whose request id is already in `registry`, from `backend`'s
+  /// engine (which must outlive the reactor); the final output is counted in its metrics.
   static GenerateReactor* start(std::shared_ptr<engine::OutputStream> stream,
-                                std::shared_ptr<const api::ServedModel> model,
-                                engine::EngineClient& engine,
+                                const InferenceBackend& backend,
                                 std::shared_ptr<SerialExecutor> executor,
                                 std::shared_ptr<RequestRegistry> registry);
   ~GenerateReactor() override;
@@ -43,8 +44,7 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   void OnDone() override;
 
  private:
-  GenerateReactor(std::shared_ptr<engine::OutputStream> stream,
-                  std::shared_ptr<const api::ServedModel> model, engine::EngineClient& engine,
+  GenerateReactor(std::shared_ptr<engine::OutputStream> stream, const InferenceBackend& backend,
                   std::shared_ptr<SerialExecutor> executor,
                   std::shared_ptr<RequestRegistry> registry);
 
@@ -54,10 +54,13 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   // the last output or once cancelled; after OnDone, discards outputs until the final one.
   void pump();
   void abort_in_engine();
+  // The next output of the stream, counting the final one in the metrics.
+  std::optional<engine::StreamOutput> next_output();
 
   const std::shared_ptr<engine::OutputStream> stream_;
   const std::shared_ptr<const api::ServedModel> model_;
   engine::EngineClient& engine_;
+  const std::shared_ptr<api::ServingMetrics> metrics_;
   const std::shared_ptr<SerialExecutor> executor_;
   const std::shared_ptr<RequestRegistry> registry_;
   std::atomic<bool> wake_posted_{false};

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/served_model.h"
+#include "api/serving_metrics.h"
 #include "engine/engine_client.h"
 
 namespace pagoda::grpc {
@@ -17,6 +18,10 @@ struct InferenceBackend {
   engine::EngineClient* engine = nullptr;
   /// ModelConfig::architecture ("llama", "qwen2", ...).
   std::string architecture;
+  /// The HTTP server's /metrics registry, so gRPC requests are counted beside HTTP ones
+  /// (finished requests' latencies and tokens, refusals by their HTTP status); null counts
+  /// nothing.
+  std::shared_ptr<api::ServingMetrics> metrics;
 };
 
 }  // namespace pagoda::grpc

@@ -67,55 +67,57 @@ InferenceService::Admission InferenceService::admit(const ::grpc::CallbackServer
   return {.backend = backend_, .status = ::grpc::Status::OK};
 }
 
-::grpc::Status InferenceService::generate(const v1::GenerateRequest& request,
-                                          const InferenceBackend& backend, bool trace,
-                                          std::shared_ptr<engine::OutputStream>& stream) {
+api::ApiErrorOr<std::shared_ptr<engine::OutputStream>> InferenceService::generate(
+    const v1::GenerateRequest& request, const InferenceBackend& backend, bool trace) {
   if (request.request_id().size() > kMaxRequestIdBytes) {
-    return to_grpc_status(api::ApiError::invalid_request(
+    return api::ApiError::invalid_request(
         "'request_id' is " + std::to_string(request.request_id().size()) + " bytes; at most " +
             std::to_string(kMaxRequestIdBytes) + " are allowed",
-        "request_id"));
+        "request_id");
   }
   api::ApiErrorOr<GenerateJson> json = generate_request_json(request);
-  if (!json.ok()) return to_grpc_status(json.error());
+  if (!json.ok()) return json.error();
   const api::RequestContext context{.id = request.request_id()};
   api::ApiErrorOr<api::GenerationJob> job =
       json->endpoint == api::ApiEndpoint::kChatCompletions
           ? api::parse_chat_request(json->body, *backend.model, context)
           : api::parse_completion_request(json->body, *backend.model, context);
-  if (!job.ok()) return to_grpc_status(job.error());
+  if (!job.ok()) return job.error();
   PAGODA_CHECK(job->requests.size() == 1) << "one input makes one engine request";
   engine::EngineRequest& engine_request = job->requests.front();
   if (trace) engine_request.trace = true;
   const std::string id = engine_request.request_id;
   if (!registry_->add(id)) {
-    return to_grpc_status(api::ApiError::invalid_request(
-        "'request_id' \"" + id + "\" is already in flight; use a unique id", "request_id"));
+    return api::ApiError::invalid_request(
+        "'request_id' \"" + id + "\" is already in flight; use a unique id", "request_id");
   }
   StatusOr<std::shared_ptr<engine::OutputStream>> submitted =
       backend.engine->submit(std::move(engine_request));
   if (!submitted.ok()) {
     registry_->remove(id);
-    return to_grpc_status(submitted.status());
+    return api::ApiError::from_status(submitted.status());
   }
-  stream = std::move(*submitted);
-  return ::grpc::Status::OK;
+  return std::move(*submitted);
 }
 
 ::grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
     ::grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   Admission admission = admit(*context);
   if (!admission.backend) return new RefusedGenerate(admission.status);
-  std::shared_ptr<engine::OutputStream> stream;
   // x-pagoda-trace: 1 (or true) asks for a reasoning trace, as HTTP's X-Pagoda-Trace header.
   const auto& metadata = context->client_metadata();
   const auto trace_it = metadata.find("x-pagoda-trace");
   const bool trace =
       trace_it != metadata.end() && (trace_it->second == "1" || trace_it->second == "true");
-  const ::grpc::Status status = generate(*request, *admission.backend, trace, stream);
-  if (!status.ok()) return new RefusedGenerate(status);
-  return GenerateReactor::start(std::move(stream), admission.backend->model,
-                                *admission.backend->engine, executor_, registry_);
+  api::ApiErrorOr<std::shared_ptr<engine::OutputStream>> stream =
+      generate(*request, *admission.backend, trace);
+  if (!stream.ok()) {
+    // Counted as HTTP counts a refused generation request (the same status_code label).
+    if (admission.backend->metrics)
+      admission.backend->metrics->record_rejected(stream.error().http_status);
+    return new RefusedGenerate(to_grpc_status(stream.error()));
+  }
+  return GenerateReactor::start(std::move(*stream), *admission.backend, executor_, registry_);
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::Tokenize(::grpc::CallbackServerContext* context,

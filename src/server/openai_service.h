@@ -38,6 +38,8 @@ class OpenAiService {
   void record_rejected(int http_status) { metrics_.record_rejected(http_status); }
 
   const api::ServedModel& served_model() const { return model_; }
+  /// The registry behind /metrics, for the gRPC server to count its requests in.
+  api::ServingMetrics& serving_metrics() { return metrics_; }
   engine::EngineClient& engine() const { return engine_; }
 
  private:

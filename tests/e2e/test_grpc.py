@@ -4,6 +4,7 @@ import asyncio
 import importlib
 import importlib.resources
 import json
+import re
 import signal
 import sys
 import threading
@@ -307,6 +308,49 @@ def test_other_invalid_inputs(stub, pb):
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     error = rpc_error(lambda: stub.Tokenize(pb.tok.TokenizeRequest()))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def scrape(server):
+    """/metrics as {(name, frozenset of label pairs): value}."""
+    status, _, body = server.get("/metrics")
+    assert status == 200
+    samples = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            name, _, labels = series.partition("{")
+            samples[(name, frozenset(re.findall(r'(\w+)="([^"]*)"', labels)))] = float(value)
+    return samples
+
+
+def metric(samples, name, **labels):
+    """The sum of `name`'s samples whose labels include `labels`."""
+    return sum(v for (n, l), v in samples.items() if n == name and set(labels.items()) <= l)
+
+
+def test_requests_count_in_the_http_metrics(stub, pb, server):
+    """A gRPC Generate lands in /metrics as an HTTP request does: its latencies in the
+    histograms, its finish reason, its tokens; a refused one under its HTTP status."""
+    wait_idle(stub, pb)
+    before = scrape(server)
+    *_, last = stub.Generate(text_request(pb, max_tokens=4))
+    error = rpc_error(lambda: stub.Generate(text_request(pb, text=PROMPT, request_id="x" * 129)))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    wait_idle(stub, pb)
+    after = scrape(server)
+
+    def delta(name, **labels):
+        return metric(after, name, **labels) - metric(before, name, **labels)
+
+    for histogram in ("e2e_request_latency_seconds", "time_to_first_token_seconds",
+                      "request_queue_time_seconds", "request_generation_tokens"):
+        assert delta(f"pagoda:{histogram}_count") == 1, histogram
+    reason = "length" if last.finish_reason == pb.gen.FINISH_REASON_LENGTH else "stop"
+    assert delta("pagoda:request_success_total", finished_reason=reason) == 1
+    assert delta("pagoda:request_success_total") == 1
+    assert delta("pagoda:generation_tokens_total") == last.usage.completion_tokens
+    assert delta("pagoda:prompt_tokens_total") == last.usage.prompt_tokens
+    assert delta("pagoda:request_rejected_total", status_code="400") == 1
 
 
 def test_unknown_model_is_not_found(stub, pb):
