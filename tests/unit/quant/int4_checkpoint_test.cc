@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -26,7 +27,7 @@ class Int4Golden : public ::testing::Test {
   static void SetUpTestSuite() {
     auto file = SafetensorsFile::open(kDataDir + "int4_layers.safetensors");
     ASSERT_TRUE(file.ok()) << file.status().to_string();
-    file_ = std::move(*file).release();
+    file_ = std::move(*file);
     for (const SafetensorsTensor& t : file_->tensors()) {
       tensors_->emplace(t.name, ModelTensor{t.name, t.dtype, t.shape, t.data});
     }
@@ -65,7 +66,8 @@ class Int4Golden : public ::testing::Test {
                                        : repack_awq(name, t, config_of(c), rows, cols);
   }
 
-  static inline SafetensorsFile* file_ = nullptr;
+  // Owns the mapping that tensors_ points into; freed at exit, after the last test.
+  static inline std::unique_ptr<SafetensorsFile> file_;
   static inline auto* tensors_ = new std::map<std::string, ModelTensor>();
   static inline auto* cases_ = new nlohmann::json();
 };
