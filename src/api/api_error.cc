@@ -29,12 +29,14 @@ ApiError ApiError::model_not_found(std::string_view model) {
           .param = "model"};
 }
 
-ApiError ApiError::payload_too_large(std::int64_t size_bytes, std::int64_t limit_bytes) {
+ApiError ApiError::payload_too_large(std::optional<std::int64_t> size_bytes,
+                                     std::int64_t limit_bytes) {
+  const std::string size = size_bytes ? std::to_string(*size_bytes) + " bytes" : "over the limit";
   return {.code = StatusCode::kResourceExhausted,
           .http_status = 413,
           .type = "invalid_request_error",
-          .message = "the request body is " + std::to_string(size_bytes) + " bytes; at most " +
-                     std::to_string(limit_bytes) + " are accepted",
+          .message = "the request body is " + size + "; at most " + std::to_string(limit_bytes) +
+                     " bytes are accepted",
           .param = std::nullopt};
 }
 

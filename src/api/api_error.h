@@ -44,8 +44,9 @@ struct ApiError {
                                   std::optional<std::string> param = std::nullopt);
   /// A 404 for a model this server does not serve (param "model").
   static ApiError model_not_found(std::string_view model);
-  /// A 413 for a body over the transport's limit.
-  static ApiError payload_too_large(std::int64_t size_bytes, std::int64_t limit_bytes);
+  /// A 413 for a body over the transport's limit; `size_bytes` when the request declared it.
+  static ApiError payload_too_large(std::optional<std::int64_t> size_bytes,
+                                    std::int64_t limit_bytes);
   /// The error for a Status from the engine or a loader; `status` must not be ok.
   static ApiError from_status(const Status& status,
                               std::optional<std::string> param = std::nullopt);

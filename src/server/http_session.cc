@@ -207,9 +207,12 @@ void HttpSession::on_parse_error(beast::error_code ec) {
                                                     " bytes")),
           /*close_after=*/true);
   } else if (ec == http::error::body_limit) {
-    const boost::optional<std::uint64_t> length = parser_->content_length();
+    // Beast reports the limit on a Content-Length over it before the header is complete, when
+    // content_length() may not be asked (a debug build asserts), or later in a chunked body.
+    const boost::optional<std::uint64_t> length =
+        parser_->is_header_done() ? parser_->content_length() : boost::none;
     reply(HttpReply::error(api::ApiError::payload_too_large(
-              length ? static_cast<std::int64_t>(*length) : config.max_body_bytes + 1,
+              length ? std::optional(static_cast<std::int64_t>(*length)) : std::nullopt,
               config.max_body_bytes)),
           /*close_after=*/true);
   } else {

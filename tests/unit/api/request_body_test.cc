@@ -82,6 +82,10 @@ TEST(ApiErrorTest, StatusCodesMapToHttpAndTypes) {
   }
   EXPECT_EQ(ApiError::model_not_found("x").http_status, 404);
   EXPECT_EQ(ApiError::payload_too_large(10, 5).http_status, 413);
+  EXPECT_EQ(ApiError::payload_too_large(10, 5).message,
+            "the request body is 10 bytes; at most 5 bytes are accepted");
+  EXPECT_EQ(ApiError::payload_too_large(std::nullopt, 5).message,
+            "the request body is over the limit; at most 5 bytes are accepted");
 }
 
 }  // namespace
