@@ -6,9 +6,9 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
+#include <condition_variable>
 #include <cstdint>
-#include <thread>
+#include <mutex>
 #include <vector>
 
 #include "models/forward_batch_check.h"
@@ -31,10 +31,22 @@ class FakeModelExecutor final : public ModelExecutor {
   /// forward() call number `call` (0-based) returns INTERNAL; -1: never.
   void fail_at_call(std::int64_t call) { fail_at_ = call; }
   /// While held, forward() waits: a test queues several requests before the first step runs.
-  void hold(bool held) { held_ = held; }
+  /// hold(false) also cancels a hold_at_call() that no forward() has reached yet.
+  void hold(bool held) {
+    {
+      std::lock_guard lock(hold_mutex_);
+      held_ = held;
+      if (!held) hold_at_ = -1;
+    }
+    released_.notify_all();
+  }
   /// forward() call number `call` (0-based) starts held, as if hold(true) had come just before
-  /// it: a test can act between two steps without racing the engine thread. -1: never.
-  void hold_at_call(std::int64_t call) { hold_at_ = call; }
+  /// it: a test can act between two steps without racing the engine thread. -1: never. If the
+  /// test's hold(false) comes first (a slow engine thread), that call does not hold at all.
+  void hold_at_call(std::int64_t call) {
+    std::lock_guard lock(hold_mutex_);
+    hold_at_ = call;
+  }
   /// forward() calls so far.
   std::int64_t num_calls() const { return calls_; }
 
@@ -52,8 +64,11 @@ class FakeModelExecutor final : public ModelExecutor {
   std::int64_t kv_block_size() const override { return block_size_; }
 
   Status forward(const ForwardBatch& batch, float* logits) override {
-    if (calls_ == hold_at_) held_ = true;
-    while (held_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    {
+      std::unique_lock lock(hold_mutex_);
+      if (calls_ == hold_at_) held_ = true;
+      released_.wait(lock, [&] { return !held_; });
+    }
     if (calls_++ == fail_at_) return internal_error("injected executor failure");
     PAGODA_RETURN_IF_ERROR(models::check_forward_batch(
         batch, {info_.vocab_size, info_.max_model_len, info_.max_num_batched_tokens, num_blocks_,
@@ -102,8 +117,12 @@ class FakeModelExecutor final : public ModelExecutor {
   std::vector<std::int64_t> slots_;
   std::atomic<std::int64_t> calls_{0};
   std::int64_t fail_at_ = -1;
-  std::atomic<bool> held_{false};
-  std::atomic<std::int64_t> hold_at_{-1};
+  // The check of hold_at_ in forward() and hold(false) are one critical section: a release can
+  // never come between forward()'s check and its wait (the engine thread would wait forever).
+  std::mutex hold_mutex_;
+  std::condition_variable released_;
+  bool held_ = false;
+  std::int64_t hold_at_ = -1;
 };
 
 }  // namespace pagoda::engine::testing
