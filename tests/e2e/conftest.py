@@ -99,6 +99,18 @@ class PagodaServer:
                 return float(line.rsplit(" ", 1)[1])
         raise AssertionError(f"{name} is not in /metrics")
 
+    def samples(self):
+        """Every sample in /metrics, as {(name, frozenset of label pairs): value}."""
+        status, _, body = self.get("/metrics")
+        assert status == 200
+        samples = {}
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                series, value = line.rsplit(" ", 1)
+                name, _, labels = series.partition("{")
+                samples[(name, frozenset(re.findall(r'(\w+)="([^"]*)"', labels)))] = float(value)
+        return samples
+
     def stop(self, sig=signal.SIGTERM, timeout=30):
         """Sends `sig` and returns the exit code."""
         if self.proc.poll() is None:

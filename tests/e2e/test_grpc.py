@@ -4,7 +4,6 @@ import asyncio
 import importlib
 import importlib.resources
 import json
-import re
 import signal
 import sys
 import threading
@@ -310,19 +309,6 @@ def test_other_invalid_inputs(stub, pb):
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def scrape(server):
-    """/metrics as {(name, frozenset of label pairs): value}."""
-    status, _, body = server.get("/metrics")
-    assert status == 200
-    samples = {}
-    for line in body.decode().splitlines():
-        if line and not line.startswith("#"):
-            series, value = line.rsplit(" ", 1)
-            name, _, labels = series.partition("{")
-            samples[(name, frozenset(re.findall(r'(\w+)="([^"]*)"', labels)))] = float(value)
-    return samples
-
-
 def metric(samples, name, **labels):
     """The sum of `name`'s samples whose labels include `labels`."""
     return sum(v for (n, l), v in samples.items() if n == name and set(labels.items()) <= l)
@@ -332,12 +318,12 @@ def test_requests_count_in_the_http_metrics(stub, pb, server):
     """A gRPC Generate lands in /metrics as an HTTP request does: its latencies in the
     histograms, its finish reason, its tokens; a refused one under its HTTP status."""
     wait_idle(stub, pb)
-    before = scrape(server)
+    before = server.samples()
     *_, last = stub.Generate(text_request(pb, max_tokens=4))
     error = rpc_error(lambda: stub.Generate(text_request(pb, text=PROMPT, request_id="x" * 129)))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     wait_idle(stub, pb)
-    after = scrape(server)
+    after = server.samples()
 
     def delta(name, **labels):
         return metric(after, name, **labels) - metric(before, name, **labels)
