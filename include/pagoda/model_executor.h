@@ -1,12 +1,16 @@
 // The interface the engine drives to run a model: size and allocate the paged KV cache, then run
-// forward passes over scheduled batches. The CPU executor (src/models/cpu_model_executor.h) is the
-// first implementation; a CUDA one sits behind the same calls.
+// steps over scheduled batches, each a forward pass and a sample beside the logits
+// (pagoda/step_sampling.h), so only token ids and asked-for logprobs reach the host. The CPU
+// executor (src/models/cpu_model_executor.h) and the CUDA one sit behind the same calls; both
+// sample through the same rules, the CPU sampler (src/sampling/host_sampler.h) being the oracle.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "pagoda/forward_batch.h"
+#include "pagoda/step_sampling.h"
 #include "pagoda/status.h"
 
 namespace pagoda {
@@ -58,9 +62,25 @@ class ModelExecutor {
 
   /// Runs the batch: stores its K/V at slot_mapping, then writes one row of fp32 logits per
   /// logits_indices entry, in that order. INVALID_ARGUMENT for an inconsistent batch,
-  /// FAILED_PRECONDITION before allocate_kv_cache.
+  /// FAILED_PRECONDITION before allocate_kv_cache. The serving path is execute(); this one stays
+  /// for perplexity, draft models and tests.
   virtual Status forward(const ForwardBatch& batch,
                          float* logits /* [num_logits, vocab_size] */) = 0;
+
+  /// Opens `slot` (>= 0, dense: the engine hands out the lowest free one) for a request with
+  /// `config`; the executor keeps its penalty counts from here until close_sampling_slot.
+  /// INVALID_ARGUMENT for a bad token id in `config`.
+  virtual Status open_sampling_slot(std::int32_t slot, const SlotSamplingConfig& config) = 0;
+  /// Forgets a slot; no-op when it is not open.
+  virtual void close_sampling_slot(std::int32_t slot) = 0;
+  /// Tokens `slot`'s request took that execute() did not sample (verified drafts), so its
+  /// penalty counts stay true.
+  virtual void accept_tokens(std::int32_t slot, std::span<const std::int32_t> tokens) = 0;
+
+  /// forward() and a sample beside the logits: one row of `sampling` per logits_indices entry
+  /// (every row's slot open). Sampled and forced tokens count for their slot's penalties.
+  virtual Status execute(const ForwardBatch& batch, const SamplingBatch& sampling,
+                         StepOutput& out) = 0;
 };
 
 }  // namespace pagoda

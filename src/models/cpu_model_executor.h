@@ -13,6 +13,7 @@
 #include "models/llama.h"
 #include "pagoda/model_executor.h"
 #include "quant/load_time_quantization.h"
+#include "sampling/host_sampling_executor.h"
 
 namespace pagoda::models {
 
@@ -30,7 +31,7 @@ struct CpuExecutorOptions {
 };
 
 /// Runs a Llama-family model on the CPU.
-class CpuModelExecutor final : public ModelExecutor {
+class CpuModelExecutor final : public sampling::HostSamplingExecutor {
  public:
   /// Loads and checks the weights of `files`, which the executor keeps alive.
   static StatusOr<std::unique_ptr<CpuModelExecutor>> create(std::shared_ptr<const ModelFiles> files,
@@ -45,6 +46,9 @@ class CpuModelExecutor final : public ModelExecutor {
 
   /// Threads the pool runs on, the caller included.
   int num_threads() const { return pool_.num_threads(); }
+
+ protected:
+  cpu::ThreadPool* sampling_pool() override { return &pool_; }
 
  private:
   CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,

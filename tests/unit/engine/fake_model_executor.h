@@ -13,10 +13,11 @@
 
 #include "models/forward_batch_check.h"
 #include "pagoda/model_executor.h"
+#include "sampling/host_sampling_executor.h"
 
 namespace pagoda::engine::testing {
 
-class FakeModelExecutor final : public ModelExecutor {
+class FakeModelExecutor final : public sampling::HostSamplingExecutor {
  public:
   explicit FakeModelExecutor(std::int64_t vocab_size = 259, std::int64_t max_model_len = 512,
                              std::int64_t max_num_batched_tokens = 256) {
