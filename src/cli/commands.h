@@ -138,6 +138,8 @@ struct ServeCommand {
   std::int64_t max_waiting_requests = 1024;
   std::int64_t block_size = 16;
   std::optional<std::int64_t> kv_cache_memory;
+  /// Seeds the draws of requests without a seed (vLLM's --seed); unset: random.
+  std::optional<std::uint64_t> seed;
   int threads = 0;
   int http_threads = 2;
   std::int64_t max_request_body_bytes = 8 * 1024 * 1024;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "cli/commands.h"
@@ -10,7 +11,8 @@
 #include "engine/model_engine.h"
 #include "models/single_sequence_batcher.h"
 #include "pagoda/sampling_params.h"
-#include "sampling/sampler.h"
+#include "pagoda/step_sampling.h"
+#include "sampling/sampling_rows.h"
 
 namespace pagoda::cli {
 
@@ -204,26 +206,39 @@ int GenerateCommand::run(const char* argv0) const {
   models::SingleSequenceBatcher batcher(block_size, num_blocks);
   ForwardBatch batch;
   std::vector<float> logits(static_cast<std::size_t>(exec.info().vocab_size));
-  sampling::Sampler sampler(params);
   const std::vector<std::int32_t> stops = stop_ids(*files, tokenizer);
+  // The same sampler as `serve` (the executor's), in slot 0; an unseeded run draws a fresh seed.
+  std::random_device device;
+  SamplingBatch sampling;
+  sampling.rows.push_back(sampling::sampling_row(
+      params, 0, (std::uint64_t{device()} << 32) ^ device(), /*num_logprobs=*/-1));
+  const std::vector<std::int32_t> banned = ignore_eos ? std::vector<std::int32_t>{} : stops;
+  if (Status s = exec.open_sampling_slot(0, sampling::slot_sampling_config(params, *ids, banned));
+      !s.ok()) {
+    return report_error(s);
+  }
+  StepOutput out;
   auto stream = tokenizer.start_decode({.skip_special_tokens = true});
 
+  // Earlier prompt chunks only fill the cache; the last one samples the first token.
   const auto prefill_start = Clock::now();
   for (std::int64_t begin = 0; begin < num_prompt; begin += kMaxPrefillChunk) {
     const std::int64_t n = std::min(kMaxPrefillChunk, num_prompt - begin);
     if (Status s = batcher.next(std::span(*ids).subspan(begin, n), batch); !s.ok()) {
       return report_error(s);
     }
-    if (Status s = exec.forward(batch, logits.data()); !s.ok()) return report_error(s);
+    const Status s = begin + n < num_prompt ? exec.forward(batch, logits.data())
+                                            : exec.execute(batch, sampling, out);
+    if (!s.ok()) return report_error(s);
   }
   const double prefill_seconds = seconds_since(prefill_start);
 
   const auto decode_start = Clock::now();
   std::int64_t generated = 0;
   while (true) {
-    const std::int32_t token = sampler.sample(logits);
-    sampler.accept(token);
+    const std::int32_t token = out.token_ids[0];
     ++generated;
+    sampling.rows[0].position = generated;
     const bool is_stop = std::find(stops.begin(), stops.end(), token) != stops.end();
     if (is_stop && !ignore_eos) break;
     std::cout << stream->push(token) << std::flush;
@@ -231,7 +246,7 @@ int GenerateCommand::run(const char* argv0) const {
     if (generated == max_tokens || num_prompt + generated >= max_len) break;
     const std::int32_t next[] = {token};
     if (Status s = batcher.next(next, batch); !s.ok()) return report_error(s);
-    if (Status s = exec.forward(batch, logits.data()); !s.ok()) return report_error(s);
+    if (Status s = exec.execute(batch, sampling, out); !s.ok()) return report_error(s);
   }
   const double decode_seconds = seconds_since(decode_start);
   std::cout << stream->finish() << "\n" << std::flush;

@@ -113,6 +113,7 @@ struct ModelLoader {
     config.cache.block_size = cmd.block_size;
     config.kv_cache_memory_bytes = cmd.kv_cache_memory;
     config.max_waiting_requests = cmd.max_waiting_requests;
+    config.seed = cmd.seed;
     PAGODA_RETURN_IF_ERROR(cmd.trace.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.reasoning.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.speculative.apply(config));
@@ -230,6 +231,8 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
                   "on cpu: enough for max-num-seqs full sequences, capped at 4 GiB or a quarter "
                   "of memory)");
   sub->add_option("--threads", threads, "Threads for the model (default: all cores)");
+  sub->add_option("--seed", seed,
+                  "Seed of the draws of requests that bring none (default: random at start)");
   sub->add_option("--http-threads", http_threads, "Threads for HTTP connections")
       ->capture_default_str();
   sub->add_option("--max-request-body-bytes", max_request_body_bytes,

@@ -56,6 +56,10 @@ struct EngineConfig {
   /// What reasoning_effort low / medium / high mean, in tokens.
   ReasoningEffortBudgets reasoning_effort_budgets;
 
+  /// Seeds the draws of requests that bring no seed (--seed): each gets its own seed from this
+  /// and its order of arrival. Unset: a random server seed.
+  std::optional<std::uint64_t> seed;
+
   /// Speculative decoding (--speculative-config); unset: off.
   std::optional<spec::SpeculativeConfig> speculative;
   /// The draft model's executor when speculative->method is draft_model (its KV cache gets as

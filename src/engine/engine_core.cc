@@ -1,9 +1,13 @@
 #include "engine/engine_core.h"
 
+#include <algorithm>
 #include <exception>
+#include <random>
 #include <utility>
 
 #include "common/check.h"
+#include "sampling/random_draw.h"
+#include "sampling/sampling_rows.h"
 
 namespace pagoda::engine {
 
@@ -63,6 +67,12 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor
               std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                   .count()),
       start_time_(std::chrono::steady_clock::now()) {
+  if (config_.seed) {
+    server_seed_ = *config_.seed;
+  } else {
+    std::random_device device;
+    server_seed_ = (std::uint64_t{device()} << 32) ^ device();
+  }
   if (config_.reasoning) {
     // The end tag as the model would spell it; a special token (Qwen3's </think>) is one id.
     end_tag_ids_ = tokenizer_->encode(config_.reasoning->end,
@@ -126,7 +136,7 @@ void EngineCore::run() {
       // left without a final output.
       const Status error = internal_error(std::string("engine step failed: ") + e.what());
       std::vector<std::string> ids;
-      for (const auto& [id, live] : live_) ids.push_back(id);
+      for (const auto& [id, slot] : slot_of_) ids.push_back(id);
       for (const std::string& id : ids) abort(id, error);
       scheduler_.reset_prefix_cache();
     }
@@ -155,7 +165,7 @@ bool EngineCore::wait_for_work() {
   if (!stop || (drain && scheduler_.has_unfinished_requests())) return true;
 
   std::vector<std::string> ids;
-  for (const auto& [id, live] : live_) ids.push_back(id);
+  for (const auto& [id, slot] : slot_of_) ids.push_back(id);
   for (const std::string& id : ids) abort(id, engine_stopped());
   std::vector<Command> late;
   {
@@ -186,6 +196,11 @@ void EngineCore::add(EngineCoreRequest& r) {
         ends_inside_span(tokenizer_->decode(r.prompt_token_ids, {.skip_special_tokens = false}),
                          *r.output.reasoning);
   }
+  // A trace wants the alternatives even when the client does not; the output processor trims
+  // them back to the client's number.
+  const std::int64_t trace_top_n = tracer_.top_n_for(r.request_id);
+  std::optional<std::int64_t> num_logprobs = r.sampling.logprobs;
+  if (trace_top_n > 0 && num_logprobs.value_or(-1) < trace_top_n) num_logprobs = trace_top_n;
   Status status = outputs_.add_request(r.request_id, r.output,
                                        static_cast<std::int64_t>(r.prompt_token_ids.size()),
                                        r.options.arrival_time);
@@ -193,12 +208,32 @@ void EngineCore::add(EngineCoreRequest& r) {
     r.channel->push({r.index, unregistered_final(r), status});
     return;
   }
-  live_[r.request_id] = {r.index, r.channel, r.sampling.logprobs};
+
+  std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
+  if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
+  const std::int32_t slot = slots_.acquire();
+  if (static_cast<std::size_t>(slot) >= live_.size()) live_.resize(slot + 1);
+  LiveRequest& l = live(slot);
+  l.request_id = r.request_id;
+  l.index = r.index;
+  l.channel = r.channel;
+  const std::uint64_t seed =
+      r.sampling.seed ? *r.sampling.seed : sampling::mix64(server_seed_ + num_unseeded_++);
+  l.row = sampling::sampling_row(r.sampling, slot, seed,
+                                 num_logprobs ? static_cast<std::int32_t>(*num_logprobs) : -1);
+  slot_of_[r.request_id] = slot;
+  if (status = executor_->open_sampling_slot(
+          slot, sampling::slot_sampling_config(r.sampling, r.prompt_token_ids, stop_ids));
+      !status.ok()) {
+    abort(r.request_id, status);
+    return;
+  }
+
   tracer_.admitted(r.request_id, r.traced, static_cast<std::int64_t>(r.prompt_token_ids.size()),
                    now());
   if (r.output.reasoning_starts_inside) tracer_.reasoning_start(r.request_id, 0, now());
   if (r.max_reasoning_tokens) {
-    ReasoningBudget& budget = budgets_[r.request_id];
+    ReasoningBudget& budget = l.budget.emplace();
     budget.max_tokens = *r.max_reasoning_tokens;
     // A zero budget in a span the prompt opened: the very first tokens close it.
     if (budget.max_tokens == 0 && r.output.reasoning_starts_inside) {
@@ -206,23 +241,14 @@ void EngineCore::add(EngineCoreRequest& r) {
       budget.forced.assign(end_tag_ids_.begin(), end_tag_ids_.end());
     }
   }
-  std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
-  if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
-  // A trace wants the alternatives even when the client does not; emit() trims them back.
-  // When the client asked for none, computing them is all tracing cost.
-  const std::int64_t trace_top_n = tracer_.top_n_for(r.request_id);
-  const bool logprobs_for_trace_only = trace_top_n > 0 && !r.sampling.logprobs;
-  if (trace_top_n > 0 && r.sampling.logprobs.value_or(-1) < trace_top_n) {
-    r.sampling.logprobs = trace_top_n;
-  }
-  sampler_.add(r.request_id, r.sampling, r.prompt_token_ids, std::move(stop_ids),
-               logprobs_for_trace_only);
   // Logprobs come one row per token and a budget forces tokens: those requests never draft.
-  if (speculator_ && !r.sampling.logprobs && !r.max_reasoning_tokens) {
-    speculator_->add(r.request_id, r.sampling);
+  if (speculator_ && !num_logprobs && !r.max_reasoning_tokens) {
+    speculator_->add(r.request_id, r.sampling, r.prompt_token_ids, stop_ids);
+    l.drafts = true;
   }
-  status = scheduler_.add_request(
-      std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options));
+  auto request = std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options);
+  request->set_slot(slot);
+  status = scheduler_.add_request(std::move(request));
   if (!status.ok()) abort(r.request_id, status);
 }
 
@@ -231,40 +257,80 @@ void EngineCore::abort(std::string_view request_id, const Status& error) {
   if (std::optional<RequestOutput> out = outputs_.abort(request_id, now())) {
     deliver(std::move(*out), error);
   }
-  forget_sampling(request_id);
+  // deliver() released the slot with the final output; a request without one (an output
+  // processor that never knew it) is released here.
+  if (const auto it = slot_of_.find(request_id); it != slot_of_.end()) release_slot(it->second);
 }
 
-// The five parts of a step; each callee hides its own bookkeeping.
+// The five calls of a step; each callee hides its own bookkeeping.
 void EngineCore::step() {
   if (speculator_) speculator_->propose(scheduler_);
   const SchedulerOutput scheduled = scheduler_.schedule();
-  outputs_.record_scheduled(scheduled, now());
-  tracer_.begin_step(num_steps_ + 1, static_cast<std::int64_t>(scheduled.requests.size()));
-  tracer_.scheduled(scheduled, scheduler_, now());
-  if (Status s = runner_.execute(scheduled); !s.ok()) return fail_step(scheduled, s);
-  const SampledTokens sampled = sample(scheduled);
+  SampledTokens sampled;
+  if (!execute(scheduled, sampled)) return;
   emit(scheduler_.update_from_output(scheduled, sampled));
 }
 
-SampledTokens EngineCore::sample(const SchedulerOutput& scheduled) {
+bool EngineCore::execute(const SchedulerOutput& scheduled, SampledTokens& sampled) {
+  outputs_.record_scheduled(scheduled, now());
+  tracer_.begin_step(num_steps_ + 1, static_cast<std::int64_t>(scheduled.requests.size()));
+  tracer_.scheduled(scheduled, scheduler_, now());
+  runner_.prepare(scheduled);
+  fill_sampling_rows(scheduled);
+  if (Status s = runner_.run(); !s.ok()) {
+    fail_step(scheduled, s);
+    return false;
+  }
+  collect(scheduled, sampled);
+  return true;
+}
+
+// Each sampling row is its request's settings plus this step's draw position, a forced token
+// while a spent reasoning budget closes its span, and for drafts a request for the raw logits.
+void EngineCore::fill_sampling_rows(const SchedulerOutput& scheduled) {
+  for (std::size_t i = 0; i < scheduled.requests.size(); ++i) {
+    const ScheduledRequest& s = scheduled.requests[i];
+    const std::span<SamplingRow> rows = runner_.rows_for(i);
+    if (rows.empty()) continue;
+    LiveRequest& l = live(s.slot);
+    // Output tokens so far: the scheduled tokens end at the last known one (drafts aside).
+    const Request* request = scheduler_.find_request(s.request_id);
+    const std::int64_t position = request != nullptr ? request->num_output_tokens() : 0;
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      SamplingRow& row = rows[j];
+      row = l.row;
+      row.position = position + static_cast<std::int64_t>(j);
+      row.return_logits = s.num_spec_tokens > 0;
+    }
+    if (l.budget && !l.budget->forced.empty() && s.num_spec_tokens == 0) {
+      rows[0].forced_token = l.budget->forced.front();
+    }
+  }
+}
+
+// The step's tokens by scheduled request: the executor's sample, or for drafts the verifier's
+// answer over the raw logits (then the executor's penalty counts learn the accepted tokens).
+void EngineCore::collect(const SchedulerOutput& scheduled, SampledTokens& sampled) {
+  const StepOutput& out = runner_.step_output();
   const std::size_t n = scheduled.requests.size();
-  SampledTokens sampled;
   sampled.token_ids.resize(n);
-  step_logprobs_.resize(n);
-  step_index_.clear();
+  if (step_logprobs_.size() < live_.size()) step_logprobs_.resize(live_.size());
   for (std::size_t i = 0; i < n; ++i) {
     const ScheduledRequest& s = scheduled.requests[i];
-    step_logprobs_[i].reset();
-    if (!s.needs_sample) continue;
-    std::int32_t token;
-    const auto budget = budgets_.empty() ? budgets_.end() : budgets_.find(s.request_id);
+    step_logprobs_[static_cast<std::size_t>(s.slot)] = nullptr;
+    const std::int32_t row = runner_.first_row(i);
+    if (row < 0) continue;
+    const auto r = static_cast<std::size_t>(row);
+    LiveRequest& l = live(s.slot);
+    const Request* request = scheduler_.find_request(s.request_id);
+    const std::int64_t index = request != nullptr ? request->num_output_tokens() : 0;
     if (s.num_spec_tokens > 0) {
-      std::vector<std::int32_t> verified =
-          speculator_->verify(s, runner_.logits_for(i), sampler_.sampler(s.request_id));
-      step_index_[s.request_id] = i;
+      const std::size_t vocab = static_cast<std::size_t>(out.vocab_size);
+      const std::span<const float> logits(out.logits(r).data(),
+                                          (1 + static_cast<std::size_t>(s.num_spec_tokens)) * vocab);
+      std::vector<std::int32_t> verified = speculator_->verify(s, logits);
+      executor_->accept_tokens(s.slot, verified);
       if (tracer_.is_traced(s.request_id)) {
-        const Request* request = scheduler_.find_request(s.request_id);
-        const std::int64_t index = request != nullptr ? request->num_output_tokens() : 0;
         tracer_.speculation(s.request_id, index, s.num_spec_tokens,
                             static_cast<std::int64_t>(verified.size()) - 1, now());
         for (std::size_t t = 0; t < verified.size(); ++t) {
@@ -275,62 +341,48 @@ SampledTokens EngineCore::sample(const SchedulerOutput& scheduled) {
       sampled.token_ids[i] = std::move(verified);
       continue;
     }
-    if (budget != budgets_.end() && !budget->second.forced.empty()) {
-      token = budget->second.forced.front();
-      budget->second.forced.pop_front();
-      sampler_.force(s.request_id, runner_.logits_for(i), token, step_logprobs_[i]);
-    } else {
-      token = sampler_.sample(s.request_id, runner_.logits_for(i), step_logprobs_[i]);
-    }
-    sampled.token_ids[i].push_back(token);
-    step_index_[s.request_id] = i;
-    if (tracer_.is_traced(s.request_id)) {
-      const Request* request = scheduler_.find_request(s.request_id);
-      tracer_.token(s.request_id, request != nullptr ? request->num_output_tokens() : 0, token,
-                    step_logprobs_[i] ? &*step_logprobs_[i] : nullptr, now());
-    }
+    const std::int32_t token = out.token_ids[r];
+    if (l.budget && !l.budget->forced.empty()) l.budget->forced.pop_front();
+    if (l.drafts) speculator_->accept(s.request_id, token);
+    sampled.token_ids[i].assign(1, token);
+    const SampledLogprobs* logprobs = l.row.num_logprobs >= 0 ? &out.logprobs[r] : nullptr;
+    step_logprobs_[static_cast<std::size_t>(s.slot)] = logprobs;
+    if (tracer_.is_traced(s.request_id)) tracer_.token(s.request_id, index, token, logprobs, now());
   }
-  return sampled;
 }
 
 void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
   std::vector<std::vector<TokenLogprobs>> logprobs(updates.size());
   for (std::size_t u = 0; u < updates.size(); ++u) {
     num_generated_tokens_ += static_cast<std::int64_t>(updates[u].new_token_ids.size());
-    const auto it = step_index_.find(updates[u].request_id);
-    if (it == step_index_.end() || !step_logprobs_[it->second]) continue;
-    // Only what the client asked for: a trace may have made the sampler compute more.
-    const auto live = live_.find(updates[u].request_id);
-    if (live == live_.end() || !live->second.client_logprobs) continue;
-    sampling::SampledLogprobs& lp = *step_logprobs_[it->second];
-    const auto keep = static_cast<std::size_t>(*live->second.client_logprobs);
-    if (lp.top.size() > keep) lp.top.resize(keep);
-    logprobs[u].push_back({lp.token_id, lp.logprob, std::move(lp.top)});
+    const auto slot = static_cast<std::size_t>(updates[u].slot);
+    const SampledLogprobs* lp = slot < step_logprobs_.size() ? step_logprobs_[slot] : nullptr;
+    if (lp != nullptr) logprobs[u].push_back({lp->token_id, lp->logprob, lp->top});
   }
   ProcessedOutputs result = outputs_.process(updates, now(), logprobs);
   follow_reasoning(result.reasoning);
   for (RequestOutput& out : result.outputs) deliver(std::move(out));
   // A stop string ended these in text; the client has its final output, the scheduler must
   // still free their blocks.
-  for (const std::string& id : result.requests_to_abort) {
-    scheduler_.abort_request(id);
-    forget_sampling(id);
-  }
+  for (const std::string& id : result.requests_to_abort) scheduler_.abort_request(id);
 }
 
 // Trace events for spans that opened or closed, and budgets: once a request has spent its
 // reasoning tokens inside an open span, its next tokens are the end tag.
 void EngineCore::follow_reasoning(const std::vector<ReasoningProgress>& progress) {
   for (const ReasoningProgress& p : progress) {
-    const auto budget = budgets_.find(p.request_id);
+    const auto it = slot_of_.find(p.request_id);
+    std::optional<ReasoningBudget>* budget =
+        it != slot_of_.end() ? &live(it->second).budget : nullptr;
+    const bool has_budget = budget != nullptr && budget->has_value();
     if (p.opened) tracer_.reasoning_start(p.request_id, p.num_output_tokens, now());
     if (p.closed) {
-      const bool forced = budget != budgets_.end() && budget->second.spent;
+      const bool forced = has_budget && (*budget)->spent;
       tracer_.reasoning_end(p.request_id, p.num_output_tokens, p.num_reasoning_tokens, forced,
                             now());
     }
-    if (budget == budgets_.end()) continue;
-    ReasoningBudget& b = budget->second;
+    if (!has_budget) continue;
+    ReasoningBudget& b = **budget;
     if (p.inside && !b.spent && p.num_reasoning_tokens >= b.max_tokens) {
       b.spent = true;
       b.forced.assign(end_tag_ids_.begin(), end_tag_ids_.end());
@@ -353,21 +405,24 @@ void EngineCore::fail_step(const SchedulerOutput& scheduled, const Status& error
 }
 
 void EngineCore::deliver(RequestOutput output, Status error) {
-  const auto it = live_.find(output.request_id);
-  PAGODA_CHECK(it != live_.end()) << "output for unknown request " << output.request_id;
+  const auto it = slot_of_.find(output.request_id);
+  PAGODA_CHECK(it != slot_of_.end()) << "output for unknown request " << output.request_id;
+  const std::int32_t slot = it->second;
   const bool finished = output.finished;
   if (finished) tracer_.finished(output, now());
-  it->second.channel->push({it->second.index, std::move(output), std::move(error)});
-  if (finished) {
-    forget_sampling(it->first);
-    live_.erase(it);
-  }
+  LiveRequest& l = live(slot);
+  l.channel->push({l.index, std::move(output), std::move(error)});
+  if (finished) release_slot(slot);
 }
 
-void EngineCore::forget_sampling(std::string_view request_id) {
-  sampler_.remove(request_id);
-  if (speculator_) speculator_->remove(request_id);
-  if (const auto it = budgets_.find(request_id); it != budgets_.end()) budgets_.erase(it);
+void EngineCore::release_slot(std::int32_t slot) {
+  LiveRequest& l = live(slot);
+  if (l.request_id.empty()) return;
+  executor_->close_sampling_slot(slot);
+  if (l.drafts) speculator_->remove(l.request_id);
+  slot_of_.erase(l.request_id);
+  l = LiveRequest{};
+  slots_.release(slot);
 }
 
 void EngineCore::publish_stats() {
@@ -388,7 +443,7 @@ void EngineCore::publish_stats() {
   stats_.trace_events_written = trace.events_written;
   stats_.trace_events_dropped = trace.events_dropped;
   stats_.trace_bytes_written = trace.bytes_written;
-  stats_.trace_seconds = tracer_.seconds_spent() + sampler_.trace_logprob_seconds();
+  stats_.trace_seconds = tracer_.seconds_spent();
 }
 
 }  // namespace pagoda::engine

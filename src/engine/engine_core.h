@@ -1,10 +1,15 @@
-// The engine loop: one thread that owns the scheduler, the model runner, the samplers and output
-// processing, and runs steps while there is work:
+// The engine loop: one thread that owns the scheduler, the model runner and output processing,
+// and runs steps while there is work:
 //
-//   clients --add/abort--> command queue --> [ step: schedule, execute, sample, update, emit ]
+//   clients --add/abort--> command queue --> [ step: propose, schedule, execute, update, emit ]
 //                                                                     |
 //                                                 per-request OutputChannel <--+
 //
+// execute() runs the forward pass and samples beside the logits (the executor's sampler), so the
+// engine sees token ids and asked-for logprobs only. Each live request has a dense slot from
+// admission to its end: the scheduler carries it, and the runner, the executor's sampler and
+// the engine keep per-request state in per-slot arrays; release_slot() is the one place a
+// request's state is dropped.
 // Nothing here throws across the loop: an executor error fails the step's requests with an error
 // output and the loop goes on. With no work the thread sleeps on a condition variable.
 #pragma once
@@ -20,7 +25,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/engine_config.h"
@@ -30,12 +34,14 @@
 #include "engine/output_processor.h"
 #include "engine/request.h"
 #include "engine/request_tracer.h"
+#include "common/string_map.h"
 #include "engine/scheduler.h"
+#include "engine/slot_allocator.h"
 #include "engine/speculator.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/sampling_params.h"
+#include "pagoda/step_sampling.h"
 #include "pagoda/tokenizer.h"
-#include "sampling/batch_sampler.h"
 
 namespace pagoda::engine {
 
@@ -112,15 +118,21 @@ class EngineCore {
     enum class Kind { kAdd, kAbort } kind;
     EngineCoreRequest request;  // kAdd; request.request_id for kAbort
   };
+  // A thinking budget: once spent inside an open span, the end tag's ids are forced.
+  struct ReasoningBudget {
+    std::int64_t max_tokens = 0;
+    bool spent = false;
+    std::deque<std::int32_t> forced;
+  };
+  // Everything the engine keeps for one live request, at its slot.
   struct LiveRequest {
+    std::string request_id;  // empty: the slot is free
     std::int64_t index = 0;
     std::shared_ptr<OutputChannel> channel;
-    // Top logprobs the client asked for (the sampler may compute more for a trace).
-    std::optional<std::int64_t> client_logprobs;
-  };
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    // Its sampling settings; each step sets position and forced_token.
+    SamplingRow row;
+    std::optional<ReasoningBudget> budget;
+    bool drafts = false;  // the speculator holds it
   };
 
   EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
@@ -133,13 +145,19 @@ class EngineCore {
   void abort(std::string_view request_id, const Status& error);
 
   void step();
-  SampledTokens sample(const SchedulerOutput& scheduled);
+  // Runs the step on the executor (forward and sample) and collects its tokens; false after a
+  // failed step (its requests are failed then).
+  bool execute(const SchedulerOutput& scheduled, SampledTokens& sampled);
+  void fill_sampling_rows(const SchedulerOutput& scheduled);
+  void collect(const SchedulerOutput& scheduled, SampledTokens& sampled);
   void emit(const std::vector<RequestUpdate>& updates);
   void follow_reasoning(const std::vector<ReasoningProgress>& progress);
   void fail_step(const SchedulerOutput& scheduled, const Status& error);
   void deliver(RequestOutput output, Status error = Status::ok_status());
-  // Drops a request's sampler and reasoning budget (it finished, stopped or was aborted).
-  void forget_sampling(std::string_view request_id);
+  // The live request at `slot`.
+  LiveRequest& live(std::int32_t slot) { return live_[static_cast<std::size_t>(slot)]; }
+  // Ends a request's life in the engine: its slot on the executor, in the speculator and here.
+  void release_slot(std::int32_t slot);
   void publish_stats();
 
   EngineConfig config_;
@@ -147,23 +165,20 @@ class EngineCore {
   std::shared_ptr<const Tokenizer> tokenizer_;
   Scheduler scheduler_;
   ModelRunner runner_;
-  sampling::BatchSampler sampler_;
   OutputProcessor outputs_;
   RequestTracer tracer_;
   // Set when --speculative-config is given.
   std::unique_ptr<Speculator> speculator_;
-  std::unordered_map<std::string, LiveRequest, StringHash, std::equal_to<>> live_;
-  // The step's logprobs by scheduled index; reused between steps.
-  std::vector<std::optional<sampling::SampledLogprobs>> step_logprobs_;
-  std::unordered_map<std::string_view, std::size_t> step_index_;
-  // Reasoning budgets of live requests that have one; the end tag's ids once a budget is spent.
-  struct ReasoningBudget {
-    std::int64_t max_tokens = 0;
-    bool spent = false;
-    std::deque<std::int32_t> forced;
-  };
-  std::unordered_map<std::string, ReasoningBudget, StringHash, std::equal_to<>> budgets_;
+  SlotAllocator slots_;
+  std::vector<LiveRequest> live_;  // by slot
+  // The one map from a client's id to its slot (aborts and outputs name requests by id).
+  StringMap<std::int32_t> slot_of_;
+  // Logprobs of the step by slot (a row asked for them); reused between steps.
+  std::vector<const SampledLogprobs*> step_logprobs_;
   std::vector<std::int32_t> end_tag_ids_;
+  // Seeds of requests that bring none: a server seed and a counter.
+  std::uint64_t server_seed_ = 0;
+  std::uint64_t num_unseeded_ = 0;
   std::int64_t num_steps_ = 0;
   std::int64_t num_failed_steps_ = 0;
   std::int64_t num_generated_tokens_ = 0;

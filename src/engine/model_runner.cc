@@ -8,48 +8,62 @@
 namespace pagoda::engine {
 
 ModelRunner::ModelRunner(ModelExecutor& executor, std::int64_t block_size)
-    : executor_(executor), block_size_(block_size), vocab_size_(executor.info().vocab_size) {
+    : executor_(executor), block_size_(block_size) {
   PAGODA_CHECK(block_size_ > 0) << "block_size " << block_size_;
 }
 
-Status ModelRunner::execute(const SchedulerOutput& output) {
+void ModelRunner::prepare(const SchedulerOutput& output) {
   update_states(output);
   prepare_batch(output);
-  if (output.empty()) return Status::ok_status();
-  logits_.resize(static_cast<std::size_t>(batch_.num_logits() * vocab_size_));
-  return executor_.forward(batch_, logits_.data());
 }
 
-std::span<const float> ModelRunner::logits_for(std::size_t i) const {
-  PAGODA_CHECK_LT(i, logits_row_.size());
-  const std::int32_t row = logits_row_[i];
-  if (row < 0) return {};
-  return std::span(logits_).subspan(static_cast<std::size_t>(row * vocab_size_),
-                                    static_cast<std::size_t>(logits_rows_[i] * vocab_size_));
+std::span<SamplingRow> ModelRunner::rows_for(std::size_t i) {
+  PAGODA_CHECK_LT(i, first_row_.size());
+  if (first_row_[i] < 0) return {};
+  return std::span(sampling_.rows).subspan(static_cast<std::size_t>(first_row_[i]),
+                                           static_cast<std::size_t>(num_rows_[i]));
 }
 
-const std::vector<std::int32_t>* ModelRunner::block_table(std::string_view request_id) const {
-  const auto it = states_.find(request_id);
-  return it == states_.end() ? nullptr : &it->second.block_table;
+Status ModelRunner::run() {
+  if (batch_.num_tokens() == 0) return Status::ok_status();
+  return executor_.execute(batch_, sampling_, step_output_);
+}
+
+const std::vector<std::int32_t>* ModelRunner::block_table(std::int32_t slot) const {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= states_.size()) return nullptr;
+  const RequestState& s = states_[static_cast<std::size_t>(slot)];
+  return s.live ? &s.block_table : nullptr;
+}
+
+ModelRunner::RequestState& ModelRunner::state(std::int32_t slot) {
+  PAGODA_CHECK(slot >= 0) << "a scheduled request without a slot";
+  if (static_cast<std::size_t>(slot) >= states_.size()) states_.resize(slot + 1);
+  return states_[static_cast<std::size_t>(slot)];
+}
+
+void ModelRunner::drop(std::int32_t slot) {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= states_.size()) return;
+  RequestState& s = states_[static_cast<std::size_t>(slot)];
+  if (!s.live) return;
+  s.live = false;
+  s.block_table.clear();
+  --num_live_;
 }
 
 void ModelRunner::update_states(const SchedulerOutput& output) {
-  // Drops come first: a request preempted or finished earlier may come back as new.
-  for (const std::string& id : output.finished_request_ids) {
-    if (const auto it = states_.find(id); it != states_.end()) states_.erase(it);
-  }
-  for (const std::string& id : output.preempted_request_ids) {
-    if (const auto it = states_.find(id); it != states_.end()) states_.erase(it);
-  }
+  // Drops come first: a slot freed earlier may come back as a new request.
+  for (const std::int32_t slot : output.finished_slots) drop(slot);
+  for (const std::int32_t slot : output.preempted_slots) drop(slot);
   for (const ScheduledRequest& s : output.requests) {
+    RequestState& state = this->state(s.slot);
     if (s.is_new) {
-      RequestState& state = states_[s.request_id];
+      if (!state.live) ++num_live_;
+      state.live = true;
       state.block_table = s.block_ids;
       state.num_computed_tokens = s.num_computed_tokens;
+      state.num_spec_tokens = 0;
     } else {
-      const auto it = states_.find(s.request_id);
-      PAGODA_CHECK(it != states_.end()) << s.request_id << " is running but the runner lost it";
-      RequestState& state = it->second;
+      PAGODA_CHECK(state.live) << s.request_id << " is running but the runner lost it";
       PAGODA_CHECK(s.num_computed_tokens >= state.num_computed_tokens &&
                    s.num_computed_tokens <= state.num_computed_tokens + state.num_spec_tokens)
           << s.request_id << ": the step starts at " << s.num_computed_tokens
@@ -70,18 +84,19 @@ void ModelRunner::update_states(const SchedulerOutput& output) {
 //                    request with k drafts its last k + 1 rows (verification scores each)
 void ModelRunner::prepare_batch(const SchedulerOutput& output) {
   batch_.clear();
-  logits_row_.assign(output.requests.size(), -1);
-  logits_rows_.assign(output.requests.size(), 0);
+  sampling_.clear();
+  first_row_.assign(output.requests.size(), -1);
+  num_rows_.assign(output.requests.size(), 0);
   std::int64_t max_blocks = 0;
   for (const ScheduledRequest& s : output.requests) {
     max_blocks = std::max<std::int64_t>(
-        max_blocks, static_cast<std::int64_t>(states_.at(s.request_id).block_table.size()));
+        max_blocks, static_cast<std::int64_t>(state(s.slot).block_table.size()));
   }
   batch_.max_blocks_per_seq = max_blocks;
   batch_.query_start_loc.push_back(0);
   for (std::size_t i = 0; i < output.requests.size(); ++i) {
     const ScheduledRequest& s = output.requests[i];
-    RequestState& state = states_.at(s.request_id);
+    RequestState& state = this->state(s.slot);
     const std::vector<std::int32_t>& table = state.block_table;
     const std::int64_t start = s.num_computed_tokens;
     const std::int64_t seq_len = start + s.num_scheduled_tokens();
@@ -100,10 +115,11 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     batch_.block_tables.insert(batch_.block_tables.end(), table.begin(), table.end());
     batch_.block_tables.resize(batch_.block_tables.size() + (max_blocks - table.size()), -1);
     if (s.needs_sample) {
-      logits_row_[i] = static_cast<std::int32_t>(batch_.num_logits());
-      logits_rows_[i] = static_cast<std::int32_t>(1 + s.num_spec_tokens);
+      first_row_[i] = static_cast<std::int32_t>(batch_.num_logits());
+      num_rows_[i] = static_cast<std::int32_t>(1 + s.num_spec_tokens);
       for (std::int64_t r = s.num_spec_tokens; r >= 0; --r) {
         batch_.logits_indices.push_back(static_cast<std::int32_t>(batch_.num_tokens() - 1 - r));
+        sampling_.rows.push_back({.slot = s.slot});
       }
     }
     state.num_computed_tokens = seq_len - s.num_spec_tokens;

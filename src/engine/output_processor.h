@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_map.h"
 #include "engine/output_options.h"
 #include "engine/request_output.h"
 #include "engine/request_output_state.h"
@@ -88,11 +89,7 @@ class OutputProcessor {
   std::size_t num_requests() const { return states_.size(); }
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using StateMap = std::unordered_map<std::string, RequestOutputState, StringHash, std::equal_to<>>;
+  using StateMap = StringMap<RequestOutputState>;
 
   const Tokenizer& tokenizer_;
   StateMap states_;

@@ -51,6 +51,10 @@ class Request {
 
   /// The caller's id, unique among live requests.
   const std::string& request_id() const { return request_id_; }
+  /// The dense index the engine gave it at admission (-1 outside an engine): where the runner,
+  /// the executor's sampler and the engine keep its per-request state.
+  std::int32_t slot() const { return slot_; }
+  void set_slot(std::int32_t slot) { slot_ = slot; }
   /// Prompt then output tokens.
   std::span<const std::int32_t> token_ids() const { return token_ids_; }
   /// The prompt's tokens.
@@ -126,6 +130,7 @@ class Request {
 
  private:
   std::string request_id_;
+  std::int32_t slot_ = -1;
   std::vector<std::int32_t> token_ids_;
   std::vector<std::int32_t> spec_token_ids_;
   std::int64_t num_prompt_tokens_ = 0;

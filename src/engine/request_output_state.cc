@@ -45,7 +45,10 @@ std::optional<RequestOutput> RequestOutputState::apply(const RequestUpdate& upda
     PAGODA_CHECK_LE(ids.size(), logprobs.size()) << request_id_ << " asked for logprobs";
     for (std::size_t i = 0; i < ids.size(); ++i) {
       PAGODA_CHECK_EQ(logprobs[i].token_id, ids[i]) << "logprobs out of step with tokens";
-      logprobs_.push_back(logprobs[i]);
+      TokenLogprobs& kept = logprobs_.emplace_back(logprobs[i]);
+      // The sampler may have computed more alternatives (a trace wanted them).
+      const auto wanted = static_cast<std::size_t>(*options_.num_logprobs);
+      if (kept.top.size() > wanted) kept.top.resize(wanted);
     }
   }
 

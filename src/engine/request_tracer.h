@@ -13,6 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/string_map.h"
 #include "engine/request_output.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_output.h"
@@ -67,11 +68,6 @@ class RequestTracer {
   struct Traced {
     std::int64_t num_prompt_tokens = 0;
   };
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   trace::TraceEvent event(trace::TraceEventKind kind, std::string_view request_id,
                           double now) const;
   void emit(const trace::TraceEvent& event) { sink_->write(event); }
@@ -85,7 +81,7 @@ class RequestTracer {
   std::int64_t step_ = 0;
   std::int64_t batch_size_ = 0;
   double seconds_spent_ = 0.0;
-  std::unordered_map<std::string, Traced, StringHash, std::equal_to<>> traced_;
+  StringMap<Traced> traced_;
   // Each token's text, decoded once: a traced step spells 1 + top_n tokens per request.
   std::unordered_map<std::int32_t, std::string> token_texts_;
 };

@@ -14,6 +14,8 @@ namespace pagoda::engine {
 /// New tokens of one request after a step, and its end if it ended.
 struct RequestUpdate {
   std::string request_id;
+  /// The request's slot.
+  std::int32_t slot = -1;
   /// Tokens appended this step (the stopping token included).
   std::vector<std::int32_t> new_token_ids;
   /// kRunning, or the terminal status reached this step.

@@ -94,6 +94,7 @@ Status Scheduler::add_request(std::unique_ptr<Request> request) {
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   out.finished_request_ids.swap(finished_in_batch_);
+  out.finished_slots.swap(finished_slots_in_batch_);
   TokenBudget budget(config_.max_num_batched_tokens, config_.long_prefill_token_threshold);
   // After a preemption the pool is known to be short; admitting now would only thrash.
   if (!schedule_running(budget, out)) schedule_waiting(budget, out);
@@ -154,6 +155,7 @@ void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
                               std::int64_t num_spec_tokens) {
   ScheduledRequest& s = out.requests.emplace_back();
   s.request_id = request.request_id();
+  s.slot = request.slot();
   s.is_new = is_new;
   s.resumed_from_preemption = is_new && request.num_preemptions() > 0;
   s.num_computed_tokens = request.num_computed_tokens();
@@ -185,6 +187,7 @@ void Scheduler::preempt_last_running(SchedulerOutput& out) {
   ++num_preemptions_;
   waiting_.add_preempted(&victim);
   out.preempted_request_ids.push_back(victim.request_id());
+  out.preempted_slots.push_back(victim.slot());
 }
 
 std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
@@ -204,6 +207,7 @@ std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& 
     if (scheduled.num_spec_tokens > 0) check_verified(scheduled, tokens);
     RequestUpdate& update = updates.emplace_back();
     update.request_id = request.request_id();
+    update.slot = request.slot();
     for (const std::int32_t token : tokens) {
       request.append_output_token(token);
       update.new_token_ids.push_back(token);
@@ -251,6 +255,7 @@ void Scheduler::finish(Request& request, RequestStatus status) {
   if (request.status() == RequestStatus::kRunning) {
     running_.remove(&request);
     finished_in_batch_.push_back(request.request_id());
+    finished_slots_in_batch_.push_back(request.slot());
   } else {
     waiting_.remove(&request);
   }

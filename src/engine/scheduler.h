@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_map.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/request.h"
 #include "engine/request_queue.h"
@@ -101,12 +102,8 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   using RequestMap =
-      std::unordered_map<std::string, std::unique_ptr<Request>, StringHash, std::equal_to<>>;
+      StringMap<std::unique_ptr<Request>>;
 
   Status validate_request(const Request& request) const;
   bool schedule_running(TokenBudget& budget, SchedulerOutput& out);
@@ -123,6 +120,7 @@ class Scheduler {
   RequestQueue running_;
   // Requests the runner holds state for that ended since the last schedule().
   std::vector<std::string> finished_in_batch_;
+  std::vector<std::int32_t> finished_slots_in_batch_;
   std::uint64_t next_arrival_seq_ = 0;
   std::int64_t num_preemptions_ = 0;
 };

@@ -23,6 +23,8 @@ namespace pagoda::engine {
 /// One request's share of a step.
 struct ScheduledRequest {
   std::string request_id;
+  /// The request's dense slot (Request::slot): the runner's and the executor's per-request state.
+  std::int32_t slot = -1;
   /// First step in the runner's batch since admission or resumption: block_ids is the whole
   /// table. Otherwise block_ids holds only the blocks appended this step (usually none).
   bool is_new = false;
@@ -55,8 +57,10 @@ struct SchedulerOutput {
   std::int64_t total_num_scheduled_tokens = 0;
   /// Preempted in this step: the runner drops their state (their blocks are gone).
   std::vector<std::string> preempted_request_ids;
+  std::vector<std::int32_t> preempted_slots;  ///< Their slots, aligned.
   /// Finished or aborted since the previous step while in the runner's batch: drop their state.
   std::vector<std::string> finished_request_ids;
+  std::vector<std::int32_t> finished_slots;  ///< Their slots, aligned.
 
   /// Whether nothing runs this step.
   bool empty() const { return requests.empty(); }

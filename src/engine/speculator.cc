@@ -37,8 +37,19 @@ Speculator::Speculator(const spec::SpeculativeConfig& config,
                                             0);
 }
 
-void Speculator::add(const std::string& request_id, const SamplingParams& params) {
-  requests_.try_emplace(request_id, RequestState{params, sampling::RejectionSampler(params), {}});
+void Speculator::add(const std::string& request_id, const SamplingParams& params,
+                     std::span<const std::int32_t> prompt_token_ids,
+                     std::vector<std::int32_t> stop_token_ids) {
+  requests_.try_emplace(
+      request_id,
+      RequestState{params, sampling::Sampler(params, prompt_token_ids, std::move(stop_token_ids)),
+                   sampling::RejectionSampler(params), {}});
+}
+
+void Speculator::accept(std::string_view request_id, std::int32_t token) {
+  if (const auto it = requests_.find(request_id); it != requests_.end()) {
+    it->second.sampler.accept(token);
+  }
 }
 
 void Speculator::remove(std::string_view request_id) {
@@ -92,8 +103,7 @@ void Speculator::propose(Scheduler& scheduler) {
 }
 
 std::vector<std::int32_t> Speculator::verify(const ScheduledRequest& scheduled,
-                                             std::span<const float> logits,
-                                             sampling::Sampler& sampler) {
+                                             std::span<const float> logits) {
   const auto it = requests_.find(scheduled.request_id);
   PAGODA_CHECK(it != requests_.end()) << scheduled.request_id << " drafted without a speculator";
   RequestState& state = it->second;
@@ -103,7 +113,7 @@ std::vector<std::int32_t> Speculator::verify(const ScheduledRequest& scheduled,
   // The scheduler may have kept only the first drafts (budget); q rows follow them.
   std::span<const float> q = state.draft_probs;
   if (!q.empty()) q = q.first(num_spec * vocab);
-  std::vector<std::int32_t> tokens = state.verifier.verify(sampler, logits, drafts, q);
+  std::vector<std::int32_t> tokens = state.verifier.verify(state.sampler, logits, drafts, q);
   state.draft_probs.clear();
 
   const auto num_accepted = static_cast<std::int64_t>(tokens.size()) - 1;

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_map.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_output.h"
 #include "pagoda/model_executor.h"
@@ -56,8 +57,12 @@ class Speculator {
                                                       std::int64_t block_size,
                                                       std::int64_t draft_num_blocks);
 
-  /// Drafts for `request_id` from now on (its sampling settings allow exact verification).
-  void add(const std::string& request_id, const SamplingParams& params);
+  /// Drafts for `request_id` from now on (its sampling settings allow exact verification); its
+  /// verifier's chain sees `prompt_token_ids` (repetition) and bans `stop_token_ids` until
+  /// min_tokens.
+  void add(const std::string& request_id, const SamplingParams& params,
+           std::span<const std::int32_t> prompt_token_ids,
+           std::vector<std::int32_t> stop_token_ids);
   /// Forgets a request; no-op for an unknown id.
   void remove(std::string_view request_id);
   /// Whether `request_id` drafts.
@@ -65,10 +70,14 @@ class Speculator {
 
   /// Sets the drafts of every request that decodes next step and may draft now.
   void propose(Scheduler& scheduler);
-  /// Verifies `scheduled`'s drafts against its logits rows ([1 + num_spec_tokens, vocab])
-  /// through `sampler`; returns the accepted drafts plus one token and counts them.
-  std::vector<std::int32_t> verify(const ScheduledRequest& scheduled, std::span<const float> logits,
-                                   sampling::Sampler& sampler);
+  /// Verifies `scheduled`'s drafts against its raw logits rows ([1 + num_spec_tokens, vocab])
+  /// through the request's own sampler chain; returns the accepted drafts plus one token and
+  /// counts them.
+  std::vector<std::int32_t> verify(const ScheduledRequest& scheduled,
+                                   std::span<const float> logits);
+  /// A token the executor sampled for `request_id` in a step without drafts, so its verifier's
+  /// penalties and min_tokens see the whole output.
+  void accept(std::string_view request_id, std::int32_t token);
 
   /// Counters since construction.
   const SpecDecodeStats& stats() const { return stats_; }
@@ -78,20 +87,16 @@ class Speculator {
  private:
   struct RequestState {
     SamplingParams sampling;
+    sampling::Sampler sampler;
     sampling::RejectionSampler verifier;
     std::vector<float> draft_probs;  // [drafts, vocab] of the pending drafts, or empty
   };
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   Speculator(const spec::SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer);
 
   spec::SpeculativeConfig config_;
   std::unique_ptr<spec::Proposer> proposer_;
   spec::SpeculationPolicy policy_;
-  std::unordered_map<std::string, RequestState, StringHash, std::equal_to<>> requests_;
+  StringMap<RequestState> requests_;
   SpecDecodeStats stats_;
   // Scratch of propose(), reused between steps.
   std::vector<spec::ProposalRequest> batch_;

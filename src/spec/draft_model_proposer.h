@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_map.h"
 #include "pagoda/forward_batch.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/status.h"
@@ -60,11 +61,6 @@ class DraftModelProposer final : public Proposer {
     std::int64_t start;
     std::size_t slot;  // row of logits_ this feed's last token fills
   };
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   DraftModelProposer(std::shared_ptr<ModelExecutor> executor, std::int64_t block_size,
                      std::int64_t num_blocks);
   bool reserve(RequestState& state, std::int64_t num_tokens);
@@ -76,7 +72,7 @@ class DraftModelProposer final : public Proposer {
   std::int64_t block_size_;
   std::int64_t vocab_size_;
   std::vector<std::int32_t> free_blocks_;
-  std::unordered_map<std::string, RequestState, StringHash, std::equal_to<>> states_;
+  StringMap<RequestState> states_;
   ForwardBatch batch_;
   std::vector<float> batch_logits_;  // [rows of one forward, vocab]
   std::vector<float> logits_;        // [requests of the step, vocab]

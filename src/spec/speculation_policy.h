@@ -18,6 +18,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/string_map.h"
 #include "spec/speculative_config.h"
 
 namespace pagoda::spec {
@@ -49,17 +50,13 @@ class SpeculationPolicy {
     double acceptance = 1.0;
     std::int64_t steps_off = 0;  // decode steps since drafting stopped or last probed
   };
-  struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   RequestState& state(std::string_view request_id);
 
   std::int64_t num_speculative_tokens_;
   std::int64_t disable_by_batch_size_;
   double min_acceptance_rate_;
   std::int64_t reprobe_interval_;
-  std::unordered_map<std::string, RequestState, StringHash, std::equal_to<>> states_;
+  StringMap<RequestState> states_;
 };
 
 }  // namespace pagoda::spec
