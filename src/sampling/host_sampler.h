@@ -52,6 +52,17 @@ class HostSampler {
 
  private:
   struct Slot;
+  // The open slot of `row`; CHECKs that it is open.
+  const Slot& slot_for(const SamplingRow& row) const;
+  // Whether stages 1-4 change any logit of `row`: else it samples from the raw row, uncopied.
+  static bool needs_processing(const Slot& slot, const SamplingRow& row);
+  // Stages 1-4 in place on `l` ([vocab]).
+  void apply_processors(const Slot& slot, const SamplingRow& row, const SamplingBatch& batch,
+                        std::span<float> l) const;
+  // The token of one row that does not return its logits; safe to call from several threads.
+  std::int32_t sample_row(std::span<const float> raw, const SamplingRow& row,
+                          const SamplingBatch& batch) const;
+
   std::int64_t vocab_size_;
   std::vector<Slot> slots_;  // by slot index; grown on demand
   double seconds_ = 0.0;

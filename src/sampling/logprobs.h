@@ -5,23 +5,16 @@
 
 #include <cstdint>
 #include <span>
-#include <utility>
-#include <vector>
+
+#include "pagoda/step_sampling.h"
 
 namespace pagoda::sampling {
 
-/// The sampled token's log-probability and rank, and the most likely alternatives.
-struct SampledLogprobs {
-  std::int32_t token_id = 0;
-  float logprob = 0.0f;
-  /// 1 + the number of tokens strictly more likely (vLLM's rank).
-  std::int64_t rank = 0;
-  /// The `num_top` most likely tokens, descending (ties by ascending id).
-  std::vector<std::pair<std::int32_t, float>> top;
-};
+/// The sampled token's log-probability, rank and alternatives: the executor interface's struct.
+using SampledLogprobs = pagoda::SampledLogprobs;
 
 /// Fills `out` for `token_id` and the `num_top` best tokens of log_softmax(`logits`). Paid per
-/// generated token on the engine thread, so it runs vectorized (AVX2) where the CPU allows:
+/// generated token that asks for logprobs, so it runs vectorized (AVX2) where the CPU allows:
 /// exp in fp32, the normalizer summed in double; within ~1e-6 of the reference.
 void compute_logprobs(std::span<const float> logits /* [vocab] */, std::int32_t token_id,
                       std::int64_t num_top, SampledLogprobs& out);
