@@ -196,11 +196,6 @@ void EngineCore::add(EngineCoreRequest& r) {
         ends_inside_span(tokenizer_->decode(r.prompt_token_ids, {.skip_special_tokens = false}),
                          *r.output.reasoning);
   }
-  // A trace wants the alternatives even when the client does not; the output processor trims
-  // them back to the client's number.
-  const std::int64_t trace_top_n = tracer_.top_n_for(r.request_id);
-  std::optional<std::int64_t> num_logprobs = r.sampling.logprobs;
-  if (trace_top_n > 0 && num_logprobs.value_or(-1) < trace_top_n) num_logprobs = trace_top_n;
   Status status = outputs_.add_request(r.request_id, r.output,
                                        static_cast<std::int64_t>(r.prompt_token_ids.size()),
                                        r.options.arrival_time);
@@ -211,6 +206,15 @@ void EngineCore::add(EngineCoreRequest& r) {
 
   std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
   if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
+  tracer_.admitted(r.request_id, r.traced, static_cast<std::int64_t>(r.prompt_token_ids.size()),
+                   now());
+  if (r.output.reasoning_starts_inside) tracer_.reasoning_start(r.request_id, 0, now());
+  // A trace wants the alternatives even when the client does not; the output processor trims
+  // them back to the client's number.
+  const std::int64_t trace_top_n = tracer_.top_n_for(r.request_id);
+  std::optional<std::int64_t> num_logprobs = r.sampling.logprobs;
+  if (trace_top_n > 0 && num_logprobs.value_or(-1) < trace_top_n) num_logprobs = trace_top_n;
+
   const std::int32_t slot = slots_.acquire();
   if (static_cast<std::size_t>(slot) >= live_.size()) live_.resize(slot + 1);
   LiveRequest& l = live(slot);
@@ -229,9 +233,6 @@ void EngineCore::add(EngineCoreRequest& r) {
     return;
   }
 
-  tracer_.admitted(r.request_id, r.traced, static_cast<std::int64_t>(r.prompt_token_ids.size()),
-                   now());
-  if (r.output.reasoning_starts_inside) tracer_.reasoning_start(r.request_id, 0, now());
   if (r.max_reasoning_tokens) {
     ReasoningBudget& budget = l.budget.emplace();
     budget.max_tokens = *r.max_reasoning_tokens;
