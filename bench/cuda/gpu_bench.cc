@@ -3,9 +3,12 @@
 //   F = cuBLASLt BF16 GEMM TFLOP/s at 8192^3 on random data.
 // Kernel timings: CUDA events, warm-up, median of repeats; inputs larger than L2 or rotated.
 //
-//   gpu_bench kernels                     B, F and each kernel against its goal
+//   gpu_bench kernels                     B, F and each kernel against its goal, the sampler of
+//                                         execute() per batch x vocab ("sampler ..." lines)
 //   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy)
 //                   [--dtype bf16] [--batch 1,64,128] [--context 512] [--steps 32]
+//                                         through forward() and through execute(), and the bytes
+//                                         execute() copies to the host per decode step
 //
 // Output: one "RESULT name value unit ratio goal" line per figure (scripts/gpu_check.sh turns
 // them into the table), plus notes.
@@ -34,9 +37,10 @@
 #include "kernels/gemm/skinny_gemm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
-#include "kernels/sampling/sampling.h"
+#include "kernels/sampling/device_sampler.h"
 #include "model/hf_config.h"
 #include "models/cuda_model_executor.h"
+#include "pagoda/step_sampling.h"
 
 namespace pagoda::bench {
 namespace {
@@ -352,39 +356,90 @@ void bench_elementwise(const Ceilings& ceil) {
   }
 }
 
-void bench_sampling(const Ceilings& ceil) {
-  const std::int64_t rows = 256, vocab = 128256;
-  DeviceBuffer logits = random_buffer(rows * vocab, ScalarType::kF32, 40, -10.0f, 10.0f);
-  std::vector<float> t(rows, 1.0f), p(rows, 0.9f), m(rows, 0.0f);
-  std::vector<std::int32_t> k(rows, 50);
-  std::vector<std::uint64_t> seeds(rows, 7), offsets(rows);
-  std::iota(offsets.begin(), offsets.end(), 0);
-  DeviceBuffer dt = alloc(rows * 4), dp = alloc(rows * 4), dm = alloc(rows * 4),
-               dk = alloc(rows * 4), ds = alloc(rows * 8), doff = alloc(rows * 8),
-               out = alloc(rows * 4);
-  cudaMemcpy(dt.data(), t.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(dp.data(), p.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(dm.data(), m.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(dk.data(), k.data(), rows * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(ds.data(), seeds.data(), rows * 8, cudaMemcpyHostToDevice);
-  cudaMemcpy(doff.data(), offsets.data(), rows * 8, cudaMemcpyHostToDevice);
-  const double ms = median_ms([&](int) {
-    check(kernels::launch_sample_tokens({.logits = logits.as<float>(),
-                                         .num_rows = rows,
-                                         .vocab_size = vocab,
-                                         .temperature = dt.as<float>(),
-                                         .top_k = dk.as<std::int32_t>(),
-                                         .top_p = dp.as<float>(),
-                                         .min_p = dm.as<float>(),
-                                         .seeds = ds.as<std::uint64_t>(),
-                                         .offsets = doff.as<std::uint64_t>(),
-                                         .out_tokens = out.as<std::int32_t>()},
-                                        nullptr),
-          "sampling");
-  });
-  const double one_read_ms = rows * vocab * 4.0 / (ceil.bandwidth_gbs * 1e9) * 1e3;
-  result("G13 top-k 50 + top-p 0.9, 256 x 128256 fp32", ms * 1e3, "us", ms / one_read_ms,
-         "<= 3x one read of the logits at B");
+// The sampler of execute() (kernels/sampling/device_sampler.h): process + sample + logprobs of
+// one step's logits already on the device, per batch and vocabulary, in two settings:
+//   plain  temperature 1, top-p 0.9; no processors, no logprobs
+//   full   temperature 0.8, top-k 50, top-p 0.95; presence/frequency/repetition penalties over a
+//          64-token prompt and 32 counted outputs, 16 biased tokens; 5 logprobs
+// The ratio is the time over one read of the logits at B. G13 (top-k 50 + top-p 0.9, 256 rows of
+// 128256, nothing else) keeps its goal.
+void bench_sampler(const Ceilings& ceil) {
+  struct Setting {
+    const char* name;
+    bool full;
+  };
+  for (const std::int64_t vocab : {49152, 128256}) {
+    for (const std::int64_t batch : {1, 64, 256}) {
+      auto made = kernels::DeviceSampler::create(
+          {.vocab_size = vocab, .max_rows = batch, .max_chunk_rows = batch});
+      if (!made.ok()) die(made.status(), "sampler");
+      kernels::DeviceSampler& sampler = *made;
+      DeviceBuffer logits = random_buffer(batch * vocab, ScalarType::kF32, 40, -10.0f, 10.0f);
+      std::mt19937 rng(41);
+      SlotSamplingConfig full;
+      full.presence_penalty = 0.3f;
+      full.frequency_penalty = 0.2f;
+      full.repetition_penalty = 1.1f;
+      for (int i = 0; i < 64; ++i)
+        full.prompt_token_ids.push_back(static_cast<std::int32_t>(rng() % vocab));
+      for (std::int32_t id = 0; id < 16; ++id) full.logit_bias.emplace_back(id * 997 % vocab, 1.0f);
+      std::sort(full.logit_bias.begin(), full.logit_bias.end());
+      std::vector<std::int32_t> outputs(32);
+      for (auto& t : outputs) t = static_cast<std::int32_t>(rng() % vocab);
+      for (std::int32_t slot = 0; slot < batch; ++slot) {
+        check(sampler.open_slot(slot, {}, nullptr), "open plain slot");
+        check(sampler.open_slot(static_cast<std::int32_t>(batch) + slot, full, nullptr),
+              "open full slot");
+        check(sampler.accept_tokens(static_cast<std::int32_t>(batch) + slot, outputs, nullptr),
+              "accept");
+      }
+      for (const Setting& setting : {Setting{"plain", false}, Setting{"full", true}}) {
+        SamplingBatch rows;
+        for (std::int32_t r = 0; r < batch; ++r) {
+          SamplingRow row{.slot = setting.full ? static_cast<std::int32_t>(batch) + r : r,
+                          .temperature = setting.full ? 0.8f : 1.0f,
+                          .top_k = setting.full ? 50 : 0,
+                          .top_p = setting.full ? 0.95f : 0.9f,
+                          .seed = 7,
+                          .position = r,
+                          .num_logprobs = setting.full ? 5 : -1};
+          rows.rows.push_back(row);
+        }
+        check(sampler.begin_step(rows, nullptr), "begin_step");
+        const double ms = median_ms([&](int) {
+          check(sampler.sample_chunk(logits.as<float>(), 0, batch, nullptr), "sample_chunk");
+        });
+        StepOutput out;
+        check(sampler.finish_step(nullptr, out), "finish_step");
+        const double one_read_ms = batch * vocab * 4.0 / (ceil.bandwidth_gbs * 1e9) * 1e3;
+        char label[96];
+        std::snprintf(label, sizeof(label), "sampler %s b%lld x %lld (process+sample+logprobs)",
+                      setting.name, static_cast<long long>(batch), static_cast<long long>(vocab));
+        result(label, ms * 1e3, "us", ms / one_read_ms, "(info) time / one read of the logits");
+      }
+      if (vocab == 128256 && batch == 256) {
+        SamplingBatch rows;
+        check(sampler.open_slot(static_cast<std::int32_t>(2 * batch), {}, nullptr), "open");
+        for (std::int32_t r = 0; r < batch; ++r) {
+          rows.rows.push_back({.slot = static_cast<std::int32_t>(2 * batch),
+                               .temperature = 1.0f,
+                               .top_k = 50,
+                               .top_p = 0.9f,
+                               .seed = 7,
+                               .position = r});
+        }
+        check(sampler.begin_step(rows, nullptr), "begin_step");
+        const double ms = median_ms([&](int) {
+          check(sampler.sample_chunk(logits.as<float>(), 0, batch, nullptr), "sample_chunk");
+        });
+        StepOutput out;
+        check(sampler.finish_step(nullptr, out), "finish_step");
+        const double one_read_ms = batch * vocab * 4.0 / (ceil.bandwidth_gbs * 1e9) * 1e3;
+        result("G13 top-k 50 + top-p 0.9, 256 x 128256 fp32", ms * 1e3, "us", ms / one_read_ms,
+               "<= 3x one read of the logits at B");
+      }
+    }
+  }
 }
 
 // G5: the decode products at m = 1..16 rows, weight bytes over time, cuBLASLt and (m <= 4) the
@@ -456,7 +511,7 @@ int run_kernels() {
   bench_decode_attention(ceil, props->num_sms, 16, 4096, "decode attn b16 ctx4096", "(info)");
   bench_prefill_attention(ceil);
   bench_elementwise(ceil);
-  bench_sampling(ceil);
+  bench_sampler(ceil);
   bench_skinny_gemm(ceil, **blas);
   return 0;
 }
@@ -476,7 +531,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   if (!config.ok()) die(config.status(), "config");
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   const std::int64_t block_size = 16;
-  const std::int64_t max_len = context + steps + 8;
+  const std::int64_t max_len = context + 2 * steps + 8;  // forward() steps, then execute()'s
   const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
   const std::int64_t chunk = 8192;
   auto exec = models::CudaModelExecutor::create_dummy(*config,
@@ -518,8 +573,8 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
       }
       check((*exec)->forward(b, logits.data()), "prefill");
     }
-    std::vector<double> step_ms;
-    for (int step = 0; step < steps; ++step) {
+    // One token per sequence at position context + step.
+    const auto decode_batch = [&](int step) {
       ForwardBatch b;
       b.max_blocks_per_seq = blocks_per_seq;
       b.query_start_loc.push_back(0);
@@ -534,26 +589,72 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
           b.block_tables.push_back(static_cast<std::int32_t>(s * blocks_per_seq + j));
         b.logits_indices.push_back(s);
       }
+      return b;
+    };
+    // The first steps warm up (plans, cuBLASLt heuristics); the median of the rest counts.
+    const auto median_step_ms = [&](std::vector<double> step_ms) {
+      const auto warm = static_cast<std::ptrdiff_t>(std::min(3, steps - 1));
+      std::vector<double> timed(step_ms.begin() + warm, step_ms.end());
+      std::sort(timed.begin(), timed.end());
+      return timed[timed.size() / 2];
+    };
+    const ModelConfig& c = *config;
+    const std::string name = config_path.substr(config_path.find_last_of('/') + 1);
+    const auto report = [&](const char* how, double ms, int first_step) {
+      const double kv_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim *
+                              cuda::scalar_type_size(dtype) * batch *
+                              (context + first_step + steps / 2);
+      char label[96];
+      std::snprintf(label, sizeof(label), "decode %s b%d ctx%d (%s)", name.c_str(), batch, context,
+                    how);
+      result(label, batch * 1e3 / ms, "tok/s", (weight_bytes + kv_bytes) / (ms * 1e-3) / 1e9,
+             "ratio: (weights+KV) GB/s; compare with B");
+    };
+
+    // forward(): every row's logits to the host, as before sampling moved to the device.
+    std::vector<double> step_ms;
+    for (int step = 0; step < steps; ++step) {
+      const ForwardBatch b = decode_batch(step);
       cudaDeviceSynchronize();
       const auto t0 = std::chrono::steady_clock::now();
       check((*exec)->forward(b, logits.data()), "decode");  // ends with a stream sync
       step_ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    // The first steps warm up (plans, cuBLASLt heuristics); the median of the rest counts.
-    const auto warm = static_cast<std::ptrdiff_t>(std::min(3, steps - 1));
-    std::vector<double> timed(step_ms.begin() + warm, step_ms.end());
-    std::sort(timed.begin(), timed.end());
-    const double ms = timed[timed.size() / 2];
-    const ModelConfig& c = *config;
-    const double kv_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim *
-                            cuda::scalar_type_size(dtype) * batch * (context + steps / 2);
-    const double tokps = batch * 1e3 / ms;
+    report("eager, host step", median_step_ms(step_ms), 0);
+
+    // execute(): sampled on the device (top-k 50, top-p 0.95, presence penalty), ids back.
+    SlotSamplingConfig slot_config;
+    slot_config.presence_penalty = 0.2f;
+    for (int s = 0; s < batch; ++s) check((*exec)->open_sampling_slot(s, slot_config), "slot");
+    step_ms.clear();
+    std::int64_t d2h_bytes = 0;
+    StepOutput out;
+    for (int step = steps; step < 2 * steps; ++step) {
+      const ForwardBatch b = decode_batch(step);
+      SamplingBatch sampling;
+      for (int s = 0; s < batch; ++s) {
+        sampling.rows.push_back({.slot = s,
+                                 .temperature = 0.8f,
+                                 .top_k = 50,
+                                 .top_p = 0.95f,
+                                 .seed = static_cast<std::uint64_t>(s),
+                                 .position = step});
+      }
+      cudaDeviceSynchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      check((*exec)->execute(b, sampling, out), "decode");  // ends with a stream sync
+      step_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      d2h_bytes = (*exec)->last_step_d2h_bytes();
+    }
+    for (int s = 0; s < batch; ++s) (*exec)->close_sampling_slot(s);
+    report("execute, sampled on the GPU", median_step_ms(step_ms), steps);
     char label[96];
-    std::snprintf(label, sizeof(label), "decode %s b%d ctx%d (eager, host step)",
-                  config_path.substr(config_path.find_last_of('/') + 1).c_str(), batch, context);
-    result(label, tokps, "tok/s", (weight_bytes + kv_bytes) / (ms * 1e-3) / 1e9,
-           "ratio: (weights+KV) GB/s; compare with B");
+    std::snprintf(label, sizeof(label), "d2h bytes per decode step, execute() b%d", batch);
+    result(label, static_cast<double>(d2h_bytes), "B",
+           d2h_bytes / (static_cast<double>(batch) * c.vocab_size * sizeof(float)),
+           "ratio: / forward()'s logits copy");
   }
   return 0;
 }

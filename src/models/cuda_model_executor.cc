@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_status.h"
@@ -20,8 +21,8 @@ namespace {
 using cuda::DeviceBuffer;
 using cuda::ScalarType;
 
-// The LM head runs on at most this many rows at a time, bounding the fp32 logits buffer
-// (vocab 128256 x 256 rows x 4 B = 131 MB).
+// The LM head runs on at most this many rows at a time, bounding the fp32 logits buffer and the
+// sampler's processed copy of it (vocab 128256 x 256 rows x 4 B = 131 MB each).
 constexpr std::int64_t kLogitsChunk = 256;
 
 StatusOr<DeviceBuffer> allocate(std::int64_t elements, ScalarType type) {
@@ -133,6 +134,9 @@ Status CudaModelExecutor::allocate_activations() {
   PAGODA_ASSIGN_OR_RETURN(act_, allocate(n * c.intermediate_size, t));
   PAGODA_ASSIGN_OR_RETURN(last_, allocate(kLogitsChunk * c.hidden_size, t));
   PAGODA_ASSIGN_OR_RETURN(logits_, allocate(kLogitsChunk * c.vocab_size, ScalarType::kF32));
+  PAGODA_ASSIGN_OR_RETURN(
+      sampler_, kernels::DeviceSampler::create(
+                    {.vocab_size = c.vocab_size, .max_rows = n, .max_chunk_rows = kLogitsChunk}));
   // Split-K partials: splits are used only while seqs x kv-head CTAs < 2 x SMs, so the
   // partial rows stay under (4 x SMs + max_num_seqs) x heads (paged_decode_attention.cu).
   decode_workspace_floats_ =
@@ -208,20 +212,69 @@ StatusOr<std::int64_t> CudaModelExecutor::profile_num_kv_blocks(double gpu_memor
   return budget / kv_cache_bytes_per_block(block_size);
 }
 
-Status CudaModelExecutor::forward(const ForwardBatch& batch, float* logits) {
+Status CudaModelExecutor::check_batch(const ForwardBatch& batch) const {
   if (num_blocks_ == 0) {
-    return Status(StatusCode::kFailedPrecondition, "forward() before allocate_kv_cache()");
+    return Status(StatusCode::kFailedPrecondition, "a step before allocate_kv_cache()");
   }
-  PAGODA_RETURN_IF_ERROR(
-      check_forward_batch(batch, {.vocab_size = info_.vocab_size,
-                                  .max_model_len = info_.max_model_len,
-                                  .max_num_batched_tokens = info_.max_num_batched_tokens,
-                                  .num_blocks = num_blocks_,
-                                  .block_size = block_size_}));
+  return check_forward_batch(batch, {.vocab_size = info_.vocab_size,
+                                     .max_model_len = info_.max_model_len,
+                                     .max_num_batched_tokens = info_.max_num_batched_tokens,
+                                     .num_blocks = num_blocks_,
+                                     .block_size = block_size_});
+}
+
+Status CudaModelExecutor::forward(const ForwardBatch& batch, float* logits) {
+  PAGODA_RETURN_IF_ERROR(check_batch(batch));
   if (batch.num_tokens() == 0) return Status::ok_status();
   PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get()));
   PAGODA_RETURN_IF_ERROR(run_layers(batch));
   return compute_logits(batch, logits);
+}
+
+Status CudaModelExecutor::open_sampling_slot(std::int32_t slot, const SlotSamplingConfig& config) {
+  return sampler_.open_slot(slot, config, stream_.get());
+}
+
+void CudaModelExecutor::close_sampling_slot(std::int32_t slot) {
+  sampler_.close_slot(slot);
+}
+
+void CudaModelExecutor::accept_tokens(std::int32_t slot, std::span<const std::int32_t> tokens) {
+  Status s = sampler_.accept_tokens(slot, tokens, stream_.get());
+  if (!s.ok() && deferred_error_.ok()) deferred_error_ = std::move(s);
+}
+
+// The step: the sampling rows go up first (so a bad row fails before any work), then the
+// forward pass, then per LM-head chunk the sampler; one copy of the results comes back.
+Status CudaModelExecutor::execute(const ForwardBatch& batch, const SamplingBatch& sampling,
+                                  StepOutput& out) {
+  if (!deferred_error_.ok()) return std::exchange(deferred_error_, Status::ok_status());
+  PAGODA_RETURN_IF_ERROR(check_batch(batch));
+  if (sampling.rows.size() != batch.logits_indices.size()) {
+    return invalid_argument("execute: " + std::to_string(sampling.rows.size()) +
+                            " sampling rows for " + std::to_string(batch.logits_indices.size()) +
+                            " logits rows");
+  }
+  PAGODA_RETURN_IF_ERROR(sampler_.begin_step(sampling, stream_.get()));
+  Status s = forward_and_sample(batch);
+  if (!s.ok()) {
+    // The pinned buffers are reused by the next step: let the copies in flight finish.
+    (void)stream_.synchronize();
+    return s;
+  }
+  return sampler_.finish_step(stream_.get(), out);
+}
+
+Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch) {
+  if (batch.num_tokens() == 0) return Status::ok_status();
+  PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get()));
+  PAGODA_RETURN_IF_ERROR(run_layers(batch));
+  for (std::int64_t r0 = 0; r0 < batch.num_logits(); r0 += kLogitsChunk) {
+    const std::int64_t rows = std::min(kLogitsChunk, batch.num_logits() - r0);
+    PAGODA_RETURN_IF_ERROR(lm_head(batch, r0, rows));
+    PAGODA_RETURN_IF_ERROR(sampler_.sample_chunk(logits_.as<float>(), r0, rows, stream_.get()));
+  }
+  return Status::ok_status();
 }
 
 // The same sequence as LlamaModel::forward: embedding, then per layer
@@ -395,35 +448,42 @@ Status CudaModelExecutor::attention(const ForwardBatch& batch, std::size_t layer
                                                 stream);
 }
 
-// Gathers the rows that need logits, runs the LM head in fp32 output, copies to the caller.
-Status CudaModelExecutor::compute_logits(const ForwardBatch& batch, float* logits) {
+// Gathers logits rows [first, first + rows) of the hidden states and runs the LM head on them,
+// fp32 out, into logits_.
+Status CudaModelExecutor::lm_head(const ForwardBatch& batch, std::int64_t first,
+                                  std::int64_t rows) {
   const ModelConfig& c = config_;
   const ScalarType t = options_.dtype;
   const cudaStream_t stream = stream_.get();
+  PAGODA_RETURN_IF_ERROR(kernels::launch_embedding({.table = normed_.data(),
+                                                    .ids = metadata_.logits_indices() + first,
+                                                    .out = last_.data(),
+                                                    .num_table_rows = batch.num_tokens(),
+                                                    .num_tokens = rows,
+                                                    .hidden = c.hidden_size,
+                                                    .dtype = t},
+                                                   stream));
+  return linear(*blas_,
+                {.x = last_.data(),
+                 .w = weights_.lm_head_data(),
+                 .y = logits_.data(),
+                 .m = rows,
+                 .n = c.vocab_size,
+                 .k = c.hidden_size,
+                 .input_type = t,
+                 .output_type = ScalarType::kF32},
+                stream);
+}
+
+// The LM head chunk by chunk, each chunk's logits copied to the caller.
+Status CudaModelExecutor::compute_logits(const ForwardBatch& batch, float* logits) {
+  const std::int64_t vocab = config_.vocab_size;
   for (std::int64_t r0 = 0; r0 < batch.num_logits(); r0 += kLogitsChunk) {
     const std::int64_t rows = std::min(kLogitsChunk, batch.num_logits() - r0);
-    PAGODA_RETURN_IF_ERROR(kernels::launch_embedding({.table = normed_.data(),
-                                                      .ids = metadata_.logits_indices() + r0,
-                                                      .out = last_.data(),
-                                                      .num_table_rows = batch.num_tokens(),
-                                                      .num_tokens = rows,
-                                                      .hidden = c.hidden_size,
-                                                      .dtype = t},
-                                                     stream));
-    PAGODA_RETURN_IF_ERROR(linear(*blas_,
-                                  {.x = last_.data(),
-                                   .w = weights_.lm_head_data(),
-                                   .y = logits_.data(),
-                                   .m = rows,
-                                   .n = c.vocab_size,
-                                   .k = c.hidden_size,
-                                   .input_type = t,
-                                   .output_type = ScalarType::kF32},
-                                  stream));
-    PAGODA_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(logits + r0 * c.vocab_size, logits_.data(),
-                        static_cast<std::size_t>(rows * c.vocab_size) * sizeof(float),
-                        cudaMemcpyDeviceToHost, stream));
+    PAGODA_RETURN_IF_ERROR(lm_head(batch, r0, rows));
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        logits + r0 * vocab, logits_.data(), static_cast<std::size_t>(rows * vocab) * sizeof(float),
+        cudaMemcpyDeviceToHost, stream_.get()));
   }
   // Also what makes the pinned metadata buffer free for the next step.
   return stream_.synchronize();

@@ -1,7 +1,9 @@
 // ModelExecutor on an NVIDIA GPU: the Llama-family forward pass (llama.cc's sequence of ops) with
 // kernels/ and cuBLASLt, weights in one activation dtype, a paged KV cache per layer whose size
-// comes from a profiling pass and --gpu-memory-utilization. Written without a GPU at hand: see
-// docs/gpu.md for what has and has not been run on hardware.
+// comes from a profiling pass and --gpu-memory-utilization. execute() samples beside the logits
+// (kernels/sampling/device_sampler.h): per LM-head chunk process -> sample -> logprobs on the
+// device, and one copy of token ids and logprobs back per step. Written without a GPU at hand:
+// see docs/gpu.md for what has and has not been run on hardware.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "backend/cuda/cuda_stream.h"
 #include "backend/cuda/device_buffer.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/sampling/device_sampler.h"
 #include "model/model_files.h"
 #include "models/cuda_llama_weights.h"
 #include "models/cuda_step_metadata.h"
@@ -49,6 +52,17 @@ class CudaModelExecutor final : public ModelExecutor {
   std::int64_t kv_block_size() const override { return block_size_; }
   Status forward(const ForwardBatch& batch, float* logits) override;
 
+  Status open_sampling_slot(std::int32_t slot, const SlotSamplingConfig& config) override;
+  void close_sampling_slot(std::int32_t slot) override;
+  /// A failure (a closed slot, a bad token, a CUDA error) is returned by the next execute().
+  void accept_tokens(std::int32_t slot, std::span<const std::int32_t> tokens) override;
+  Status execute(const ForwardBatch& batch, const SamplingBatch& sampling,
+                 StepOutput& out) override;
+
+  /// Bytes the last execute() copied from the device to the host: token ids, the asked-for
+  /// logprobs and the raw rows of return_logits rows (forward() copies every row's logits).
+  std::int64_t last_step_d2h_bytes() const { return sampler_.last_step_d2h_bytes(); }
+
   /// The profiling pass: runs one forward pass at max_num_batched_tokens (a single prompt) in a
   /// temporary cache, so the activation and library peaks are claimed, then returns how many
   /// blocks of `block_size` fit in what `gpu_memory_utilization` leaves. Call before
@@ -63,9 +77,13 @@ class CudaModelExecutor final : public ModelExecutor {
                                                              CudaLlamaWeights weights,
                                                              const CudaExecutorOptions& options);
   Status allocate_activations();
+  Status check_batch(const ForwardBatch& batch) const;
   Status run_layers(const ForwardBatch& batch);
   Status attention(const ForwardBatch& batch, std::size_t layer);
+  // The LM head over logits rows [first, first + rows) into logits_.
+  Status lm_head(const ForwardBatch& batch, std::int64_t first, std::int64_t rows);
   Status compute_logits(const ForwardBatch& batch, float* logits);
+  Status forward_and_sample(const ForwardBatch& batch);
 
   ModelConfig config_;
   CudaLlamaWeights weights_;
@@ -86,6 +104,8 @@ class CudaModelExecutor final : public ModelExecutor {
   cuda::DeviceBuffer act_;                 // [tokens, intermediate]
   cuda::DeviceBuffer last_;                // [kLogitsChunk, hidden]
   cuda::DeviceBuffer logits_;              // [kLogitsChunk, vocab], fp32
+  kernels::DeviceSampler sampler_;         // slot state, processed logits, step in/out
+  Status deferred_error_;                  // from accept_tokens, for the next execute()
   cuda::DeviceBuffer decode_partial_out_;  // split-K partials, fp32
   cuda::DeviceBuffer decode_partial_lse_;
   std::int64_t decode_workspace_floats_ = 0;
