@@ -322,7 +322,9 @@ TEST_F(EngineSpeculativeTest, SampledTokensFollowTheTargetDistribution) {
     EXPECT_TRUE(same_distribution(expected, got, &chi2))
         << spec::speculative_method_name(config.method) << ": chi-square " << chi2;
     const SpecDecodeStats s = settled(*spec).spec_decode;
-    EXPECT_GT(s.num_drafts, kDraws / 4) << spec::speculative_method_name(config.method);
+    // The n-gram proposer drafts only after a first token the prompt holds: 21% of first draws
+    // here (20,000 draws measured), so ~21 of 100; kDraws / 8 leaves two standard deviations.
+    EXPECT_GT(s.num_drafts, kDraws / 8) << spec::speculative_method_name(config.method);
   }
 }
 
