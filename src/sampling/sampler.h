@@ -1,7 +1,9 @@
-// Picks one request's next token from its logits: a chain of stages built from its
-// SamplingParams (logits processors on the raw logits, then warpers), then a draw from the
-// request's own seeded generator. The generator advances only on this request's draws, so its
-// tokens do not depend on what else is in the batch.
+// One request's sampler chain on the host: stages built from its SamplingParams (logits
+// processors on the raw logits, then warpers), then a draw from the request's own seeded
+// generator. Speculative verification (rejection_sampler.h) runs it over the raw logits rows of
+// a request with drafts, since it needs the whole kept distribution at each position; every other
+// token is sampled beside the logits by the executor (pagoda/step_sampling.h, HostSampler on the
+// CPU), under the same rules.
 #pragma once
 
 #include <cstdint>
