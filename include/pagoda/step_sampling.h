@@ -32,6 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "pagoda/status.h"
+
 namespace pagoda {
 
 /// A request's sampling settings for its whole life, set when its slot opens on the executor.
@@ -56,6 +58,9 @@ struct SlotSamplingConfig {
   bool has_penalties() const {
     return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f;
   }
+  /// INVALID_ARGUMENT for a token id outside [0, vocab_size) or a biased id listed twice: what
+  /// every executor's open_sampling_slot refuses (src/sampling/sampling_rows.cc).
+  Status validate(std::int64_t vocab_size) const;
 };
 
 /// One logits row's sampling for this step.

@@ -69,15 +69,7 @@ Status SamplingSlotTable::open(std::int32_t slot, const SlotSamplingConfig& conf
   if (is_open(slot)) {
     return invalid_argument("sampling slot " + std::to_string(slot) + " is open already");
   }
-  std::vector<std::int32_t> bias_ids;
-  for (const auto& [id, bias] : config.logit_bias) bias_ids.push_back(id);
-  PAGODA_RETURN_IF_ERROR(check_ids(bias_ids, vocab_size_, "logit_bias"));
-  PAGODA_RETURN_IF_ERROR(check_ids(config.min_tokens_banned_ids, vocab_size_, "min_tokens"));
-  PAGODA_RETURN_IF_ERROR(check_ids(config.prompt_token_ids, vocab_size_, "prompt"));
-  std::sort(bias_ids.begin(), bias_ids.end());
-  if (std::adjacent_find(bias_ids.begin(), bias_ids.end()) != bias_ids.end()) {
-    return invalid_argument("logit_bias lists a token twice");
-  }
+  PAGODA_RETURN_IF_ERROR(config.validate(vocab_size_));
 
   PAGODA_RETURN_IF_ERROR(reserve_records(static_cast<std::int64_t>(slot) + 1, stream));
   if (static_cast<std::size_t>(slot) >= slots_.size()) slots_.resize(slot + 1);

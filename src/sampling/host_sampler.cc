@@ -53,16 +53,6 @@ void sort_unique(std::vector<std::int32_t>& ids) {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
 }
 
-Status check_ids(std::span<const std::int32_t> ids, std::int64_t vocab_size, const char* what) {
-  for (const std::int32_t id : ids) {
-    if (id < 0 || id >= vocab_size) {
-      return invalid_argument(std::string(what) + " token " + std::to_string(id) +
-                              " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
-    }
-  }
-  return Status::ok_status();
-}
-
 bool is_greedy(const SamplingRow& row) {
   return row.temperature <= 0.0f || row.top_k == 1;
 }
@@ -169,15 +159,7 @@ Status HostSampler::open_slot(std::int32_t slot, const SlotSamplingConfig& confi
   if (is_open(slot)) {
     return invalid_argument("sampling slot " + std::to_string(slot) + " is open already");
   }
-  std::vector<std::int32_t> bias_ids;
-  for (const auto& [id, bias] : config.logit_bias) bias_ids.push_back(id);
-  PAGODA_RETURN_IF_ERROR(check_ids(bias_ids, vocab_size_, "logit_bias"));
-  PAGODA_RETURN_IF_ERROR(check_ids(config.min_tokens_banned_ids, vocab_size_, "min_tokens"));
-  PAGODA_RETURN_IF_ERROR(check_ids(config.prompt_token_ids, vocab_size_, "prompt"));
-  std::sort(bias_ids.begin(), bias_ids.end());
-  if (std::adjacent_find(bias_ids.begin(), bias_ids.end()) != bias_ids.end()) {
-    return invalid_argument("logit_bias lists a token twice");
-  }
+  PAGODA_RETURN_IF_ERROR(config.validate(vocab_size_));
 
   if (static_cast<std::size_t>(slot) >= slots_.size()) slots_.resize(slot + 1);
   Slot& s = slots_[static_cast<std::size_t>(slot)];

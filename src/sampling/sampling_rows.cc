@@ -1,6 +1,38 @@
 #include "sampling/sampling_rows.h"
 
 #include <algorithm>
+#include <string>
+
+namespace pagoda {
+
+namespace {
+
+Status check_ids(std::span<const std::int32_t> ids, std::int64_t vocab_size, const char* what) {
+  for (const std::int32_t id : ids) {
+    if (id < 0 || id >= vocab_size) {
+      return invalid_argument(std::string(what) + " token " + std::to_string(id) +
+                              " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Status SlotSamplingConfig::validate(std::int64_t vocab_size) const {
+  std::vector<std::int32_t> bias_ids;
+  for (const auto& [id, bias] : logit_bias) bias_ids.push_back(id);
+  PAGODA_RETURN_IF_ERROR(check_ids(bias_ids, vocab_size, "logit_bias"));
+  PAGODA_RETURN_IF_ERROR(check_ids(min_tokens_banned_ids, vocab_size, "min_tokens"));
+  PAGODA_RETURN_IF_ERROR(check_ids(prompt_token_ids, vocab_size, "prompt"));
+  std::sort(bias_ids.begin(), bias_ids.end());
+  if (std::adjacent_find(bias_ids.begin(), bias_ids.end()) != bias_ids.end()) {
+    return invalid_argument("logit_bias lists a token twice");
+  }
+  return Status::ok_status();
+}
+
+}  // namespace pagoda
 
 namespace pagoda::sampling {
 
