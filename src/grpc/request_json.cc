@@ -12,6 +12,14 @@ using api::Json;
 
 Json value_json(const google::protobuf::Value& value);
 
+// Adds a key the object does not have yet. ordered_json's operator[] and emplace look the key
+// up first, in time linear in the object's size, so filling a large map with them would take
+// quadratic time; protobuf map keys are unique already.
+void append_new_key(Json& object, std::string key, Json value) {
+  Json::object_t::Container& entries = object.get_ref<Json::object_t&>();
+  entries.emplace_back(std::move(key), std::move(value));
+}
+
 // A repeated field as a JSON array (nlohmann takes ranges only through std containers).
 template <typename Repeated>
 Json json_array(const Repeated& values) {
@@ -27,7 +35,9 @@ Json struct_json(const google::protobuf::Struct& object) {
   for (const auto& [key, value] : object.fields()) keys.push_back(&key);
   std::sort(keys.begin(), keys.end(), [](const auto* a, const auto* b) { return *a < *b; });
   Json out = Json::object();
-  for (const std::string* key : keys) out[*key] = value_json(object.fields().at(*key));
+  for (const std::string* key : keys) {
+    append_new_key(out, *key, value_json(object.fields().at(*key)));
+  }
   return out;
 }
 
@@ -97,7 +107,9 @@ void add_sampling(const v1::SamplingParams& s, Json& body) {
   if (s.has_repetition_penalty()) body["repetition_penalty"] = s.repetition_penalty();
   if (!s.logit_bias().empty()) {
     Json bias = Json::object();
-    for (const auto& [id, value] : s.logit_bias()) bias[std::to_string(id)] = value;
+    for (const auto& [id, value] : s.logit_bias()) {
+      append_new_key(bias, std::to_string(id), value);
+    }
     body["logit_bias"] = std::move(bias);
   }
   if (s.has_seed()) body["seed"] = s.seed();

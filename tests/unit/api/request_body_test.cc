@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <iterator>
+#include <string>
+
 namespace pagoda::api {
 namespace {
 
@@ -52,6 +56,102 @@ TEST(RequestBodyTest, NestingIsBounded) {
   auto deep = parse_request_body(nested(100000));
   ASSERT_FALSE(deep.ok());
   EXPECT_NE(deep.error().message.find("deeper than"), std::string::npos) << deep.error().message;
+}
+
+// An object with `num_keys` keys "0", "1", ... whose values are their own indices.
+std::string object_text(std::int64_t num_keys) {
+  std::string text = "{";
+  for (std::int64_t i = 0; i < num_keys; ++i) {
+    if (i > 0) text += ',';
+    text += "\"" + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  return text + "}";
+}
+
+// An array of `num_values` zeros.
+std::string array_text(std::int64_t num_values) {
+  std::string text = "[";
+  for (std::int64_t i = 0; i < num_values; ++i) text += i > 0 ? ",0" : "0";
+  return text + "]";
+}
+
+// These sizes took seconds each when every key was looked up in its object as it was parsed
+// (quadratic); they parse in milliseconds now. The time is measured in bench/api
+// (docs/perf/http.md); here the point is that they are accepted and built right.
+TEST(RequestBodyTest, LargeObjectsAreBuiltInOrder) {
+  for (const std::int64_t n : {std::int64_t{50'000}, std::int64_t{49'152}}) {
+    auto body = parse_request_body("{\"model\": \"m\", \"logit_bias\": " + object_text(n) + "}");
+    ASSERT_TRUE(body.ok()) << body.error().message;
+    const Json& bias = (*body)["logit_bias"];
+    ASSERT_EQ(bias.size(), static_cast<std::size_t>(n));
+    std::int64_t i = 0;
+    for (const auto& [key, value] : bias.items()) {
+      ASSERT_EQ(key, std::to_string(i));
+      ASSERT_EQ(value, i);
+      ++i;
+    }
+    EXPECT_EQ(bias.find("49151").value(), 49151);
+  }
+}
+
+TEST(RequestBodyTest, DuplicateKeysKeepTheFirstPlaceAndTheLastValue) {
+  // A small object (scanned) and a large one (indexed) behave alike, and as nlohmann's parser.
+  for (const std::int64_t n : {std::int64_t{3}, std::int64_t{100}}) {
+    std::string text = object_text(n);
+    text.pop_back();
+    text += ",\"1\":\"again\",\"z\":true,\"1\":\"last\"}";
+    auto body = parse_request_body(text);
+    ASSERT_TRUE(body.ok()) << body.error().message;
+    EXPECT_EQ(body->size(), static_cast<std::size_t>(n + 1));
+    EXPECT_EQ(std::next(body->begin()).key(), "1");
+    EXPECT_EQ((*body)["1"], "last");
+    EXPECT_EQ(body->back(), true);
+    EXPECT_EQ(*body, Json::parse(text)) << n;
+  }
+}
+
+TEST(RequestBodyTest, KeysPerObjectAreBounded) {
+  auto full = parse_request_body("{\"logit_bias\": " + object_text(kMaxJsonObjectKeys) + "}");
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_EQ((*full)["logit_bias"].size(), static_cast<std::size_t>(kMaxJsonObjectKeys));
+
+  auto over = parse_request_body("{\"logit_bias\": " + object_text(kMaxJsonObjectKeys + 1) + "}");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().http_status, 400);
+  EXPECT_EQ(over.error().type, "invalid_request_error");
+  EXPECT_EQ(over.error().param, "logit_bias");
+  EXPECT_EQ(over.error().message, "'logit_bias' has more than 262144 keys");
+
+  // Nested objects are named by their path; the top level has no name.
+  auto nested = parse_request_body("{\"messages\": [{}, {\"role\": \"user\", \"x\": {\"y\": " +
+                                   object_text(kMaxJsonObjectKeys + 1) + "}}]}");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().param, "messages[1].x.y");
+  auto top = parse_request_body(object_text(kMaxJsonObjectKeys + 1));
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.error().param, std::nullopt);
+  EXPECT_EQ(top.error().message, "the request body has more than 262144 keys");
+}
+
+TEST(RequestBodyTest, ValuesPerBodyAreBounded) {
+  // The top-level object and the array count as values too.
+  auto full = parse_request_body("{\"prompt\": " + array_text(kMaxJsonValues - 2) + "}");
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_EQ((*full)["prompt"].size(), static_cast<std::size_t>(kMaxJsonValues - 2));
+
+  auto over = parse_request_body("{\"prompt\": " + array_text(kMaxJsonValues - 1) + "}");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().http_status, 400);
+  EXPECT_EQ(over.error().param, "prompt");
+  EXPECT_EQ(over.error().message,
+            "'prompt' takes the request body over 1048576 JSON values (each number, string, "
+            "boolean, null, array and object counts one)");
+
+  // Counted over the whole body, not per array.
+  auto spread = parse_request_body("{\"prompt\": [" + array_text(kMaxJsonValues / 2) + ", " +
+                                   array_text(kMaxJsonValues / 2) + "]}");
+  ASSERT_FALSE(spread.ok());
+  EXPECT_EQ(spread.error().param, "prompt[1]");
 }
 
 TEST(ApiErrorTest, BodyHasOpenAisShape) {

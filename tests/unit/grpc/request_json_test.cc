@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "../api/api_test_models.h"
 #include "api/chat_request.h"
 #include "api/completion_request.h"
@@ -146,6 +148,30 @@ TEST(GenerateRequestJson, ChatToolsAndKwargsBecomeJson) {
             Json::parse(R"([{"function": {}, "tags": [true, 2.5, null], "type": "function"}])"));
   EXPECT_EQ(json->body["chat_template_kwargs"], Json::parse(R"({"enable_thinking": false})"));
   EXPECT_EQ(json->body["add_generation_prompt"], false);
+}
+
+// A map as large as a vocabulary becomes JSON without a key lookup per entry (which made it
+// quadratic), and keys come out sorted as for a Struct.
+TEST(GenerateRequestJson, LargeMapsAndStructsKeepEveryKey) {
+  v1::GenerateRequest request;
+  request.set_text("hi");
+  for (int id = 0; id < 49'152; ++id) (*request.mutable_sampling()->mutable_logit_bias())[id] = 1;
+  google::protobuf::Struct& kwargs = *request.mutable_chat()->mutable_chat_template_kwargs();
+  for (int i = 0; i < 50'000; ++i) {
+    (*kwargs.mutable_fields())["k" + std::to_string(i)].set_number_value(i);
+  }
+  auto json = generate_request_json(request);
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(json->body["logit_bias"].size(), 49'152u);
+  EXPECT_EQ(json->body["logit_bias"]["49151"], 1.0);
+  const Json& out = json->body["chat_template_kwargs"];
+  ASSERT_EQ(out.size(), 50'000u);
+  std::string previous;
+  for (const auto& [key, value] : out.items()) {
+    ASSERT_LT(previous, key);
+    previous = key;
+  }
+  EXPECT_EQ(out["k49999"], 49999.0);
 }
 
 TEST(GenerateRequestJson, NoInputIsRefused) {
