@@ -40,7 +40,9 @@ std::string metric(std::string_view name) {
   return std::string(kMetricPrefix) + std::string(name);
 }
 
-constexpr std::array<std::string_view, 3> kFinishReasons = {"stop", "length", "abort"};
+// vLLM's finished_reason values; "error" is an engine-side failure (a step that threw, or a
+// shutdown past the grace period), which the client sees as an error, not as a finish.
+constexpr std::array<std::string_view, 4> kFinishReasons = {"stop", "length", "abort", "error"};
 
 }  // namespace
 
@@ -57,7 +59,8 @@ ServingMetrics::ServingMetrics(std::string model_name, std::int64_t max_model_le
       request_prompt_tokens_(token_count_buckets(std::max<std::int64_t>(max_model_len, 1))),
       request_generation_tokens_(token_count_buckets(std::max<std::int64_t>(max_model_len, 1))) {}
 
-void ServingMetrics::record_finished(const engine::RequestOutput& out) {
+void ServingMetrics::record_finished(const engine::StreamOutput& final_output) {
+  const engine::RequestOutput& out = final_output.output;
   const engine::RequestTimings& t = out.timings;
   const engine::RequestUsage& usage = out.usage;
   if (auto v = t.time_to_first_token()) time_to_first_token_.observe(*v);
@@ -79,7 +82,7 @@ void ServingMetrics::record_finished(const engine::RequestOutput& out) {
   request_prompt_tokens_.observe(static_cast<double>(usage.num_prompt_tokens));
   request_generation_tokens_.observe(static_cast<double>(usage.num_completion_tokens));
 
-  const std::string_view reason = out.finish_reason();
+  const std::string_view reason = final_output.error.ok() ? out.finish_reason() : "error";
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < kFinishReasons.size(); ++i) {
     if (kFinishReasons[i] == reason) ++request_success_[i];

@@ -14,6 +14,7 @@
 
 #include "api/histogram.h"
 #include "engine/engine_core.h"
+#include "engine/output_channel.h"
 #include "engine/request_output.h"
 
 namespace pagoda::api {
@@ -25,8 +26,11 @@ class ServingMetrics {
   explicit ServingMetrics(std::string model_name, std::int64_t max_model_len = 1 << 20);
 
   /// Records one engine request's final output (each of n samples is one engine request, as in
-  /// vLLM v1): success counter by finish reason, token counters and histograms, latencies.
-  void record_finished(const engine::RequestOutput& final_output);
+  /// vLLM v1), however it ended: the request_success_total counter under its finish reason
+  /// ("stop", "length", "abort", or "error" when the engine ended it with an error), token
+  /// counters and histograms, latencies. Frontends call it exactly once per final output, also
+  /// for requests whose client has gone.
+  void record_finished(const engine::StreamOutput& final_output);
   /// Records a request refused before it reached the engine (bad input, full queue), by HTTP
   /// status.
   void record_rejected(int http_status);
@@ -35,7 +39,7 @@ class ServingMetrics {
   std::string render(const engine::EngineStats& stats) const;
 
  private:
-  static constexpr std::size_t kNumFinishReasons = 3;  // stop, length, abort
+  static constexpr std::size_t kNumFinishReasons = 4;  // stop, length, abort, error
 
   const std::string model_name_;
   Histogram time_to_first_token_;

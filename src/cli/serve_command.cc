@@ -352,14 +352,12 @@ int ServeCommand::run(const char* argv0) {
     server.set_service(loader.service);
 #if PAGODA_HAVE_GRPC
     if (grpc_server) {
-      // The aliasing pointers keep the service, which owns the served model and the metrics,
-      // alive.
+      // The aliasing pointer keeps the service, which owns the served model, alive.
       grpc_server->set_backend({.model = std::shared_ptr<const api::ServedModel>(
                                     loader.service, &loader.service->served_model()),
                                 .engine = loader.engine.get(),
                                 .architecture = loader.architecture,
-                                .metrics = std::shared_ptr<api::ServingMetrics>(
-                                    loader.service, &loader.service->serving_metrics())});
+                                .metrics = loader.service->serving_metrics()});
     }
 #endif
     spdlog::info("ready: serving '{}' on http://{}:{}", loader.service->served_model().name(), host,

@@ -121,7 +121,7 @@ void GenerateReactor::OnDone() {
 
 std::optional<engine::StreamOutput> GenerateReactor::next_output() {
   std::optional<engine::StreamOutput> item = stream_->try_next();
-  if (item && item->output.finished && metrics_) metrics_->record_finished(item->output);
+  if (item && item->output.finished && metrics_) metrics_->record_finished(*item);
   return item;
 }
 

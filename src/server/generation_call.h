@@ -6,7 +6,9 @@
 //   strand:        drain() ── try_next() per stream ──> ResponseEncoder::add ──> bytes to write
 //
 // Destroying a call that has not finished aborts it, so a vanished client frees its KV blocks
-// within one engine step.
+// within one engine step. The final outputs of the aborted streams still come, with nobody left
+// to read them: each stream's listener then takes them on the engine thread and counts them in
+// the metrics, so every request that ends is counted once, however it ended.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,7 @@ class GenerationCall {
   /// already submitted are aborted and the refusal is returned.
   static api::ApiErrorOr<std::unique_ptr<GenerationCall>> start(
       api::GenerationJob job, engine::EngineClient& engine,
-      std::shared_ptr<const Tokenizer> tokenizer, api::ServingMetrics& metrics);
+      std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<api::ServingMetrics> metrics);
   ~GenerationCall();
   GenerationCall(const GenerationCall&) = delete;
   GenerationCall& operator=(const GenerationCall&) = delete;
@@ -57,12 +59,12 @@ class GenerationCall {
 
  private:
   GenerationCall(api::ResponseOptions options, std::shared_ptr<const Tokenizer> tokenizer,
-                 engine::EngineClient& engine, api::ServingMetrics& metrics);
+                 engine::EngineClient& engine, std::shared_ptr<api::ServingMetrics> metrics);
 
   api::ResponseOptions options_;
   api::ResponseEncoder encoder_;
   engine::EngineClient& engine_;
-  api::ServingMetrics& metrics_;
+  const std::shared_ptr<api::ServingMetrics> metrics_;
   std::vector<std::shared_ptr<engine::OutputStream>> streams_;
   std::int64_t num_prompt_tokens_ = 0;
   std::int64_t num_completion_tokens_ = 0;

@@ -19,7 +19,9 @@ HttpReply json_or_error(const api::ApiErrorOr<api::Json>& result) {
 }  // namespace
 
 OpenAiService::OpenAiService(api::ServedModel model, engine::EngineClient& engine)
-    : model_(std::move(model)), engine_(engine), metrics_(model_.name(), model_.max_model_len) {}
+    : model_(std::move(model)),
+      engine_(engine),
+      metrics_(std::make_shared<api::ServingMetrics>(model_.name(), model_.max_model_len)) {}
 
 HttpReply OpenAiService::models() const {
   return HttpReply::json(api::models_response(model_));
@@ -32,7 +34,7 @@ HttpReply OpenAiService::model(std::string_view name) const {
 HttpReply OpenAiService::metrics() const {
   HttpReply reply;
   reply.content_type = std::string(api::kPrometheusContentType);
-  reply.body = metrics_.render(engine_.stats());
+  reply.body = metrics_->render(engine_.stats());
   return reply;
 }
 

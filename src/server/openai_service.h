@@ -35,17 +35,19 @@ class OpenAiService {
                                                                     const api::Json& body,
                                                                     bool trace = false);
   /// Counts a generation request refused before it reached the engine.
-  void record_rejected(int http_status) { metrics_.record_rejected(http_status); }
+  void record_rejected(int http_status) { metrics_->record_rejected(http_status); }
 
   const api::ServedModel& served_model() const { return model_; }
   /// The registry behind /metrics, for the gRPC server to count its requests in.
-  api::ServingMetrics& serving_metrics() { return metrics_; }
+  const std::shared_ptr<api::ServingMetrics>& serving_metrics() const { return metrics_; }
   engine::EngineClient& engine() const { return engine_; }
 
  private:
   const api::ServedModel model_;
   engine::EngineClient& engine_;
-  api::ServingMetrics metrics_;
+  // Shared with the calls in flight, which may count their last outputs after the service has
+  // gone (a client that left just before shutdown).
+  const std::shared_ptr<api::ServingMetrics> metrics_;
 };
 
 }  // namespace pagoda::server

@@ -339,6 +339,36 @@ def test_requests_count_in_the_http_metrics(stub, pb, server):
     assert delta("pagoda:request_rejected_total", status_code="400") == 1
 
 
+def test_cancelled_calls_count_as_aborts(stub, pb, server):
+    """Calls cancelled mid-stream are counted once each, under finished_reason="abort", with
+    their prompt and generated tokens, as HTTP clients that disconnect are."""
+    wait_idle(stub, pb)
+    before = server.samples()
+    prompts = [[2000 + 40 * i + j for j in range(16)] for i in range(5)]
+    for ids in prompts:
+        call = stub.Generate(pb.gen.GenerateRequest(
+            token_ids=pb.gen.TokenIds(ids=ids), sampling=pb.gen.SamplingParams(temperature=0.0),
+            stopping=pb.gen.StoppingCriteria(max_tokens=400, ignore_eos=True)))
+        assert next(call).token_ids
+        call.cancel()
+    wait_idle(stub, pb)
+
+    def delta(samples, name, **labels):
+        return metric(samples, name, **labels) - metric(before, name, **labels)
+
+    deadline = time.monotonic() + 10
+    while delta(after := server.samples(), "pagoda:request_success_total") < len(prompts):
+        assert time.monotonic() < deadline, "the cancelled calls were not all counted"
+        time.sleep(0.05)
+    assert delta(after, "pagoda:request_success_total", finished_reason="abort") == len(prompts)
+    assert delta(after, "pagoda:request_success_total") == len(prompts)
+    assert delta(after, "pagoda:e2e_request_latency_seconds_count") == len(prompts)
+    assert delta(after, "pagoda:prompt_tokens_total") == 16 * len(prompts)
+    generated = delta(after, "pagoda:generation_tokens_total")
+    assert generated >= len(prompts)
+    assert delta(after, "pagoda:request_generation_tokens_sum") == generated
+
+
 def test_unknown_model_is_not_found(stub, pb):
     error = rpc_error(lambda: stub.Generate(text_request(pb, model="no-such-model")))
     assert error.code() == grpc.StatusCode.NOT_FOUND and "no-such-model" in error.details()

@@ -68,9 +68,11 @@ TEST(PrometheusWriterTest, NumbersReadBack) {
   EXPECT_EQ(prometheus_number(std::nan("")), "NaN");
 }
 
-engine::RequestOutput finished(std::string_view reason, std::int64_t prompt,
-                               std::int64_t completion) {
-  engine::RequestOutput out;
+// A final output; reason "error" is an abort the engine gave an error status.
+engine::StreamOutput finished(std::string_view reason, std::int64_t prompt,
+                              std::int64_t completion) {
+  engine::StreamOutput item;
+  engine::RequestOutput& out = item.output;
   out.finished = true;
   out.status = reason == "stop"     ? engine::RequestStatus::kFinishedStopped
                : reason == "length" ? engine::RequestStatus::kFinishedLength
@@ -84,7 +86,8 @@ engine::RequestOutput finished(std::string_view reason, std::int64_t prompt,
   out.timings.last_token_time = 11.5;
   out.timings.finished_time = 11.5;
   out.timings.inter_token_latencies = {0.5, 0.5};
-  return out;
+  if (reason == "error") item.error = Status(StatusCode::kUnavailable, "shut down");
+  return item;
 }
 
 // The value of the sample line that starts with `prefix` followed by a space.
@@ -160,6 +163,38 @@ TEST(ServingMetricsTest, RendersTheVllmMirroringSet) {
       "2");
   EXPECT_EQ(text.find("le=\"5000\""), std::string::npos) << "buckets stop at max_model_len";
   EXPECT_EQ(sample_value(text, "pagoda:request_generation_tokens_sum" + m), "10");
+}
+
+// Requests that end without a normal finish count like any other: a client that left mid-stream
+// (abort), one that left during its prefill (abort, no first token), an engine failure (error).
+TEST(ServingMetricsTest, AbortsAndErrorsAreCountedWithTheirTokens) {
+  ServingMetrics metrics("smol", 2048);
+  metrics.record_finished(finished("abort", 20, 5));
+  engine::StreamOutput prefill = finished("abort", 900, 0);
+  prefill.output.timings.first_token_time.reset();
+  prefill.output.timings.last_token_time.reset();
+  prefill.output.timings.inter_token_latencies.clear();
+  metrics.record_finished(prefill);
+  metrics.record_finished(finished("error", 7, 1));
+  const std::string text = "\n" + metrics.render({});
+  const std::string m = "{model_name=\"smol\"}";
+  const auto success = [&](std::string_view reason) {
+    return sample_value(text, "pagoda:request_success_total{model_name=\"smol\",finished_reason=\"" +
+                                  std::string(reason) + "\"}");
+  };
+  EXPECT_EQ(success("stop"), "0");
+  EXPECT_EQ(success("abort"), "2");
+  EXPECT_EQ(success("error"), "1");
+  EXPECT_EQ(sample_value(text, "pagoda:prompt_tokens_total" + m), "927");
+  EXPECT_EQ(sample_value(text, "pagoda:request_prompt_tokens_count" + m), "3");
+  EXPECT_EQ(sample_value(text, "pagoda:request_prompt_tokens_sum" + m), "927");
+  EXPECT_EQ(sample_value(text, "pagoda:request_generation_tokens_count" + m), "3");
+  EXPECT_EQ(sample_value(text, "pagoda:request_generation_tokens_sum" + m), "6");
+  EXPECT_EQ(sample_value(text, "pagoda:e2e_request_latency_seconds_count" + m), "3");
+  EXPECT_EQ(sample_value(text, "pagoda:request_queue_time_seconds_count" + m), "3");
+  // The abandoned prefill never had a first token.
+  EXPECT_EQ(sample_value(text, "pagoda:time_to_first_token_seconds_count" + m), "2");
+  EXPECT_EQ(sample_value(text, "pagoda:request_prefill_time_seconds_count" + m), "2");
 }
 
 struct PromtoolResult {
