@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "grpc/inference_service.h"
+#include "grpc/reflection_service.h"
 
 namespace pagoda::grpc {
 
@@ -24,7 +25,9 @@ std::string listen_address(const std::string& host, int port) {
 }  // namespace
 
 GrpcServer::GrpcServer(GrpcServerConfig config)
-    : config_(std::move(config)), service_(std::make_unique<InferenceService>(config_.api_key)) {}
+    : config_(std::move(config)),
+      service_(std::make_unique<InferenceService>(config_.api_key)),
+      reflection_(std::make_unique<ReflectionService>()) {}
 
 GrpcServer::~GrpcServer() {
   stop();
@@ -32,7 +35,8 @@ GrpcServer::~GrpcServer() {
 
 Status GrpcServer::start() {
   PAGODA_RETURN_IF_ERROR(config_.validate());
-  // Both are process-wide switches read when a builder is made.
+  // Both are process-wide switches read when a builder is made. gRPC's plugin serves v1alpha
+  // reflection; reflection_ serves v1.
   ::grpc::EnableDefaultHealthCheckService(true);
   ::grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   ::grpc::ServerBuilder builder;
@@ -42,6 +46,7 @@ Status GrpcServer::start() {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_receive_message_bytes));
   builder.RegisterService(service_.get());
+  reflection_->add_to(builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();

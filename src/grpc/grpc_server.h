@@ -1,5 +1,5 @@
 // The gRPC server of `pagoda serve`: pagoda.v1.InferenceService, grpc.health.v1.Health and
-// server reflection on one port, beside the HTTP server. Like the HTTP server it listens before
+// server reflection (v1 and v1alpha) on one port, beside the HTTP server. Like the HTTP server it listens before
 // the model has loaded, answering UNAVAILABLE (and health NOT_SERVING) until set_backend().
 //
 // Shutdown, as `pagoda serve` drives it on SIGTERM:
@@ -25,6 +25,7 @@ class Server;
 namespace pagoda::grpc {
 
 class InferenceService;
+class ReflectionService;
 
 /// Owns the gRPC server. Methods are thread-safe.
 class GrpcServer {
@@ -59,6 +60,7 @@ class GrpcServer {
 
   const GrpcServerConfig config_;
   std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<ReflectionService> reflection_;  // outlives server_, which calls it
   std::unique_ptr<::grpc::Server> server_;
   int port_ = 0;
   std::atomic<bool> stopped_{false};

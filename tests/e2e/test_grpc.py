@@ -489,6 +489,90 @@ def test_health_and_reflection(server, stub, pb):
         assert methods == {"Generate", "Tokenize", "Detokenize", "GetModelInfo", "GetLoad", "Abort"}
 
 
+class ReflectionDatabase:
+    """A descriptor database fed by one server reflection service, as grpcurl keeps one. The
+    messages are grpcio-reflection's v1alpha classes for either version: v1 and v1alpha carry
+    the same messages (same fields and numbers) under different package names, so this also
+    checks the server's v1 against a definition it did not write."""
+
+    def __init__(self, channel, service):
+        from grpc_reflection.v1alpha import reflection_pb2
+        self._pb = reflection_pb2
+        self._call = channel.stream_stream(
+            f"/{service}/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
+        self._files = {}
+
+    def _ask(self, **request):
+        responses = list(self._call(iter([self._pb.ServerReflectionRequest(**request)]), timeout=30))
+        assert len(responses) == 1
+        return responses[0]
+
+    def services(self):
+        return [s.name for s in self._ask(list_services="").list_services_response.service]
+
+    def _add_files(self, response):
+        from google.protobuf.descriptor_pb2 import FileDescriptorProto
+        if response.HasField("error_response"):
+            raise KeyError(response.error_response.error_message)
+        files = [FileDescriptorProto.FromString(raw)
+                 for raw in response.file_descriptor_response.file_descriptor_proto]
+        for f in files:
+            self._files.setdefault(f.name, f)
+        return files[0]
+
+    # The two lookups google.protobuf's DescriptorPool makes of a database.
+    def FindFileByName(self, name):
+        if name not in self._files:
+            self._add_files(self._ask(file_by_filename=name))
+        return self._files[name]
+
+    def FindFileContainingSymbol(self, symbol):
+        return self._add_files(self._ask(file_containing_symbol=symbol))
+
+
+@pytest.mark.parametrize("reflection", ["grpc.reflection.v1.ServerReflection",
+                                        "grpc.reflection.v1alpha.ServerReflection"])
+def test_reflection_describes_every_service(server, reflection):
+    """Both reflection versions list every service, each describes with its methods, and Health
+    and GetModelInfo can be called from the reflected descriptors alone."""
+    from google.protobuf.descriptor_pool import DescriptorPool
+    from google.protobuf.message_factory import GetMessageClass
+    expected = {
+        SERVICE: {"Generate", "Tokenize", "Detokenize", "GetModelInfo", "GetLoad", "Abort"},
+        "grpc.health.v1.Health": {"Check", "Watch"},
+        "grpc.reflection.v1.ServerReflection": {"ServerReflectionInfo"},
+        "grpc.reflection.v1alpha.ServerReflection": {"ServerReflectionInfo"},
+    }
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        database = ReflectionDatabase(channel, reflection)
+        services = database.services()
+        assert sorted(services) == sorted(expected)
+        pool = DescriptorPool(database)
+        for name in services:
+            described = pool.FindServiceByName(name)
+            assert {m.name for m in described.methods} == expected[name], name
+        with pytest.raises(KeyError):
+            database.FindFileContainingSymbol("no.such.Service")
+
+        def call(service_name, method, **fields):
+            descriptor = pool.FindServiceByName(service_name).methods_by_name[method]
+            request_class = GetMessageClass(descriptor.input_type)
+            response_class = GetMessageClass(descriptor.output_type)
+            stub = channel.unary_unary(f"/{service_name}/{method}",
+                                       request_serializer=request_class.SerializeToString,
+                                       response_deserializer=response_class.FromString)
+            return descriptor, stub(request_class(**fields), timeout=30)
+
+        for service in ("", SERVICE):
+            descriptor, response = call("grpc.health.v1.Health", "Check", service=service)
+            status = descriptor.output_type.fields_by_name["status"].enum_type
+            assert status.values_by_number[response.status].name == "SERVING"
+        _, info = call(SERVICE, "GetModelInfo")
+        assert info.name and info.max_model_len == 1024
+
+
 # Reasoning and traces over gRPC: the same server setup as tests/e2e/test_reasoning_trace.py.
 THINKING_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
