@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/model_list.h"
 #include "api/token_spelling.h"
 #include "common/check.h"
 
@@ -34,6 +35,13 @@ std::string dump(const Json& json) {
 
 std::string sse_event(const Json& json) {
   return "data: " + dump(json) + "\n\n";
+}
+
+// OpenAI's system_fingerprint names the backend configuration a response came from; here it is
+// the server's version, the same on every response of a build.
+const std::string& system_fingerprint() {
+  static const std::string fingerprint = "pagoda-" + std::string(pagoda_version());
+  return fingerprint;
 }
 
 }  // namespace
@@ -104,12 +112,17 @@ void ResponseEncoder::finish_choice(Choice& choice, const engine::StreamOutput& 
   }
 }
 
-Json ResponseEncoder::chunk_header() const {
+Json ResponseEncoder::chunk(Json choices) const {
   const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
-  return {{"id", options_.id},
-          {"object", chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", options_.created},
-          {"model", options_.model}};
+  Json out = {{"id", options_.id},
+              {"object", chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", options_.created},
+              {"model", options_.model},
+              {"system_fingerprint", system_fingerprint()},
+              {"choices", std::move(choices)}};
+  // As OpenAI does: with include_usage every chunk has the field, null until the last.
+  if (options_.include_usage) out["usage"] = nullptr;
+  return out;
 }
 
 std::string ResponseEncoder::stream_output(std::size_t choice_index,
@@ -122,12 +135,10 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
   if (!choice.started) {
     choice.started = true;
     if (chat) {
-      Json chunk = chunk_header();
-      chunk["choices"] = Json::array({{{"index", choice_index},
-                                       {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                       {"logprobs", nullptr},
-                                       {"finish_reason", nullptr}}});
-      events += sse_event(chunk);
+      events += sse_event(chunk(Json::array({{{"index", choice_index},
+                                              {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                              {"logprobs", nullptr},
+                                              {"finish_reason", nullptr}}})));
     } else {
       const std::size_t prompt_index = choice_index / static_cast<std::size_t>(options_.n);
       text = options_.echo_texts[prompt_index] + text;
@@ -159,9 +170,7 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
   item["logprobs"] = std::move(logprobs);
   item["finish_reason"] = out.finished ? Json(choice.finish_reason) : Json(nullptr);
   if (out.finished) item["stop_reason"] = choice.stop_reason;
-  Json chunk = chunk_header();
-  chunk["choices"] = Json::array({std::move(item)});
-  return events + sse_event(chunk);
+  return events + sse_event(chunk(Json::array({std::move(item)})));
 }
 
 void ResponseEncoder::gather_output(std::size_t choice_index, const engine::StreamOutput& output) {
@@ -234,10 +243,9 @@ std::string ResponseEncoder::finish_stream() {
   PAGODA_CHECK(options_.stream) << "finish_stream() on a non-streaming job";
   std::string events;
   if (options_.include_usage) {
-    Json chunk = chunk_header();
-    chunk["choices"] = Json::array();
-    chunk["usage"] = usage_json();
-    events += sse_event(chunk);
+    Json last = chunk(Json::array());
+    last["usage"] = usage_json();
+    events += sse_event(last);
   }
   return events + "data: [DONE]\n\n";
 }
@@ -271,7 +279,8 @@ EncodedBody ResponseEncoder::finish_body() {
   Json body = {{"id", options_.id},
                {"object", chat ? "chat.completion" : "text_completion"},
                {"created", options_.created},
-               {"model", options_.model}};
+               {"model", options_.model},
+               {"system_fingerprint", system_fingerprint()}};
   Json choices = Json::array();
   for (std::size_t i = 0; i < choices_.size(); ++i) choices.push_back(choice_json(i, choices_[i]));
   body["choices"] = std::move(choices);

@@ -9,6 +9,9 @@
 //     data: {choices:[{index:1, delta:{content:"Yo"}, finish_reason:"stop"}]}
 //     data: {choices:[{index:0, delta:{content:"!"}, finish_reason:"length"}]}
 //     data: {choices:[], usage:{prompt_tokens, completion_tokens, total_tokens, ...}}  finish
+//
+// Every chunk and body carries system_fingerprint ("pagoda-<version>"); with include_usage every
+// chunk before the last has "usage": null, as OpenAI sends it.
 //     data: [DONE]                                                                      finish
 //
 // Choice index = prompt_index * n + StreamOutput::index. An output carrying an engine error
@@ -77,7 +80,9 @@ class ResponseEncoder {
     std::int64_t text_offset = 0;  // completions logprobs: code points before the next token
   };
 
-  Json chunk_header() const;
+  // A streamed chunk of `choices`: id, object, created, model, system_fingerprint, and "usage":
+  // null when include_usage asks for a usage chunk at the end.
+  Json chunk(Json choices) const;
   std::string stream_output(std::size_t choice_index, const engine::StreamOutput& output);
   void gather_output(std::size_t choice_index, const engine::StreamOutput& output);
   void finish_choice(Choice& choice, const engine::StreamOutput& output);

@@ -116,12 +116,9 @@ std::shared_ptr<OpenAiService> HttpServer::service() const {
 }
 
 void HttpServer::begin_drain() {
+  // The port stays open: a load balancer's next probe must read 503 ("take me out"), not a
+  // refused connection, and a request that was already on its way gets a clear answer.
   if (draining_.exchange(true)) return;
-  net::post(impl_->acceptor.get_executor(), [this] {
-    boost::system::error_code ec;
-    impl_->acceptor.close(ec);
-    impl_->accept_retry.cancel();
-  });
   for_each_session(&HttpSession::drain);
 }
 
@@ -138,6 +135,11 @@ void HttpServer::stop() {
   if (stopped_.exchange(true)) return;
   if (!impl_->threads.empty()) {
     begin_drain();
+    net::post(impl_->acceptor.get_executor(), [this] {
+      boost::system::error_code ec;
+      impl_->acceptor.close(ec);
+      impl_->accept_retry.cancel();
+    });
     for_each_session(&HttpSession::close);
     // Closed sessions finish their handlers and go; give them a moment before the io threads
     // stop, so none is cut off half-way through a handler's bookkeeping.

@@ -3,10 +3,12 @@
 // until set_service() makes it ready.
 //
 // Shutdown, as `pagoda serve` drives it on SIGTERM:
-//   begin_drain()            stop accepting; idle connections close; new requests get 503
+//   begin_drain()            /health and new requests get 503 (the port stays open, so load
+//                            balancers read "take me out", not a refused connection); idle
+//                            kept-alive connections close; requests in flight go on
 //   wait_until_idle(grace)   accepted requests finish and their responses are written
 //   (engine aborts the rest; their final outputs are written the same way)
-//   stop()                   close what is left, join the threads
+//   stop()                   stop accepting, close what is left, join the threads
 #pragma once
 
 #include <atomic>
@@ -46,12 +48,13 @@ class HttpServer {
   /// The service, or nullptr while loading.
   std::shared_ptr<OpenAiService> service() const;
 
-  /// Stops accepting connections and new requests; in-flight requests go on.
+  /// Answers /health and new requests with 503 from now on; in-flight requests go on. Still
+  /// accepts connections (their requests get the 503) until stop().
   void begin_drain();
   bool draining() const { return draining_.load(); }
   /// Waits until no accepted request is in flight or `timeout` passes; true when idle.
   bool wait_until_idle(std::chrono::milliseconds timeout) const;
-  /// Closes every connection and joins the io threads. Idempotent.
+  /// Stops accepting, closes every connection and joins the io threads. Idempotent.
   void stop();
 
   /// Requests received in full and not yet answered in full.

@@ -33,6 +33,11 @@ constexpr std::int64_t kMaxLingerBytes = std::int64_t{64} << 20;
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// The 503 of /health and of new requests while the server drains (SIGTERM).
+constexpr std::string_view kShuttingDown =
+    "the server is shutting down: requests in flight finish, new ones are not accepted; "
+    "send them to another replica";
+
 // Beast 1.74 speaks boost::string_view.
 std::string_view view(beast::string_view text) {
   return {text.data(), text.size()};
@@ -82,7 +87,11 @@ void HttpSession::drain() {
   net::post(socket_.get_executor(), [self = shared_from_this()] {
     self->draining_ = true;
     self->keep_alive_ = false;
-    if (self->phase_ == Phase::kIdle && self->inbox_.empty()) self->close_socket();
+    // A kept-alive connection between requests closes; a new one has a request on its way,
+    // which gets its 503.
+    if (self->phase_ == Phase::kIdle && self->inbox_.empty() && !self->first_request_) {
+      self->close_socket();
+    }
   });
 }
 
@@ -104,7 +113,7 @@ void HttpSession::begin_request() {
   keep_alive_ = !draining_;
   stream_done_ = false;
   phase_ = Phase::kIdle;
-  if (draining_ && inbox_.empty()) {
+  if (draining_ && inbox_.empty() && !first_request_) {
     close_socket();
     return;
   }
@@ -334,8 +343,8 @@ void HttpSession::dispatch() {
       if (service && !server_.draining()) {
         reply({.status = 200, .content_type = "text/plain; charset=utf-8"});
       } else {
-        reply(HttpReply::error(transport_error(
-            503, service ? "the server is shutting down" : "the model is still loading")));
+        reply(HttpReply::error(transport_error(503, service ? std::string(kShuttingDown)
+                                                            : "the model is still loading")));
       }
       return;
     case Endpoint::kVersion: reply(HttpReply::json(api::version_response())); return;
@@ -347,7 +356,8 @@ void HttpSession::dispatch() {
     return;
   }
   if (server_.draining() && takes_json_body(route.endpoint)) {
-    reply(HttpReply::error(transport_error(503, "the server is shutting down")),
+    if (is_generation(route.endpoint)) service->record_rejected(503);
+    reply(HttpReply::error(transport_error(503, std::string(kShuttingDown))),
           /*close_after=*/true);
     return;
   }

@@ -99,6 +99,27 @@ def test_raw_sse_framing(server, model_name):
     assert final["choices"] == [] and final["usage"]["completion_tokens"] == 4
     first = json.loads(events[0])
     assert first["choices"][0]["delta"]["role"] == "assistant"
+    # As OpenAI sends them: with include_usage, every chunk before the last has "usage": null;
+    # every chunk names the server build in system_fingerprint.
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all("usage" in c and c["usage"] is None for c in chunks[:-1])
+    assert {c["system_fingerprint"] for c in chunks} == {fingerprint(server)}
+
+
+def fingerprint(server):
+    _, _, body = server.get("/version")
+    return "pagoda-" + json.loads(body)["version"]
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/v1/completions", {"prompt": "Hello", "max_tokens": 2}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})])
+def test_system_fingerprint_on_bodies_and_chunks(server, model_name, path, body):
+    body = {"model": model_name, "temperature": 0, **body}
+    whole = httpx.post(server.url(path), json=body, timeout=60).json()
+    assert whole["system_fingerprint"] == fingerprint(server)
+    events = sse_events(httpx.post(server.url(path), json={**body, "stream": True}, timeout=60))
+    assert all(json.loads(e)["system_fingerprint"] == fingerprint(server) for e in events[:-1])
 
 
 def test_no_usage_chunk_without_include_usage(server, model_name):
@@ -107,6 +128,7 @@ def test_no_usage_chunk_without_include_usage(server, model_name):
     events = sse_events(httpx.post(server.url("/v1/completions"), json=body, timeout=60))
     assert events[-1] == "[DONE]"
     assert all(json.loads(e)["choices"] for e in events[:-1])
+    assert not any("usage" in json.loads(e) for e in events[:-1])
 
 
 def test_n_samples(client, model_name):

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "api/model_list.h"
 #include "api_test_models.h"
 
 namespace pagoda::api {
@@ -80,7 +81,8 @@ TEST_F(ResponseEncoderTest, ChatStreamRoleFirstFinishReasonLastThenDone) {
     EXPECT_EQ(e[i]["object"], "chat.completion.chunk");
     EXPECT_EQ(e[i]["created"], 123);
     EXPECT_EQ(e[i]["model"], "test-model");
-    EXPECT_FALSE(e[i].contains("usage"));
+    EXPECT_EQ(e[i]["system_fingerprint"], "pagoda-" + std::string(pagoda_version()));
+    EXPECT_FALSE(e[i].contains("usage")) << "no include_usage, no usage field";
     ASSERT_EQ(e[i]["choices"].size(), 1U);
     EXPECT_EQ(e[i]["choices"][0]["index"], 0);
   }
@@ -118,6 +120,11 @@ TEST_F(ResponseEncoderTest, ChatStreamTwoChoicesWithUsage) {
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"0:role", "0:A", "1:role", "1:B", "1:<none>/length",
                                             "0:a/stop"}));
+  // OpenAI's shape: every chunk before the last has "usage": null.
+  for (std::size_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(e[i].contains("usage")) << i;
+    EXPECT_TRUE(e[i]["usage"].is_null()) << i;
+  }
   EXPECT_EQ(e[6]["choices"], Json::array());
   EXPECT_EQ(e[6]["usage"], Json::parse(R"({"prompt_tokens": 4, "completion_tokens": 5,
       "total_tokens": 9, "prompt_tokens_details": {"cached_tokens": 0}})"));
@@ -154,6 +161,7 @@ TEST_F(ResponseEncoderTest, ChatBodyWithLogprobsKeepsSplitCharacterBytes) {
   EXPECT_EQ(content[1]["top_logprobs"],
             Json::parse(R"([{"token": "x", "logprob": -0.25, "bytes": [120]}])"));
   EXPECT_EQ(b["usage"]["total_tokens"], 6);
+  EXPECT_EQ(b["system_fingerprint"], "pagoda-" + std::string(pagoda_version()));
 }
 
 TEST_F(ResponseEncoderTest, CompletionsStreamEchoesThePromptFirst) {
