@@ -134,10 +134,7 @@ void EngineCore::run() {
     } catch (const std::exception& e) {
       // Last resort (allocation failure): nothing may escape the loop, and no request may be
       // left without a final output.
-      const Status error = internal_error(std::string("engine step failed: ") + e.what());
-      std::vector<std::string> ids;
-      for (const auto& [id, slot] : slot_of_) ids.push_back(id);
-      for (const std::string& id : ids) abort(id, error);
+      abort_all(internal_error(std::string("engine step failed: ") + e.what()));
       scheduler_.reset_prefix_cache();
     }
     ++num_steps_;
@@ -164,9 +161,7 @@ bool EngineCore::wait_for_work() {
   if (!commands.empty()) publish_stats();
   if (!stop || (drain && scheduler_.has_unfinished_requests())) return true;
 
-  std::vector<std::string> ids;
-  for (const auto& [id, slot] : slot_of_) ids.push_back(id);
-  for (const std::string& id : ids) abort(id, engine_stopped());
+  abort_all(engine_stopped());
   std::vector<Command> late;
   {
     std::lock_guard lock(mutex_);
@@ -184,7 +179,9 @@ bool EngineCore::wait_for_work() {
 
 void EngineCore::apply(Command& command) {
   if (command.kind == Command::Kind::kAbort) {
-    abort(command.request.request_id, Status::ok_status());
+    // Unknown or finished ids are ignored.
+    const auto it = slot_of_.find(command.request.request_id);
+    if (it != slot_of_.end()) abort(it->second, Status::ok_status());
   } else {
     add(command.request);
   }
@@ -196,40 +193,46 @@ void EngineCore::add(EngineCoreRequest& r) {
         ends_inside_span(tokenizer_->decode(r.prompt_token_ids, {.skip_special_tokens = false}),
                          *r.output.reasoning);
   }
-  Status status = outputs_.add_request(r.request_id, r.output,
+  if (slot_of_.contains(r.request_id)) {
+    r.channel->push({r.index, unregistered_final(r),
+                     invalid_argument("request id '" + r.request_id + "' is already in use")});
+    return;
+  }
+  const std::int32_t slot = slots_.acquire();
+  Status status = outputs_.add_request(slot, r.request_id, r.output,
                                        static_cast<std::int64_t>(r.prompt_token_ids.size()),
                                        r.options.arrival_time);
   if (!status.ok()) {
+    slots_.release(slot);  // nothing holds it yet
     r.channel->push({r.index, unregistered_final(r), status});
     return;
   }
-
-  std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
-  if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
-  tracer_.admitted(r.request_id, r.traced, static_cast<std::int64_t>(r.prompt_token_ids.size()),
-                   now());
-  if (r.output.reasoning_starts_inside) tracer_.reasoning_start(r.request_id, 0, now());
-  // A trace wants the alternatives even when the client does not; the output processor trims
-  // them back to the client's number.
-  const std::int64_t trace_top_n = tracer_.top_n_for(r.request_id);
-  std::optional<std::int64_t> num_logprobs = r.sampling.logprobs;
-  if (trace_top_n > 0 && num_logprobs.value_or(-1) < trace_top_n) num_logprobs = trace_top_n;
-
-  const std::int32_t slot = slots_.acquire();
   if (static_cast<std::size_t>(slot) >= live_.size()) live_.resize(slot + 1);
   LiveRequest& l = live(slot);
   l.request_id = r.request_id;
   l.index = r.index;
   l.channel = r.channel;
+  slot_of_[r.request_id] = slot;
+
+  std::vector<std::int32_t> stop_ids = r.options.stop_token_ids;
+  if (r.options.eos_token_id && !r.options.ignore_eos) stop_ids.push_back(*r.options.eos_token_id);
+  tracer_.admitted(slot, r.request_id, r.traced,
+                   static_cast<std::int64_t>(r.prompt_token_ids.size()), now());
+  if (r.output.reasoning_starts_inside) tracer_.reasoning_start(slot, 0, now());
+  // A trace wants the alternatives even when the client does not; the output processor trims
+  // them back to the client's number.
+  const std::int64_t trace_top_n = tracer_.top_n_for(slot);
+  std::optional<std::int64_t> num_logprobs = r.sampling.logprobs;
+  if (trace_top_n > 0 && num_logprobs.value_or(-1) < trace_top_n) num_logprobs = trace_top_n;
+
   const std::uint64_t seed =
       r.sampling.seed ? *r.sampling.seed : sampling::mix64(server_seed_ + num_unseeded_++);
   l.row = sampling::sampling_row(r.sampling, slot, seed,
                                  num_logprobs ? static_cast<std::int32_t>(*num_logprobs) : -1);
-  slot_of_[r.request_id] = slot;
   if (status = executor_->open_sampling_slot(
           slot, sampling::slot_sampling_config(r.sampling, r.prompt_token_ids, stop_ids));
       !status.ok()) {
-    abort(r.request_id, status);
+    abort(slot, status);
     return;
   }
 
@@ -244,23 +247,31 @@ void EngineCore::add(EngineCoreRequest& r) {
   }
   // Logprobs come one row per token and a budget forces tokens: those requests never draft.
   if (speculator_ && !num_logprobs && !r.max_reasoning_tokens) {
-    speculator_->add(r.request_id, r.sampling, r.prompt_token_ids, stop_ids);
+    speculator_->add(slot, r.sampling, r.prompt_token_ids, stop_ids);
     l.drafts = true;
   }
   auto request = std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options);
   request->set_slot(slot);
   status = scheduler_.add_request(std::move(request));
-  if (!status.ok()) abort(r.request_id, status);
+  if (!status.ok()) abort(slot, status);
 }
 
-void EngineCore::abort(std::string_view request_id, const Status& error) {
-  scheduler_.abort_request(request_id);
-  if (std::optional<RequestOutput> out = outputs_.abort(request_id, now())) {
-    deliver(std::move(*out), error);
+void EngineCore::abort(std::int32_t slot, const Status& error) {
+  const LiveRequest& l = live(slot);
+  if (l.request_id.empty()) return;
+  scheduler_.abort_request(l.request_id);
+  if (std::optional<RequestOutput> out = outputs_.abort(slot, now())) {
+    deliver(slot, std::move(*out), error);  // releases the slot
+  } else {
+    // Its final output was made but never delivered (a step that threw midway).
+    release_slot(slot);
   }
-  // deliver() released the slot with the final output; a request without one (an output
-  // processor that never knew it) is released here.
-  if (const auto it = slot_of_.find(request_id); it != slot_of_.end()) release_slot(it->second);
+}
+
+void EngineCore::abort_all(const Status& error) {
+  for (std::size_t slot = 0; slot < live_.size(); ++slot) {
+    abort(static_cast<std::int32_t>(slot), error);
+  }
 }
 
 // The five calls of a step; each callee hides its own bookkeeping.
@@ -331,12 +342,11 @@ void EngineCore::collect(const SchedulerOutput& scheduled, SampledTokens& sample
                                           (1 + static_cast<std::size_t>(s.num_spec_tokens)) * vocab);
       std::vector<std::int32_t> verified = speculator_->verify(s, logits);
       executor_->accept_tokens(s.slot, verified);
-      if (tracer_.is_traced(s.request_id)) {
-        tracer_.speculation(s.request_id, index, s.num_spec_tokens,
+      if (tracer_.is_traced(s.slot)) {
+        tracer_.speculation(s.slot, index, s.num_spec_tokens,
                             static_cast<std::int64_t>(verified.size()) - 1, now());
         for (std::size_t t = 0; t < verified.size(); ++t) {
-          tracer_.token(s.request_id, index + static_cast<std::int64_t>(t), verified[t], nullptr,
-                        now());
+          tracer_.token(s.slot, index + static_cast<std::int64_t>(t), verified[t], nullptr, now());
         }
       }
       sampled.token_ids[i] = std::move(verified);
@@ -344,11 +354,11 @@ void EngineCore::collect(const SchedulerOutput& scheduled, SampledTokens& sample
     }
     const std::int32_t token = out.token_ids[r];
     if (l.budget && !l.budget->forced.empty()) l.budget->forced.pop_front();
-    if (l.drafts) speculator_->accept(s.request_id, token);
+    if (l.drafts) speculator_->accept(s.slot, token);
     sampled.token_ids[i].assign(1, token);
     const SampledLogprobs* logprobs = l.row.num_logprobs >= 0 ? &out.logprobs[r] : nullptr;
     step_logprobs_[static_cast<std::size_t>(s.slot)] = logprobs;
-    if (tracer_.is_traced(s.request_id)) tracer_.token(s.request_id, index, token, logprobs, now());
+    if (tracer_.is_traced(s.slot)) tracer_.token(s.slot, index, token, logprobs, now());
   }
 }
 
@@ -362,28 +372,28 @@ void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
   }
   ProcessedOutputs result = outputs_.process(updates, now(), logprobs);
   follow_reasoning(result.reasoning);
-  for (RequestOutput& out : result.outputs) deliver(std::move(out));
-  // A stop string ended these in text; the client has its final output, the scheduler must
-  // still free their blocks.
-  for (const std::string& id : result.requests_to_abort) scheduler_.abort_request(id);
+  // A stop string ended these in text; the scheduler must still free their blocks, while their
+  // slots still name them (delivering the final output releases the slot).
+  for (const std::int32_t slot : result.requests_to_abort) {
+    scheduler_.abort_request(live(slot).request_id);
+  }
+  for (std::size_t i = 0; i < result.outputs.size(); ++i) {
+    deliver(result.output_slots[i], std::move(result.outputs[i]));
+  }
 }
 
 // Trace events for spans that opened or closed, and budgets: once a request has spent its
 // reasoning tokens inside an open span, its next tokens are the end tag.
 void EngineCore::follow_reasoning(const std::vector<ReasoningProgress>& progress) {
   for (const ReasoningProgress& p : progress) {
-    const auto it = slot_of_.find(p.request_id);
-    std::optional<ReasoningBudget>* budget =
-        it != slot_of_.end() ? &live(it->second).budget : nullptr;
-    const bool has_budget = budget != nullptr && budget->has_value();
-    if (p.opened) tracer_.reasoning_start(p.request_id, p.num_output_tokens, now());
+    std::optional<ReasoningBudget>& budget = live(p.slot).budget;
+    if (p.opened) tracer_.reasoning_start(p.slot, p.num_output_tokens, now());
     if (p.closed) {
-      const bool forced = has_budget && (*budget)->spent;
-      tracer_.reasoning_end(p.request_id, p.num_output_tokens, p.num_reasoning_tokens, forced,
-                            now());
+      const bool forced = budget && budget->spent;
+      tracer_.reasoning_end(p.slot, p.num_output_tokens, p.num_reasoning_tokens, forced, now());
     }
-    if (!has_budget) continue;
-    ReasoningBudget& b = **budget;
+    if (!budget) continue;
+    ReasoningBudget& b = *budget;
     if (p.inside && !b.spent && p.num_reasoning_tokens >= b.max_tokens) {
       b.spent = true;
       b.forced.assign(end_tag_ids_.begin(), end_tag_ids_.end());
@@ -396,31 +406,34 @@ void EngineCore::follow_reasoning(const std::vector<ReasoningProgress>& progress
 // blocks without being in this step fail too (rare: only when the budget left them out).
 void EngineCore::fail_step(const SchedulerOutput& scheduled, const Status& error) {
   ++num_failed_steps_;
-  for (const ScheduledRequest& s : scheduled.requests) abort(s.request_id, error);
-  std::vector<std::string> holding;
+  for (const ScheduledRequest& s : scheduled.requests) abort(s.slot, error);
+  std::vector<std::int32_t> holding;
   for (std::size_t i = 0; i < scheduler_.running().size(); ++i) {
-    holding.push_back(scheduler_.running()[i]->request_id());
+    holding.push_back(scheduler_.running()[i]->slot());
   }
-  for (const std::string& id : holding) abort(id, error);
+  for (const std::int32_t slot : holding) abort(slot, error);
   PAGODA_CHECK(scheduler_.reset_prefix_cache()) << "blocks still in use after a failed step";
 }
 
-void EngineCore::deliver(RequestOutput output, Status error) {
-  const auto it = slot_of_.find(output.request_id);
-  PAGODA_CHECK(it != slot_of_.end()) << "output for unknown request " << output.request_id;
-  const std::int32_t slot = it->second;
-  const bool finished = output.finished;
-  if (finished) tracer_.finished(output, now());
+void EngineCore::deliver(std::int32_t slot, RequestOutput output, Status error) {
   LiveRequest& l = live(slot);
+  PAGODA_CHECK(l.request_id == output.request_id)
+      << "output for " << output.request_id << " at the slot of '" << l.request_id << "'";
+  const bool finished = output.finished;
+  if (finished) tracer_.finished(slot, output, now());
   l.channel->push({l.index, std::move(output), std::move(error)});
   if (finished) release_slot(slot);
 }
 
+// The one place a request's per-slot state goes, in every component, so the slot's next
+// request starts clean.
 void EngineCore::release_slot(std::int32_t slot) {
   LiveRequest& l = live(slot);
   if (l.request_id.empty()) return;
   executor_->close_sampling_slot(slot);
-  if (l.drafts) speculator_->remove(l.request_id);
+  if (l.drafts) speculator_->remove(slot);
+  tracer_.release(slot);
+  outputs_.release(slot);
   slot_of_.erase(l.request_id);
   l = LiveRequest{};
   slots_.release(slot);

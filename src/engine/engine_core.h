@@ -7,9 +7,11 @@
 //
 // execute() runs the forward pass and samples beside the logits (the executor's sampler), so the
 // engine sees token ids and asked-for logprobs only. Each live request has a dense slot from
-// admission to its end: the scheduler carries it, and the runner, the executor's sampler and
-// the engine keep per-request state in per-slot arrays; release_slot() is the one place a
-// request's state is dropped.
+// admission to its end: the scheduler carries it, and the runner, the executor's sampler, the
+// output processor, the tracer, the speculator and the engine keep per-request state in
+// per-slot arrays; release_slot() is the one place a request's state is dropped, everywhere at
+// once, after its final output (the runner's table goes when the next schedule reports the slot
+// finished). Client ids map to slots once, in slot_of_ (aborts name ids).
 // Nothing here throws across the loop: an executor error fails the step's requests with an error
 // output and the loop goes on. With no work the thread sleeps on a condition variable.
 #pragma once
@@ -23,10 +25,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "common/string_map.h"
 #include "engine/engine_config.h"
 #include "engine/model_runner.h"
 #include "engine/output_channel.h"
@@ -34,7 +36,6 @@
 #include "engine/output_processor.h"
 #include "engine/request.h"
 #include "engine/request_tracer.h"
-#include "common/string_map.h"
 #include "engine/scheduler.h"
 #include "engine/slot_allocator.h"
 #include "engine/speculator.h"
@@ -142,7 +143,11 @@ class EngineCore {
   bool wait_for_work();
   void apply(Command& command);
   void add(EngineCoreRequest& request);
-  void abort(std::string_view request_id, const Status& error);
+  // Ends the live request at `slot` with its final output (finish_reason "abort"); `error` set
+  // when the engine, not the client, ended it.
+  void abort(std::int32_t slot, const Status& error);
+  // abort() of every live request.
+  void abort_all(const Status& error);
 
   void step();
   // Runs the step on the executor (forward and sample) and collects its tokens; false after a
@@ -153,10 +158,12 @@ class EngineCore {
   void emit(const std::vector<RequestUpdate>& updates);
   void follow_reasoning(const std::vector<ReasoningProgress>& progress);
   void fail_step(const SchedulerOutput& scheduled, const Status& error);
-  void deliver(RequestOutput output, Status error = Status::ok_status());
+  // Sends an output to the channel of the request at `slot`; a final one releases the slot.
+  void deliver(std::int32_t slot, RequestOutput output, Status error = Status::ok_status());
   // The live request at `slot`.
   LiveRequest& live(std::int32_t slot) { return live_[static_cast<std::size_t>(slot)]; }
-  // Ends a request's life in the engine: its slot on the executor, in the speculator and here.
+  // Ends a request's life in the engine: its slot on the executor, in the speculator, the
+  // tracer and the output processor, and here.
   void release_slot(std::int32_t slot);
   void publish_stats();
 

@@ -6,25 +6,40 @@
 
 namespace pagoda::engine {
 
-Status OutputProcessor::add_request(std::string request_id, OutputOptions options,
-                                    std::int64_t num_prompt_tokens, double arrival_time) {
+RequestOutputState* OutputProcessor::find(std::int32_t slot) {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= states_.size()) return nullptr;
+  std::optional<RequestOutputState>& state = states_[static_cast<std::size_t>(slot)];
+  return state ? &*state : nullptr;
+}
+
+const RequestOutputState* OutputProcessor::find(std::int32_t slot) const {
+  return const_cast<OutputProcessor*>(this)->find(slot);
+}
+
+bool OutputProcessor::has_request(std::int32_t slot) const {
+  const RequestOutputState* state = find(slot);
+  return state != nullptr && !state->finished();
+}
+
+Status OutputProcessor::add_request(std::int32_t slot, std::string request_id,
+                                    OutputOptions options, std::int64_t num_prompt_tokens,
+                                    double arrival_time) {
   PAGODA_RETURN_IF_ERROR(options.validate());
-  if (states_.contains(request_id)) {
-    return invalid_argument("request id '" + request_id + "' is already in use");
-  }
-  std::string key = request_id;
-  states_.emplace(std::move(key),
-                  RequestOutputState(std::move(request_id), tokenizer_, std::move(options),
-                                     num_prompt_tokens, arrival_time));
+  PAGODA_CHECK(slot >= 0 && find(slot) == nullptr)
+      << "slot " << slot << " given to " << request_id << " was not released";
+  if (static_cast<std::size_t>(slot) >= states_.size()) states_.resize(slot + 1);
+  states_[static_cast<std::size_t>(slot)].emplace(
+      std::move(request_id), tokenizer_, std::move(options), num_prompt_tokens, arrival_time);
+  ++num_live_;
   return Status::ok_status();
 }
 
 void OutputProcessor::record_scheduled(const SchedulerOutput& output, double now) {
   for (const ScheduledRequest& scheduled : output.requests) {
-    const auto it = states_.find(scheduled.request_id);
-    PAGODA_CHECK(it != states_.end())
+    RequestOutputState* state = find(scheduled.slot);
+    PAGODA_CHECK(state != nullptr)
         << scheduled.request_id << " scheduled without being added to output processing";
-    it->second.record_scheduled(now);
+    state->record_scheduled(now);
   }
 }
 
@@ -35,36 +50,44 @@ ProcessedOutputs OutputProcessor::process(std::span<const RequestUpdate> updates
   ProcessedOutputs result;
   for (std::size_t i = 0; i < updates.size(); ++i) {
     const RequestUpdate& update = updates[i];
-    const auto it = states_.find(update.request_id);
-    PAGODA_CHECK(it != states_.end())
+    RequestOutputState* state = find(update.slot);
+    PAGODA_CHECK(state != nullptr && !state->finished())
         << update.request_id << " has no output state (never added, or already finished)";
-    RequestOutputState& state = it->second;
-    std::optional<RequestOutput> output =
-        state.apply(update, logprobs.empty() ? std::span<const TokenLogprobs>() : logprobs[i], now);
-    if (output) result.outputs.push_back(std::move(*output));
-    if (state.has_reasoning()) {
-      result.reasoning.push_back({.request_id = update.request_id,
-                                  .inside = state.in_reasoning(),
-                                  .opened = state.reasoning_opened(),
-                                  .closed = state.reasoning_closed(),
-                                  .num_reasoning_tokens = state.num_reasoning_tokens(),
+    std::optional<RequestOutput> output = state->apply(
+        update, logprobs.empty() ? std::span<const TokenLogprobs>() : logprobs[i], now);
+    if (output) {
+      result.outputs.push_back(std::move(*output));
+      result.output_slots.push_back(update.slot);
+    }
+    if (state->has_reasoning()) {
+      result.reasoning.push_back({.slot = update.slot,
+                                  .inside = state->in_reasoning(),
+                                  .opened = state->reasoning_opened(),
+                                  .closed = state->reasoning_closed(),
+                                  .num_reasoning_tokens = state->num_reasoning_tokens(),
                                   .num_output_tokens = update.num_output_tokens});
     }
-    if (!state.finished()) continue;
-    if (state.stopped_by_string() && !update.finished()) {
-      result.requests_to_abort.push_back(update.request_id);
+    if (!state->finished()) continue;
+    --num_live_;
+    if (state->stopped_by_string() && !update.finished()) {
+      result.requests_to_abort.push_back(update.slot);
     }
-    states_.erase(it);
   }
   return result;
 }
 
-std::optional<RequestOutput> OutputProcessor::abort(std::string_view request_id, double now) {
-  const auto it = states_.find(request_id);
-  if (it == states_.end()) return std::nullopt;
-  RequestOutput output = it->second.abort(now);
-  states_.erase(it);
-  return output;
+std::optional<RequestOutput> OutputProcessor::abort(std::int32_t slot, double now) {
+  RequestOutputState* state = find(slot);
+  if (state == nullptr || state->finished()) return std::nullopt;
+  --num_live_;
+  return state->abort(now);
+}
+
+void OutputProcessor::release(std::int32_t slot) {
+  RequestOutputState* state = find(slot);
+  if (state == nullptr) return;
+  if (!state->finished()) --num_live_;
+  states_[static_cast<std::size_t>(slot)].reset();
 }
 
 }  // namespace pagoda::engine

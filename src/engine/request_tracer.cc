@@ -4,6 +4,8 @@
 #include <span>
 #include <utility>
 
+#include "common/check.h"
+
 namespace pagoda::engine {
 
 namespace {
@@ -29,25 +31,23 @@ RequestTracer::RequestTracer(std::shared_ptr<trace::TraceSink> sink, std::int64_
                              const Tokenizer& tokenizer, double unix_origin)
     : sink_(std::move(sink)), top_n_(top_n), tokenizer_(tokenizer), unix_origin_(unix_origin) {}
 
-bool RequestTracer::is_traced(std::string_view request_id) const {
-  return !traced_.empty() && traced_.find(request_id) != traced_.end();
+bool RequestTracer::is_traced(std::int32_t slot) const {
+  return find(slot) != nullptr;
 }
 
-std::int64_t RequestTracer::top_n_for(std::string_view request_id) const {
-  return is_traced(request_id) ? top_n_ : 0;
+const RequestTracer::Traced* RequestTracer::find(std::int32_t slot) const {
+  if (num_traced_ == 0 || slot < 0 || static_cast<std::size_t>(slot) >= traced_.size()) {
+    return nullptr;
+  }
+  const Traced& t = traced_[static_cast<std::size_t>(slot)];
+  return t.request_id.empty() ? nullptr : &t;
 }
 
-RequestTracer::Traced* RequestTracer::find(std::string_view request_id) {
-  if (traced_.empty()) return nullptr;
-  const auto it = traced_.find(request_id);
-  return it == traced_.end() ? nullptr : &it->second;
-}
-
-trace::TraceEvent RequestTracer::event(trace::TraceEventKind kind, std::string_view request_id,
+trace::TraceEvent RequestTracer::event(trace::TraceEventKind kind, const Traced& traced,
                                        double now) const {
   trace::TraceEvent e;
   e.kind = kind;
-  e.request_id = std::string(request_id);
+  e.request_id = traced.request_id;
   e.time = unix_origin_ + now;
   e.step = step_;
   return e;
@@ -62,12 +62,16 @@ const std::string& RequestTracer::token_text(std::int32_t token_id) {
   return it->second;
 }
 
-void RequestTracer::admitted(const std::string& request_id, bool traced,
+void RequestTracer::admitted(std::int32_t slot, const std::string& request_id, bool traced,
                              std::int64_t num_prompt_tokens, double now) {
+  PAGODA_CHECK(slot >= 0 && !is_traced(slot)) << "slot " << slot << " is not free";
   if (!sink_ || !traced) return;
   CostTimer timer(seconds_spent_);
-  traced_[request_id] = {.num_prompt_tokens = num_prompt_tokens};
-  trace::TraceEvent e = event(trace::TraceEventKind::kAdmitted, request_id, now);
+  if (static_cast<std::size_t>(slot) >= traced_.size()) traced_.resize(slot + 1);
+  Traced& t = traced_[static_cast<std::size_t>(slot)];
+  t = {.request_id = request_id, .num_prompt_tokens = num_prompt_tokens};
+  ++num_traced_;
+  trace::TraceEvent e = event(trace::TraceEventKind::kAdmitted, t, now);
   e.num_prompt_tokens = num_prompt_tokens;
   emit(e);
 }
@@ -79,33 +83,36 @@ void RequestTracer::begin_step(std::int64_t step, std::int64_t batch_size) {
 
 void RequestTracer::scheduled(const SchedulerOutput& output, const Scheduler& scheduler,
                               double now) {
-  if (traced_.empty()) return;
+  if (num_traced_ == 0) return;
   CostTimer timer(seconds_spent_);
-  for (const std::string& id : output.preempted_request_ids) {
-    if (find(id) == nullptr) continue;
-    trace::TraceEvent e = event(trace::TraceEventKind::kPreempted, id, now);
-    if (const Request* r = scheduler.find_request(id)) e.num_output_tokens = r->num_output_tokens();
+  for (const std::int32_t slot : output.preempted_slots) {
+    const Traced* t = find(slot);
+    if (t == nullptr) continue;
+    trace::TraceEvent e = event(trace::TraceEventKind::kPreempted, *t, now);
+    if (const Request* r = scheduler.find_request(t->request_id)) {
+      e.num_output_tokens = r->num_output_tokens();
+    }
     emit(e);
   }
   for (const ScheduledRequest& s : output.requests) {
-    Traced* t = find(s.request_id);
+    const Traced* t = find(s.slot);
     if (t == nullptr) continue;
     const Request* r = scheduler.find_request(s.request_id);
     const std::int64_t num_outputs = r != nullptr ? r->num_output_tokens() : 0;
     if (s.is_new && !s.resumed_from_preemption) {  // its first step since admission
-      trace::TraceEvent e = event(trace::TraceEventKind::kScheduled, s.request_id, now);
+      trace::TraceEvent e = event(trace::TraceEventKind::kScheduled, *t, now);
       e.num_prompt_tokens = t->num_prompt_tokens;
       e.num_cached_tokens = s.num_computed_tokens;  // a fresh request starts at its cache hit
       emit(e);
     } else if (s.resumed_from_preemption) {
-      trace::TraceEvent e = event(trace::TraceEventKind::kResumed, s.request_id, now);
+      trace::TraceEvent e = event(trace::TraceEventKind::kResumed, *t, now);
       e.num_output_tokens = num_outputs;
       emit(e);
     }
     // Known tokens are prompt + outputs; a step that computes any but the newest is (re)filling.
     const std::int64_t known = t->num_prompt_tokens + num_outputs;
     if (s.num_computed_tokens < known - 1 || s.num_computed_tokens < t->num_prompt_tokens) {
-      trace::TraceEvent e = event(trace::TraceEventKind::kPrefillChunk, s.request_id, now);
+      trace::TraceEvent e = event(trace::TraceEventKind::kPrefillChunk, *t, now);
       e.num_chunk_tokens = s.num_scheduled_tokens();
       e.num_computed_tokens = s.num_computed_tokens + s.num_scheduled_tokens();
       e.num_prompt_tokens = t->num_prompt_tokens;
@@ -114,11 +121,12 @@ void RequestTracer::scheduled(const SchedulerOutput& output, const Scheduler& sc
   }
 }
 
-void RequestTracer::token(std::string_view request_id, std::int64_t index, std::int32_t token_id,
+void RequestTracer::token(std::int32_t slot, std::int64_t index, std::int32_t token_id,
                           const sampling::SampledLogprobs* logprobs, double now) {
-  if (find(request_id) == nullptr) return;
+  const Traced* t = find(slot);
+  if (t == nullptr) return;
   CostTimer timer(seconds_spent_);
-  trace::TraceEvent e = event(trace::TraceEventKind::kToken, request_id, now);
+  trace::TraceEvent e = event(trace::TraceEventKind::kToken, *t, now);
   e.index = index;
   e.token_id = token_id;
   e.text = token_text(token_id);
@@ -135,41 +143,44 @@ void RequestTracer::token(std::string_view request_id, std::int64_t index, std::
   emit(e);
 }
 
-void RequestTracer::speculation(std::string_view request_id, std::int64_t index,
-                                std::int64_t num_drafts, std::int64_t num_accepted, double now) {
-  if (find(request_id) == nullptr) return;
+void RequestTracer::speculation(std::int32_t slot, std::int64_t index, std::int64_t num_drafts,
+                                std::int64_t num_accepted, double now) {
+  const Traced* t = find(slot);
+  if (t == nullptr) return;
   CostTimer timer(seconds_spent_);
-  trace::TraceEvent e = event(trace::TraceEventKind::kSpeculation, request_id, now);
+  trace::TraceEvent e = event(trace::TraceEventKind::kSpeculation, *t, now);
   e.index = index;
   e.num_draft_tokens = num_drafts;
   e.num_accepted_tokens = num_accepted;
   emit(e);
 }
 
-void RequestTracer::reasoning_start(std::string_view request_id, std::int64_t index, double now) {
-  if (find(request_id) == nullptr) return;
+void RequestTracer::reasoning_start(std::int32_t slot, std::int64_t index, double now) {
+  const Traced* t = find(slot);
+  if (t == nullptr) return;
   CostTimer timer(seconds_spent_);
-  trace::TraceEvent e = event(trace::TraceEventKind::kReasoningStart, request_id, now);
+  trace::TraceEvent e = event(trace::TraceEventKind::kReasoningStart, *t, now);
   e.index = index;
   emit(e);
 }
 
-void RequestTracer::reasoning_end(std::string_view request_id, std::int64_t index,
-                                  std::int64_t num_tokens, bool forced, double now) {
-  if (find(request_id) == nullptr) return;
+void RequestTracer::reasoning_end(std::int32_t slot, std::int64_t index, std::int64_t num_tokens,
+                                  bool forced, double now) {
+  const Traced* t = find(slot);
+  if (t == nullptr) return;
   CostTimer timer(seconds_spent_);
-  trace::TraceEvent e = event(trace::TraceEventKind::kReasoningEnd, request_id, now);
+  trace::TraceEvent e = event(trace::TraceEventKind::kReasoningEnd, *t, now);
   e.index = index;
   e.num_reasoning_tokens = num_tokens;
   e.forced = forced;
   emit(e);
 }
 
-void RequestTracer::finished(const RequestOutput& output, double now) {
-  const auto it = traced_.empty() ? traced_.end() : traced_.find(output.request_id);
-  if (it == traced_.end()) return;
+void RequestTracer::finished(std::int32_t slot, const RequestOutput& output, double now) {
+  const Traced* t = find(slot);
+  if (t == nullptr) return;
   CostTimer timer(seconds_spent_);
-  trace::TraceEvent e = event(trace::TraceEventKind::kFinished, output.request_id, now);
+  trace::TraceEvent e = event(trace::TraceEventKind::kFinished, *t, now);
   e.finish_reason = std::string(output.finish_reason());
   e.num_prompt_tokens = output.usage.num_prompt_tokens;
   e.num_cached_tokens = output.usage.num_cached_prompt_tokens;
@@ -179,7 +190,12 @@ void RequestTracer::finished(const RequestOutput& output, double now) {
   e.time_to_first_token = output.timings.time_to_first_token();
   e.end_to_end_latency = output.timings.end_to_end_latency();
   emit(e);
-  traced_.erase(it);
+}
+
+void RequestTracer::release(std::int32_t slot) {
+  if (find(slot) == nullptr) return;
+  traced_[static_cast<std::size_t>(slot)] = Traced{};
+  --num_traced_;
 }
 
 trace::TraceSinkStats RequestTracer::sink_stats() const {

@@ -102,8 +102,7 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
 
  private:
-  using RequestMap =
-      StringMap<std::unique_ptr<Request>>;
+  using RequestMap = StringMap<std::unique_ptr<Request>>;
 
   Status validate_request(const Request& request) const;
   bool schedule_running(TokenBudget& budget, SchedulerOutput& out);
@@ -115,6 +114,8 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvCacheManager kv_;
+  // By client id, not slot: the scheduler is where a reused id is refused and where aborts,
+  // which name ids, find their request. Per-request state elsewhere is kept by slot.
   RequestMap requests_;
   RequestQueue waiting_;
   RequestQueue running_;

@@ -6,7 +6,7 @@
 //   step 2  A running    block_ids = []          decode fits in block 9
 //   ...
 //   step 14 A running    block_ids = [7]         position 32 opens a third block
-//   step 15 A preempted  (listed in preempted_request_ids; the runner drops A's table)
+//   step 15 A preempted  (listed in preempted_slots; the runner drops A's table)
 //   step 18 A new again  block_ids = [2, 5, 11]  resumed: whole table, is_new and resumed set
 //
 // The runner keeps each request's table between steps: table = block_ids when is_new, else

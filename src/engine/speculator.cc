@@ -37,35 +37,44 @@ Speculator::Speculator(const spec::SpeculativeConfig& config,
                                             0);
 }
 
-void Speculator::add(const std::string& request_id, const SamplingParams& params,
+Speculator::RequestState* Speculator::find(std::int32_t slot) {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= requests_.size()) return nullptr;
+  std::optional<RequestState>& state = requests_[static_cast<std::size_t>(slot)];
+  return state ? &*state : nullptr;
+}
+
+void Speculator::add(std::int32_t slot, const SamplingParams& params,
                      std::span<const std::int32_t> prompt_token_ids,
                      std::vector<std::int32_t> stop_token_ids) {
-  requests_.try_emplace(
-      request_id,
-      RequestState{params, sampling::Sampler(params, prompt_token_ids, std::move(stop_token_ids)),
-                   sampling::RejectionSampler(params), {}});
+  PAGODA_CHECK(slot >= 0 && !contains(slot)) << "slot " << slot << " is not free";
+  if (static_cast<std::size_t>(slot) >= requests_.size()) requests_.resize(slot + 1);
+  requests_[static_cast<std::size_t>(slot)].emplace(
+      RequestState{params,
+                   sampling::Sampler(params, prompt_token_ids, std::move(stop_token_ids)),
+                   sampling::RejectionSampler(params),
+                   {}});
+  ++num_requests_;
 }
 
-void Speculator::accept(std::string_view request_id, std::int32_t token) {
-  if (const auto it = requests_.find(request_id); it != requests_.end()) {
-    it->second.sampler.accept(token);
-  }
+void Speculator::accept(std::int32_t slot, std::int32_t token) {
+  if (RequestState* state = find(slot)) state->sampler.accept(token);
 }
 
-void Speculator::remove(std::string_view request_id) {
-  const auto it = requests_.find(request_id);
-  if (it == requests_.end()) return;
-  requests_.erase(it);
-  proposer_->remove(request_id);
-  policy_.remove(request_id);
+void Speculator::remove(std::int32_t slot) {
+  if (!contains(slot)) return;
+  requests_[static_cast<std::size_t>(slot)].reset();
+  --num_requests_;
+  proposer_->remove(slot);
+  policy_.remove(slot);
 }
 
-bool Speculator::contains(std::string_view request_id) const {
-  return requests_.find(request_id) != requests_.end();
+bool Speculator::contains(std::int32_t slot) const {
+  return slot >= 0 && static_cast<std::size_t>(slot) < requests_.size() &&
+         requests_[static_cast<std::size_t>(slot)].has_value();
 }
 
 void Speculator::propose(Scheduler& scheduler) {
-  if (requests_.empty()) return;
+  if (num_requests_ == 0) return;
   const RequestQueue& running = scheduler.running();
   // Drafts left from a step that did not schedule them are dropped: every step drafts afresh.
   for (std::size_t i = 0; i < running.size(); ++i) {
@@ -79,34 +88,36 @@ void Speculator::propose(Scheduler& scheduler) {
   if (!policy_.allows_batch(num_decoding)) return;
   const std::int64_t max_model_len = scheduler.config().max_model_len;
   batch_.clear();
+  batch_requests_.clear();
   for (std::size_t i = 0; i < running.size(); ++i) {
     const Request& request = *running[i];
     if (request.num_tokens() - request.num_computed_tokens() != 1) continue;
-    const auto it = requests_.find(request.request_id());
-    if (it == requests_.end()) continue;
+    RequestState* state = find(request.slot());
+    if (state == nullptr) continue;
     // Drafts past max_tokens would be dropped anyway; past max_model_len they have no slot.
     const std::int64_t room = std::min(request.max_tokens() - request.num_output_tokens() - 1,
                                        max_model_len - request.num_tokens());
     if (room <= 0) continue;
-    const std::int64_t k = std::min(room, policy_.num_tokens_to_draft(request.request_id()));
+    const std::int64_t k = std::min(room, policy_.num_tokens_to_draft(request.slot()));
     if (k <= 0) continue;
-    batch_.push_back({request.request_id(), request.token_ids(), k, &it->second.sampling});
+    batch_.push_back({request.slot(), request.token_ids(), k, &state->sampling});
+    batch_requests_.push_back(&request);
   }
   if (batch_.empty()) return;
   proposer_->propose(batch_, proposals_);
   for (std::size_t i = 0; i < batch_.size(); ++i) {
     spec::Proposal& proposal = proposals_[i];
     if (proposal.token_ids.empty()) continue;
-    requests_.find(batch_[i].request_id)->second.draft_probs = std::move(proposal.probs);
-    scheduler.set_spec_token_ids(batch_[i].request_id, std::move(proposal.token_ids));
+    find(batch_[i].slot)->draft_probs = std::move(proposal.probs);
+    scheduler.set_spec_token_ids(batch_requests_[i]->request_id(), std::move(proposal.token_ids));
   }
 }
 
 std::vector<std::int32_t> Speculator::verify(const ScheduledRequest& scheduled,
                                              std::span<const float> logits) {
-  const auto it = requests_.find(scheduled.request_id);
-  PAGODA_CHECK(it != requests_.end()) << scheduled.request_id << " drafted without a speculator";
-  RequestState& state = it->second;
+  RequestState* found = find(scheduled.slot);
+  PAGODA_CHECK(found != nullptr) << scheduled.request_id << " drafted without a speculator";
+  RequestState& state = *found;
   const auto num_spec = static_cast<std::size_t>(scheduled.num_spec_tokens);
   const std::span<const std::int32_t> drafts = std::span(scheduled.token_ids).last(num_spec);
   const std::size_t vocab = logits.size() / (num_spec + 1);
@@ -123,7 +134,7 @@ std::vector<std::int32_t> Speculator::verify(const ScheduledRequest& scheduled,
   for (std::int64_t p = 0; p < num_accepted; ++p) {
     ++stats_.num_accepted_tokens_per_pos[static_cast<std::size_t>(p)];
   }
-  policy_.record(scheduled.request_id, scheduled.num_spec_tokens, num_accepted);
+  policy_.record(scheduled.slot, scheduled.num_spec_tokens, num_accepted);
   return tokens;
 }
 

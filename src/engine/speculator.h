@@ -11,18 +11,19 @@
 // Requests that cannot combine with speculation exactly are never drafted for: those with
 // logprobs (client- or trace-requested: the values come from one row per token) and those with
 // a reasoning budget (the engine forces the end tag's tokens).
+//
+// Requests are known by their slot (slot_allocator.h): the verifier's state here, the policy's
+// acceptance EMA and the proposer's state all sit at it, and remove() (called from
+// EngineCore::release_slot) clears all three, so a reused slot starts clean.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "common/string_map.h"
+#include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_output.h"
 #include "pagoda/model_executor.h"
@@ -57,16 +58,17 @@ class Speculator {
                                                       std::int64_t block_size,
                                                       std::int64_t draft_num_blocks);
 
-  /// Drafts for `request_id` from now on (its sampling settings allow exact verification); its
-  /// verifier's chain sees `prompt_token_ids` (repetition) and bans `stop_token_ids` until
-  /// min_tokens.
-  void add(const std::string& request_id, const SamplingParams& params,
+  /// Drafts for the request at `slot` (free here) from now on (its sampling settings allow
+  /// exact verification); its verifier's chain sees `prompt_token_ids` (repetition) and bans
+  /// `stop_token_ids` until min_tokens.
+  void add(std::int32_t slot, const SamplingParams& params,
            std::span<const std::int32_t> prompt_token_ids,
            std::vector<std::int32_t> stop_token_ids);
-  /// Forgets a request; no-op for an unknown id.
-  void remove(std::string_view request_id);
-  /// Whether `request_id` drafts.
-  bool contains(std::string_view request_id) const;
+  /// Forgets the request at `slot` here, in the policy and in the proposer; no-op when the slot
+  /// holds none.
+  void remove(std::int32_t slot);
+  /// Whether the request at `slot` drafts.
+  bool contains(std::int32_t slot) const;
 
   /// Sets the drafts of every request that decodes next step and may draft now.
   void propose(Scheduler& scheduler);
@@ -75,14 +77,16 @@ class Speculator {
   /// counts them.
   std::vector<std::int32_t> verify(const ScheduledRequest& scheduled,
                                    std::span<const float> logits);
-  /// A token the executor sampled for `request_id` in a step without drafts, so its verifier's
-  /// penalties and min_tokens see the whole output.
-  void accept(std::string_view request_id, std::int32_t token);
+  /// A token the executor sampled for the request at `slot` in a step without drafts, so its
+  /// verifier's penalties and min_tokens see the whole output.
+  void accept(std::int32_t slot, std::int32_t token);
 
   /// Counters since construction.
   const SpecDecodeStats& stats() const { return stats_; }
   /// The policy (tests read its acceptance EMAs).
   const spec::SpeculationPolicy& policy() const { return policy_; }
+  /// The proposer (tests read its state).
+  const spec::Proposer& proposer() const { return *proposer_; }
 
  private:
   struct RequestState {
@@ -92,14 +96,17 @@ class Speculator {
     std::vector<float> draft_probs;  // [drafts, vocab] of the pending drafts, or empty
   };
   Speculator(const spec::SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer);
+  RequestState* find(std::int32_t slot);
 
   spec::SpeculativeConfig config_;
   std::unique_ptr<spec::Proposer> proposer_;
   spec::SpeculationPolicy policy_;
-  StringMap<RequestState> requests_;
+  std::vector<std::optional<RequestState>> requests_;  // by slot, grown on demand
+  std::int32_t num_requests_ = 0;
   SpecDecodeStats stats_;
-  // Scratch of propose(), reused between steps.
+  // Scratch of propose(), reused between steps: the drafting requests and their proposals.
   std::vector<spec::ProposalRequest> batch_;
+  std::vector<const Request*> batch_requests_;
   std::vector<spec::Proposal> proposals_;
 };
 

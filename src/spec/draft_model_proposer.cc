@@ -45,12 +45,11 @@ DraftModelProposer::DraftModelProposer(std::shared_ptr<ModelExecutor> executor,
   for (std::int64_t b = num_blocks; b-- > 0;) free_blocks_.push_back(static_cast<std::int32_t>(b));
 }
 
-void DraftModelProposer::remove(std::string_view request_id) {
-  const auto it = states_.find(request_id);
-  if (it == states_.end()) return;
-  const auto& table = it->second.block_table;
-  free_blocks_.insert(free_blocks_.end(), table.rbegin(), table.rend());
-  states_.erase(it);
+void DraftModelProposer::remove(std::int32_t slot) {
+  if (!has_state(slot)) return;
+  std::optional<RequestState>& state = states_[static_cast<std::size_t>(slot)];
+  free_blocks_.insert(free_blocks_.end(), state->block_table.rbegin(), state->block_table.rend());
+  state.reset();
 }
 
 // Grows the table to hold `num_tokens`; false (nothing taken) when the pool is short.
@@ -69,18 +68,20 @@ bool DraftModelProposer::reserve(RequestState& state, std::int64_t num_tokens) {
 void DraftModelProposer::propose(std::span<const ProposalRequest> requests,
                                  std::vector<Proposal>& proposals) {
   proposals.resize(requests.size());
+  // Grown before any feed points into it.
+  for (const ProposalRequest& r : requests) {
+    PAGODA_CHECK(r.slot >= 0) << "bad slot " << r.slot;
+    if (static_cast<std::size_t>(r.slot) >= states_.size()) states_.resize(r.slot + 1);
+  }
   std::vector<Feed> feeds;
   std::vector<std::size_t> request_of;  // feeds[f] drafts for requests[request_of[f]]
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const ProposalRequest& r = requests[i];
     proposals[i].token_ids.clear();
     proposals[i].probs.clear();
-    auto it = states_.find(r.request_id);
-    if (it == states_.end()) {
-      it = states_.emplace(std::string(r.request_id), RequestState{}).first;
-      it->second.rng.seed(draft_seed(*r.sampling));
-    }
-    RequestState& state = it->second;
+    std::optional<RequestState>& slot_state = states_[static_cast<std::size_t>(r.slot)];
+    if (!slot_state) slot_state.emplace().rng.seed(draft_seed(*r.sampling));
+    RequestState& state = *slot_state;
     const auto n = static_cast<std::int64_t>(r.token_ids.size());
     // Feeds t[n-1] and k - 1 drafts after the kept prefix: n + k - 1 tokens in the cache.
     if (n < 1 || !reserve(state, n + r.max_tokens - 1)) continue;
@@ -105,7 +106,7 @@ void DraftModelProposer::propose(std::span<const ProposalRequest> requests,
       const std::size_t i = request_of[f];
       Proposal& proposal = proposals[i];
       const std::span<const float> row =
-          std::span(logits_).subspan(feeds[f].slot * static_cast<std::size_t>(vocab_size_),
+          std::span(logits_).subspan(feeds[f].row * static_cast<std::size_t>(vocab_size_),
                                      static_cast<std::size_t>(vocab_size_));
       const std::int32_t token =
           draw(row, *requests[i].sampling, feeds[f].state->rng, proposal.probs);
@@ -123,7 +124,7 @@ void DraftModelProposer::propose(std::span<const ProposalRequest> requests,
 }
 
 // Runs every feed through the draft model in as few forward passes as its token budget allows
-// (a long catch-up is split into chunks); logits_[feed.slot] gets each feed's last row.
+// (a long catch-up is split into chunks); logits_[feed.row] gets each feed's last row.
 Status DraftModelProposer::run(std::vector<Feed>& feeds) {
   const std::int64_t budget = executor_->info().max_num_batched_tokens;
   logits_.resize(feeds.size() * static_cast<std::size_t>(vocab_size_));
@@ -132,7 +133,7 @@ Status DraftModelProposer::run(std::vector<Feed>& feeds) {
   while (f < feeds.size()) {
     batch_.clear();
     batch_.query_start_loc.push_back(0);
-    std::vector<std::size_t> logits_slots;
+    std::vector<std::size_t> logits_rows;
     std::int64_t max_blocks = 0;
     for (std::size_t g = f; g < feeds.size(); ++g) {
       max_blocks = std::max<std::int64_t>(
@@ -159,15 +160,15 @@ Status DraftModelProposer::run(std::vector<Feed>& feeds) {
       batch_.block_tables.resize(batch_.block_tables.size() + (max_blocks - table.size()), -1);
       if (done[f] < total) break;  // the budget ran out mid-feed: the rest goes next pass
       batch_.logits_indices.push_back(static_cast<std::int32_t>(batch_.num_tokens() - 1));
-      logits_slots.push_back(feed.slot);
+      logits_rows.push_back(feed.row);
       ++f;
     }
-    batch_logits_.resize(logits_slots.size() * static_cast<std::size_t>(vocab_size_));
+    batch_logits_.resize(logits_rows.size() * static_cast<std::size_t>(vocab_size_));
     PAGODA_RETURN_IF_ERROR(executor_->forward(batch_, batch_logits_.data()));
     const auto vocab = static_cast<std::size_t>(vocab_size_);
-    for (std::size_t r = 0; r < logits_slots.size(); ++r) {
+    for (std::size_t r = 0; r < logits_rows.size(); ++r) {
       std::copy_n(batch_logits_.begin() + static_cast<std::ptrdiff_t>(r * vocab), vocab,
-                  logits_.begin() + static_cast<std::ptrdiff_t>(logits_slots[r] * vocab));
+                  logits_.begin() + static_cast<std::ptrdiff_t>(logits_rows[r] * vocab));
     }
   }
   return Status::ok_status();

@@ -11,20 +11,17 @@
 // accepted drafts), so the next pass 0 only feeds the difference: rejected drafts roll back by
 // being overwritten, as in the target's cache. Under greedy sampling d_j = argmax (no q); else
 // d_j is drawn from q_j = softmax(logits / temperature) over the whole vocabulary with the
-// request's own seeded generator, and q_j is returned for the rejection rule.
+// request's own seeded generator, and q_j is returned for the rejection rule. Each request's
+// cache state sits at its slot; remove() gives its blocks back when the engine frees the slot.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "common/string_map.h"
 #include "pagoda/forward_batch.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/status.h"
@@ -43,10 +40,15 @@ class DraftModelProposer final : public Proposer {
 
   void propose(std::span<const ProposalRequest> requests,
                std::vector<Proposal>& proposals) override;
-  void remove(std::string_view request_id) override;
+  void remove(std::int32_t slot) override;
 
   /// Blocks not held by any request (tests check that nothing leaks).
   std::int64_t num_free_blocks() const { return static_cast<std::int64_t>(free_blocks_.size()); }
+  /// Whether the request at `slot` has draft state (tests check a freed slot starts clean).
+  bool has_state(std::int32_t slot) const {
+    return slot >= 0 && static_cast<std::size_t>(slot) < states_.size() &&
+           states_[static_cast<std::size_t>(slot)].has_value();
+  }
 
  private:
   struct RequestState {
@@ -59,7 +61,7 @@ class DraftModelProposer final : public Proposer {
     RequestState* state;
     std::vector<std::int32_t> tokens;
     std::int64_t start;
-    std::size_t slot;  // row of logits_ this feed's last token fills
+    std::size_t row;  // row of logits_ this feed's last token fills
   };
   DraftModelProposer(std::shared_ptr<ModelExecutor> executor, std::int64_t block_size,
                      std::int64_t num_blocks);
@@ -72,7 +74,7 @@ class DraftModelProposer final : public Proposer {
   std::int64_t block_size_;
   std::int64_t vocab_size_;
   std::vector<std::int32_t> free_blocks_;
-  StringMap<RequestState> states_;
+  std::vector<std::optional<RequestState>> states_;  // by slot, grown on demand
   ForwardBatch batch_;
   std::vector<float> batch_logits_;  // [rows of one forward, vocab]
   std::vector<float> logits_;        // [requests of the step, vocab]

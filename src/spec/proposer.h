@@ -1,12 +1,12 @@
 // What every speculative proposer does: for a batch of decoding requests, guess up to k next
 // tokens each. The engine's Speculator (src/engine/speculator.h) decides who drafts and how many;
 // the verifier (src/sampling/rejection_sampler.h) needs the draft's probabilities q when the
-// proposer drew its tokens at random.
+// proposer drew its tokens at random. A stateful proposer keeps its per-request state by the
+// request's slot (engine/slot_allocator.h), which the engine frees with remove().
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <string_view>
 #include <vector>
 
 #include "pagoda/sampling_params.h"
@@ -15,7 +15,7 @@ namespace pagoda::spec {
 
 /// One request that may draft this step.
 struct ProposalRequest {
-  std::string_view request_id;
+  std::int32_t slot = -1;                    ///< The request's slot: a stateful proposer's key.
   std::span<const std::int32_t> token_ids;   ///< Prompt + output so far.
   std::int64_t max_tokens = 0;               ///< Draft at most this many (>= 1).
   const SamplingParams* sampling = nullptr;  ///< The request's settings (never null).
@@ -36,8 +36,9 @@ class Proposer {
   /// Fills proposals[i] for requests[i] (proposals is resized to match).
   virtual void propose(std::span<const ProposalRequest> requests,
                        std::vector<Proposal>& proposals) = 0;
-  /// Forgets a request's state (finished, aborted); no-op for an unknown id.
-  virtual void remove(std::string_view request_id) {}
+  /// Forgets the state of the request at `slot` (finished, aborted), so the slot's next request
+  /// starts clean; no-op when it holds none.
+  virtual void remove(std::int32_t slot) {}
 };
 
 }  // namespace pagoda::spec

@@ -9,16 +9,13 @@
 //                                               decode step draft k tokens to re-measure a
 //
 // A request whose proposer has nothing to offer (no n-gram match) is not counted: only
-// verifications move its EMA.
+// verifications move its EMA. Requests are known by their slot (engine/slot_allocator.h); the
+// engine's release of a slot calls remove(), so the slot's next request starts at a = 1.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <string>
-#include <string_view>
-#include <unordered_map>
+#include <vector>
 
-#include "common/string_map.h"
 #include "spec/speculative_config.h"
 
 namespace pagoda::spec {
@@ -36,27 +33,28 @@ class SpeculationPolicy {
   bool allows_batch(std::int64_t num_decoding) const {
     return num_decoding <= disable_by_batch_size_;
   }
-  /// Tokens `request_id` drafts this decode step (0: none); counts the step toward a re-probe.
-  std::int64_t num_tokens_to_draft(std::string_view request_id);
-  /// A verification of `request_id`: `num_accepted` of `num_proposed` (> 0) drafts accepted.
-  void record(std::string_view request_id, std::int64_t num_proposed, std::int64_t num_accepted);
-  /// Forgets a finished request; no-op for an unknown id.
-  void remove(std::string_view request_id);
-  /// The request's acceptance EMA (1 before its first verification).
-  double acceptance_rate(std::string_view request_id) const;
+  /// Tokens the request at `slot` drafts this decode step (0: none); counts the step toward a
+  /// re-probe.
+  std::int64_t num_tokens_to_draft(std::int32_t slot);
+  /// A verification at `slot`: `num_accepted` of `num_proposed` (> 0) drafts accepted.
+  void record(std::int32_t slot, std::int64_t num_proposed, std::int64_t num_accepted);
+  /// Forgets the request at `slot` (finished), so the slot's next request starts afresh.
+  void remove(std::int32_t slot);
+  /// The acceptance EMA at `slot` (1 before its request's first verification).
+  double acceptance_rate(std::int32_t slot) const;
 
  private:
   struct RequestState {
     double acceptance = 1.0;
     std::int64_t steps_off = 0;  // decode steps since drafting stopped or last probed
   };
-  RequestState& state(std::string_view request_id);
+  RequestState& state(std::int32_t slot);
 
   std::int64_t num_speculative_tokens_;
   std::int64_t disable_by_batch_size_;
   double min_acceptance_rate_;
   std::int64_t reprobe_interval_;
-  StringMap<RequestState> states_;
+  std::vector<RequestState> states_;  // by slot, grown on demand; a free slot's is the default
 };
 
 }  // namespace pagoda::spec

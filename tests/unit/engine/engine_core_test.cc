@@ -155,6 +155,27 @@ TEST(EngineCoreTest, SlowConsumerGetsCoalescedDeltasAndLosesNothing) {
   EXPECT_LT(c.num_outputs, 60);
 }
 
+TEST(EngineCoreTest, ReusedIdOfALiveRequestIsRefused) {
+  Engine e = make_engine();
+  EngineRequest r = request(prompt_of(1, 4), 8);
+  r.request_id = "same";
+  e.executor->hold(true);  // the first is still running when the second arrives
+  auto first = e.client->submit(r);
+  auto second = e.client->submit(r);
+  ASSERT_TRUE(first.ok() && second.ok());
+  e.executor->hold(false);
+  const Collected refused = collect(**second);
+  ASSERT_TRUE(refused.finals.contains(0));
+  const Status& error = refused.finals.at(0).error;
+  EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(error.message().find("'same'"), std::string::npos) << error.message();
+  EXPECT_TRUE(refused.tokens.at(0).empty());
+  // The live one is untouched.
+  const Collected kept = collect(**first);
+  EXPECT_EQ(kept.tokens.at(0).size(), 8u);
+  EXPECT_TRUE(kept.finals.at(0).error.ok());
+}
+
 TEST(EngineCoreTest, RejectsBadRequestsWithStatuses) {
   EngineConfig config;
   config.scheduler.max_model_len = 64;

@@ -116,6 +116,30 @@ TEST(EngineTraceTest, NormalRequestTellsItsWholeLife) {
   EXPECT_TRUE(c.finals[0].output.logprobs.empty());
 }
 
+TEST(EngineTraceTest, ASlotFreedByATracedRequestServesTheNextCleanly) {
+  // One after another, so all three take slot 0: a traced request, an untraced one (no events,
+  // and none of the trace's alternatives in its sampling), then a traced one again.
+  TracedEngine t = make_traced_engine();
+  Collected first;
+  Collected quiet;
+  Collected last;
+  const std::vector<TraceEvent> a = run_traced(t, traced(prompt_of(1, 20), 3), &first);
+  const std::size_t after_first = t.sink->size();
+  EXPECT_EQ(after_first, a.size());
+  EXPECT_TRUE(run_traced(t, request(prompt_of(2, 6), 4), &quiet).empty());
+  EXPECT_EQ(t.sink->size(), after_first);
+  EXPECT_TRUE(quiet.finals[0].output.logprobs.empty());
+  EXPECT_EQ(quiet.tokens[0].size(), 4u);
+  const std::vector<TraceEvent> c = run_traced(t, traced(prompt_of(3, 11), 2), &last);
+  EXPECT_EQ(t.sink->size(), after_first + c.size());
+  ASSERT_EQ(kinds(c), (std::vector{TraceEventKind::kAdmitted, TraceEventKind::kScheduled,
+                                   TraceEventKind::kPrefillChunk, TraceEventKind::kToken,
+                                   TraceEventKind::kToken, TraceEventKind::kFinished}));
+  EXPECT_EQ(c[0].num_prompt_tokens, 11);
+  EXPECT_EQ(c[2].num_chunk_tokens, 11);
+  EXPECT_EQ(c.back().num_output_tokens, 2);
+}
+
 TEST(EngineTraceTest, OnlyAskedOrSampledRequestsAreTraced) {
   {
     TracedEngine t = make_traced_engine();

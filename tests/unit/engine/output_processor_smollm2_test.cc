@@ -37,11 +37,12 @@ class SmolLm2OutputTest : public ::testing::Test {
   std::string stream(const std::vector<std::int32_t>& ids, OutputOptions options) {
     OutputProcessor processor(*tokenizer_);
     options.stream = true;
-    EXPECT_TRUE(processor.add_request("r", options, 1, 0.0).ok());
+    EXPECT_TRUE(processor.add_request(/*slot=*/0, "r", options, 1, 0.0).ok());
     std::string text;
-    for (std::size_t i = 0; i < ids.size() && processor.has_request("r"); ++i) {
+    for (std::size_t i = 0; i < ids.size() && processor.has_request(0); ++i) {
       RequestUpdate u;
       u.request_id = "r";
+      u.slot = 0;
       u.new_token_ids = {ids[i]};
       u.num_output_tokens = static_cast<std::int64_t>(i + 1);
       if (i + 1 == ids.size()) u.status = RequestStatus::kFinishedLength;

@@ -1,7 +1,8 @@
 // OutputProcessor: streamed text equals decode() of all ids, stop strings end requests (and ask
 // the engine to abort them in the scheduler), finish reasons, usage, timings on a fake clock,
-// and exactly one final output per request. A tiny byte-level tokenizer (one id per byte) gives
-// full control over token boundaries; output_processor_smollm2_test.cc checks real text.
+// exactly one final output per request, and requests by slot (a released slot's next request
+// starts clean). A tiny byte-level tokenizer (one id per byte) gives full control over token
+// boundaries; output_processor_smollm2_test.cc checks real text.
 #include "engine/output_processor.h"
 
 #include <gtest/gtest.h>
@@ -21,15 +22,25 @@ class OutputProcessorTest : public ::testing::Test {
   static constexpr std::int64_t kPromptTokens = 5;
   static constexpr std::int64_t kCachedTokens = 2;
 
+  // Registers `id` at the next unused slot, as the engine does at admission.
   void add(const std::string& id, OutputOptions options, double arrival = 0.0) {
-    ASSERT_TRUE(processor_.add_request(id, std::move(options), kPromptTokens, arrival).ok());
+    add_at(static_cast<std::int32_t>(ids_.size()), id, std::move(options), arrival);
   }
+  void add_at(std::int32_t slot, const std::string& id, OutputOptions options,
+              double arrival = 0.0) {
+    ASSERT_TRUE(processor_.add_request(slot, id, std::move(options), kPromptTokens, arrival).ok());
+    slot_of_[id] = slot;
+    if (static_cast<std::size_t>(slot) >= ids_.size()) ids_.resize(slot + 1);
+    ids_[static_cast<std::size_t>(slot)] = id;
+  }
+  std::int32_t slot(const std::string& id) const { return slot_of_.at(id); }
 
   // One step's update for `id`, as the scheduler makes it.
   RequestUpdate update(const std::string& id, std::vector<std::int32_t> ids,
                        RequestStatus status = RequestStatus::kRunning) {
     RequestUpdate u;
     u.request_id = id;
+    u.slot = slot(id);
     num_output_[id] += static_cast<std::int64_t>(ids.size());
     u.new_token_ids = std::move(ids);
     u.status = status;
@@ -45,9 +56,15 @@ class OutputProcessorTest : public ::testing::Test {
     std::vector<RequestOutput> outputs;
     for (const RequestUpdate& u : updates) {
       ProcessedOutputs step = processor_.process(std::vector<RequestUpdate>{u}, now);
-      aborts_.insert(aborts_.end(), step.requests_to_abort.begin(), step.requests_to_abort.end());
-      for (RequestOutput& o : step.outputs) outputs.push_back(std::move(o));
-      if (!processor_.has_request(u.request_id)) break;
+      for (const std::int32_t s : step.requests_to_abort) {
+        aborts_.push_back(ids_[static_cast<std::size_t>(s)]);
+      }
+      EXPECT_EQ(step.output_slots.size(), step.outputs.size());
+      for (std::size_t i = 0; i < step.outputs.size(); ++i) {
+        EXPECT_EQ(step.output_slots[i], u.slot);
+        outputs.push_back(std::move(step.outputs[i]));
+      }
+      if (!processor_.has_request(u.slot)) break;
     }
     return outputs;
   }
@@ -80,6 +97,8 @@ class OutputProcessorTest : public ::testing::Test {
   std::unique_ptr<Tokenizer> tokenizer_ = make_byte_tokenizer();
   OutputProcessor processor_{*tokenizer_};
   std::map<std::string, std::int64_t> num_output_;
+  std::map<std::string, std::int32_t> slot_of_;
+  std::vector<std::string> ids_;  // by slot: the latest request added there
   std::vector<std::string> aborts_;
 };
 
@@ -109,7 +128,7 @@ TEST_F(OutputProcessorTest, StopStringAcrossTokensIsHeldBackAndCut) {
   EXPECT_EQ(last.usage.num_completion_tokens, 9);  // "hello wor": the tokens generated
   // The scheduler still runs it: the engine must abort it there.
   EXPECT_EQ(aborts_, std::vector<std::string>{"r"});
-  EXPECT_FALSE(processor_.has_request("r"));
+  EXPECT_FALSE(processor_.has_request(slot("r")));
 }
 
 TEST_F(OutputProcessorTest, HeldBackTextIsReleasedAtTheEnd) {
@@ -239,7 +258,9 @@ TEST_F(OutputProcessorTest, UsageCounts) {
 TEST_F(OutputProcessorTest, TimingsOnAFakeClock) {
   add("r", streaming(), /*arrival=*/10.0);
   SchedulerOutput scheduled;
-  scheduled.requests.emplace_back().request_id = "r";
+  ScheduledRequest& r = scheduled.requests.emplace_back();
+  r.request_id = "r";
+  r.slot = slot("r");
   processor_.record_scheduled(scheduled, 10.5);
   processor_.record_scheduled(scheduled, 10.75);  // Later schedulings do not move queue time.
   processor_.process(std::vector<RequestUpdate>{update("r", {'a'})}, 11.0);
@@ -279,17 +300,17 @@ TEST_F(OutputProcessorTest, AbortGivesOneFinalOutputWithHeldText) {
   add("r", streaming({"xyz"}));
   std::vector<RequestOutput> outputs = run({update("r", bytes_of("ab x"))});
   EXPECT_EQ(joined(outputs), "ab ");
-  const std::optional<RequestOutput> aborted = processor_.abort("r", 2.0);
+  const std::optional<RequestOutput> aborted = processor_.abort(slot("r"), 2.0);
   ASSERT_TRUE(aborted.has_value());
   EXPECT_TRUE(aborted->finished);
   EXPECT_EQ(aborted->finish_reason(), "abort");
   EXPECT_EQ(aborted->text, "x");
   EXPECT_EQ(aborted->usage.num_completion_tokens, 4);
-  EXPECT_EQ(processor_.abort("r", 3.0), std::nullopt);  // A late second cancel is harmless.
-  EXPECT_EQ(processor_.abort("never-added", 3.0), std::nullopt);
+  EXPECT_EQ(processor_.abort(slot("r"), 3.0), std::nullopt);  // A late second cancel is harmless.
+  EXPECT_EQ(processor_.abort(99, 3.0), std::nullopt);         // never added
   // Aborted while waiting: no tokens, usage from add_request.
   add("waiting", streaming(), 1.0);
-  const std::optional<RequestOutput> early = processor_.abort("waiting", 4.0);
+  const std::optional<RequestOutput> early = processor_.abort(slot("waiting"), 4.0);
   ASSERT_TRUE(early.has_value());
   EXPECT_EQ(early->usage.num_prompt_tokens, kPromptTokens);
   EXPECT_EQ(early->timings.queue_time(), std::nullopt);
@@ -309,7 +330,7 @@ TEST_F(OutputProcessorTest, ExactlyOneFinalOutputPerRequest) {
   for (int step = 0; step < 4; ++step) {
     std::vector<RequestUpdate> updates;
     for (const char* id : {"length", "eos", "stop", "quiet", "aborted"}) {
-      if (!processor_.has_request(id)) continue;
+      if (!processor_.has_request(slot(id))) continue;
       const bool last = step == 3;
       if (std::string(id) == "eos" && step == 2) {
         updates.push_back(update(id, {'a', kEos}, RequestStatus::kFinishedStopped));
@@ -323,7 +344,7 @@ TEST_F(OutputProcessorTest, ExactlyOneFinalOutputPerRequest) {
     const ProcessedOutputs out = processor_.process(updates, 1.0 + step);
     count(out.outputs);
     if (step == 1) {
-      const std::optional<RequestOutput> aborted = processor_.abort("aborted", 2.5);
+      const std::optional<RequestOutput> aborted = processor_.abort(slot("aborted"), 2.5);
       ASSERT_TRUE(aborted.has_value());
       count({*aborted});
     }
@@ -336,14 +357,60 @@ TEST_F(OutputProcessorTest, ExactlyOneFinalOutputPerRequest) {
 TEST_F(OutputProcessorTest, InvalidRequestsAreRejected) {
   OutputOptions empty_stop;
   empty_stop.stop = {""};
-  EXPECT_EQ(processor_.add_request("a", empty_stop, 1, 0.0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(processor_.add_request(0, "a", empty_stop, 1, 0.0).code(),
+            StatusCode::kInvalidArgument);
   OutputOptions negative;
   negative.min_tokens = -1;
-  EXPECT_EQ(processor_.add_request("a", negative, 1, 0.0).code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(processor_.add_request("a", {}, 1, 0.0).ok());
-  const Status dup = processor_.add_request("a", {}, 1, 0.0);
-  EXPECT_EQ(dup.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(dup.message().find("'a'"), std::string::npos) << dup.message();
+  EXPECT_EQ(processor_.add_request(0, "a", negative, 1, 0.0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(processor_.num_requests(), 0U);  // a rejected request takes nothing
+  EXPECT_TRUE(processor_.add_request(0, "a", {}, 1, 0.0).ok());
+  // A reused id is the engine's to refuse (EngineCoreTest.ReusedIdOfALiveRequestIsRefused); a
+  // slot given twice without a release is a bug.
+  EXPECT_DEATH((void)processor_.add_request(0, "b", {}, 1, 0.0), "slot 0 given to b");
+}
+
+TEST_F(OutputProcessorTest, AReusedSlotStartsClean) {
+  // "old" leaves text held back by a stop string and a queue time, and ends by a stop string;
+  // its slot then goes to "new".
+  add_at(0, "old", streaming({"!", "xyz"}), /*arrival=*/1.0);
+  SchedulerOutput scheduled;
+  ScheduledRequest& s = scheduled.requests.emplace_back();
+  s.request_id = "old";
+  s.slot = 0;
+  processor_.record_scheduled(scheduled, 1.5);
+  std::vector<RequestOutput> old =
+      run({update("old", bytes_of("ab x")), update("old", {'!'})}, 2.0);
+  EXPECT_EQ(joined(old), "ab x");
+  EXPECT_EQ(aborts_, std::vector<std::string>{"old"});
+  // Finished: no more updates or cancels, but the slot is held until the engine releases it.
+  EXPECT_FALSE(processor_.has_request(0));
+  EXPECT_EQ(processor_.abort(0, 2.0), std::nullopt);
+  EXPECT_DEATH((void)processor_.add_request(0, "early", {}, 1, 2.0), "was not released");
+  processor_.release(0);
+
+  add_at(0, "new", streaming(), /*arrival=*/3.0);
+  EXPECT_TRUE(processor_.has_request(0));
+  EXPECT_EQ(processor_.num_requests(), 1U);
+  const std::vector<RequestOutput> outputs =
+      run({update("new", bytes_of("xy"), RequestStatus::kFinishedLength)}, 4.0);
+  ASSERT_EQ(outputs.size(), 1U);
+  const RequestOutput& out = outputs[0];
+  EXPECT_EQ(out.request_id, "new");
+  EXPECT_EQ(out.text, "xy");  // no held "x" of old's, and old's "xyz" stop is gone
+  EXPECT_EQ(out.token_ids, bytes_of("xy"));
+  EXPECT_EQ(out.finish_reason(), "length");
+  EXPECT_EQ(out.stop_string, std::nullopt);
+  EXPECT_EQ(out.usage.num_completion_tokens, 2);
+  EXPECT_DOUBLE_EQ(out.timings.arrival_time, 3.0);
+  EXPECT_EQ(out.timings.queue_time(), std::nullopt);  // never scheduled: old's 1.5 is not its
+  EXPECT_EQ(aborts_, std::vector<std::string>{"old"});
+
+  // Releasing a live request drops it too (the engine does when a step threw midway).
+  processor_.release(0);
+  add_at(0, "live", streaming());
+  processor_.release(0);
+  EXPECT_EQ(processor_.num_requests(), 0U);
+  EXPECT_FALSE(processor_.has_request(0));
 }
 
 TEST_F(OutputProcessorTest, TimeGoingBackwardsIsABug) {

@@ -50,7 +50,7 @@ TEST(NgramProposerTest, BatchProposalsAlignWithRequests) {
   const Tokens hit = {1, 2, 3, 1, 2};
   const Tokens miss = {1, 2, 3, 4};
   SamplingParams params;
-  const std::vector<ProposalRequest> requests = {{"a", hit, 2, &params}, {"b", miss, 2, &params}};
+  const std::vector<ProposalRequest> requests = {{0, hit, 2, &params}, {1, miss, 2, &params}};
   std::vector<Proposal> proposals;
   proposer.propose(requests, proposals);
   ASSERT_EQ(proposals.size(), 2u);
