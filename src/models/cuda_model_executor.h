@@ -30,6 +30,8 @@ struct CudaExecutorOptions {
   std::int64_t max_model_len = 0;                    ///< 0: the model's max_position_embeddings
   std::size_t blas_workspace_bytes = 32u << 20;
   int max_decode_splits = 64;
+  /// --enforce-eager: no CUDA graphs; every decode step launches its kernels one by one.
+  bool enforce_eager = false;
 };
 
 /// Runs a Llama-family model on the current CUDA device.
