@@ -531,9 +531,21 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   if (!config.ok()) die(config.status(), "config");
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   const std::int64_t block_size = 16;
-  const std::int64_t max_len = context + 2 * steps + 8;  // forward() steps, then execute()'s
+  const std::int64_t max_len = context + 3 * steps + 8;  // forward(), then execute() x2
   const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
   const std::int64_t chunk = 8192;
+  // The same-run copy bandwidth that the batch-1 step is held against.
+  double copy_gbs = 0.0;
+  {
+    const std::size_t bytes = 1ull << 30;
+    DeviceBuffer src = random_buffer(static_cast<std::int64_t>(bytes / 4), ScalarType::kF32, 1);
+    DeviceBuffer dst = alloc(bytes);
+    const double copy_ms = median_ms(
+        [&](int) { cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice); });
+    copy_gbs = 2.0 * bytes / (copy_ms * 1e-3) / 1e9;
+    result("B: device copy (1 GiB, read+write)", copy_gbs, "GB/s", 1.0, "ceiling");
+  }
+  const auto created = std::chrono::steady_clock::now();
   auto exec = models::CudaModelExecutor::create_dummy(*config,
                                                       {.dtype = dtype,
                                                        .max_num_batched_tokens = chunk,
@@ -541,7 +553,18 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
                                                        .max_model_len = max_len},
                                                       1234);
   if (!exec.ok()) die(exec.status(), "executor");
+  const double create_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - created).count();
   check((*exec)->allocate_kv_cache(max_batch * blocks_per_seq, block_size), "kv cache");
+  {
+    const models::DecodeGraphStats& g = (*exec)->decode_graph_stats();
+    char label[96];
+    std::snprintf(label, sizeof(label), "startup: dummy weights + buffers (s)");
+    result(label, create_s, "s", 0.0, "(info)");
+    std::snprintf(label, sizeof(label), "startup: %d decode graphs up to b%lld (s)", g.count,
+                  static_cast<long long>(g.max_num_seqs));
+    result(label, g.capture_seconds, "s", g.device_bytes / 1048576.0, "ratio: MiB they hold");
+  }
   double weight_bytes = 0.0;
   {
     const ModelConfig& c = *config;
@@ -612,6 +635,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     };
 
     // forward(): every row's logits to the host, as before sampling moved to the device.
+    (*exec)->set_graphs_enabled(false);
     std::vector<double> step_ms;
     for (int step = 0; step < steps; ++step) {
       const ForwardBatch b = decode_batch(step);
@@ -623,33 +647,53 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     }
     report("eager, host step", median_step_ms(step_ms), 0);
 
-    // execute(): sampled on the device (top-k 50, top-p 0.95, presence penalty), ids back.
+    // execute(): sampled on the device (top-k 50, top-p 0.95, presence penalty), ids back;
+    // eager, then replaying the decode graphs.
     SlotSamplingConfig slot_config;
     slot_config.presence_penalty = 0.2f;
     for (int s = 0; s < batch; ++s) check((*exec)->open_sampling_slot(s, slot_config), "slot");
-    step_ms.clear();
     std::int64_t d2h_bytes = 0;
     StepOutput out;
-    for (int step = steps; step < 2 * steps; ++step) {
-      const ForwardBatch b = decode_batch(step);
-      SamplingBatch sampling;
-      for (int s = 0; s < batch; ++s) {
-        sampling.rows.push_back({.slot = s,
-                                 .temperature = 0.8f,
-                                 .top_k = 50,
-                                 .top_p = 0.95f,
-                                 .seed = static_cast<std::uint64_t>(s),
-                                 .position = step});
+    double eager_ms = 0.0;
+    for (const bool graphs : {false, true}) {
+      (*exec)->set_graphs_enabled(graphs);
+      step_ms.clear();
+      const int first = graphs ? 2 * steps : steps;
+      for (int step = first; step < first + steps; ++step) {
+        const ForwardBatch b = decode_batch(step);
+        SamplingBatch sampling;
+        for (int s = 0; s < batch; ++s) {
+          sampling.rows.push_back({.slot = s,
+                                   .temperature = 0.8f,
+                                   .top_k = 50,
+                                   .top_p = 0.95f,
+                                   .seed = static_cast<std::uint64_t>(s),
+                                   .position = step});
+        }
+        cudaDeviceSynchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        check((*exec)->execute(b, sampling, out), "decode");  // ends with a stream sync
+        step_ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+        d2h_bytes = (*exec)->last_step_d2h_bytes();
       }
-      cudaDeviceSynchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      check((*exec)->execute(b, sampling, out), "decode");  // ends with a stream sync
-      step_ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      d2h_bytes = (*exec)->last_step_d2h_bytes();
+      const double ms = median_step_ms(step_ms);
+      report(graphs ? "execute, CUDA graphs" : "execute, eager", ms, first);
+      if (!graphs) {
+        eager_ms = ms;
+        continue;
+      }
+      char label[96];
+      std::snprintf(label, sizeof(label), "G15 graphs vs eager step time b%d", batch);
+      result(label, ms, "ms", eager_ms / ms, "ratio: eager / graph step time");
+      if (batch == 1) {
+        std::snprintf(label, sizeof(label), "decode b1 weight bytes / step time (graphs)");
+        const double gbs = weight_bytes / (ms * 1e-3) / 1e9;
+        result(label, gbs, "GB/s", gbs / copy_gbs, ">= 0.85 B");
+      }
     }
     for (int s = 0; s < batch; ++s) (*exec)->close_sampling_slot(s);
-    report("execute, sampled on the GPU", median_step_ms(step_ms), steps);
     char label[96];
     std::snprintf(label, sizeof(label), "d2h bytes per decode step, execute() b%d", batch);
     result(label, static_cast<double>(d2h_bytes), "B",

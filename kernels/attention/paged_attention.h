@@ -65,6 +65,10 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& params,
 struct DecodeSplitPlan {
   int num_splits = 1;
   int partition_size = 0;  ///< tokens; num_splits * partition_size >= the longest seq_len
+  /// When set, the kernels read the partition size from this device int instead of
+  /// partition_size: a CUDA graph keeps its grid of num_splits splits and each replay takes the
+  /// step's partition from the step metadata.
+  const std::int32_t* device_partition_size = nullptr;
 };
 
 /// Picks splits so that num_seqs * kv-head CTAs * splits fills about 4 CTAs per SM (none when the

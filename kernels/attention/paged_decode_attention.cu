@@ -2,6 +2,7 @@
 #include <cmath>
 #include <string>
 
+#include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/common/device_types.cuh"
@@ -38,7 +39,9 @@ __global__ void __launch_bounds__(kMergeThreads)
                         const float* __restrict__ partial_lse,
                         const std::int32_t* __restrict__ query_start_loc,
                         const std::int32_t* __restrict__ seq_lens, T* __restrict__ out,
-                        int num_heads, int head_dim, int num_splits, int partition_size) {
+                        int num_heads, int head_dim, int num_splits, int partition_size,
+                        const std::int32_t* __restrict__ device_partition_size) {
+  if (device_partition_size != nullptr) partition_size = *device_partition_size;
   const int seq = blockIdx.x;
   const int head = blockIdx.y;
   const int seq_len = seq_lens[seq];
@@ -142,7 +145,7 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   PAGODA_KERNEL_REQUIRE(c.block_size > 0 && c.num_blocks > 0, kOp);
   PAGODA_KERNEL_REQUIRE(p.q_row_stride >= p.num_heads * c.head_dim, kOp);
   PAGODA_KERNEL_REQUIRE(plan.num_splits >= 1 && plan.num_splits <= 65535, kOp);
-  PAGODA_KERNEL_REQUIRE(plan.partition_size >= 1, kOp);
+  PAGODA_KERNEL_REQUIRE(plan.partition_size >= 1 || plan.device_partition_size != nullptr, kOp);
   PAGODA_KERNEL_REQUIRE(p.softmax_scale > 0.0f, kOp);
   PAGODA_KERNEL_REQUIRE(p.num_heads <= 65535, kOp);  // bounds grid.y
   if (p.num_seqs == 0) return Status::ok_status();
@@ -178,7 +181,9 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
     PAGODA_RETURN_IF_ERROR(cuda::cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
     PAGODA_RETURN_IF_ERROR(cuda::cuda_status(
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cc"));
-    if (major >= 9) {
+    // Not inside a graph capture: the replay's launch gaps are small anyway, and a graph node
+    // with a programmatic edge needs a newer driver than a plain one.
+    if (major >= 9 && !cuda::is_capturing(stream)) {
       config.attrs = &attribute;
       config.numAttrs = 1;
     }
@@ -186,7 +191,8 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
         cudaLaunchKernelEx(&config, merge_splits_kernel<T>, w.partial_out,
                            static_cast<const float*>(w.partial_lse), p.query_start_loc, p.seq_lens,
                            static_cast<T*>(p.out), static_cast<int>(p.num_heads),
-                           static_cast<int>(c.head_dim), plan.num_splits, plan.partition_size),
+                           static_cast<int>(c.head_dim), plan.num_splits, plan.partition_size,
+                           plan.device_partition_size),
         "merge_splits_kernel"));
     return cuda::check_launch("merge_splits_kernel");
   });

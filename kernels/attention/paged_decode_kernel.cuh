@@ -48,7 +48,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
                         const std::int32_t* __restrict__ block_tables,
                         std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
                         int block_size, float scale_log2, int num_splits, int partition_size,
+                        const std::int32_t* __restrict__ device_partition_size,
                         float* __restrict__ partial_out, float* __restrict__ partial_lse) {
+  if (device_partition_size != nullptr) partition_size = *device_partition_size;
   constexpr int kVec = Pack<T>::kSize;
   constexpr int kLanes = kHeadDim / kVec;
   static_assert(kLanes <= 32 && 32 % kLanes == 0, "a K row must fit in one warp");
@@ -256,7 +258,8 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
       static_cast<const T*>(p.cache.k), static_cast<const T*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size), scale_log2,
-      plan.num_splits, plan.partition_size, w.partial_out, w.partial_lse);
+      plan.num_splits, plan.partition_size, plan.device_partition_size, w.partial_out,
+      w.partial_lse);
   return cuda::check_launch("paged_decode_kernel");
 }
 

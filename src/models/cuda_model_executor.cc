@@ -1,6 +1,7 @@
 #include "models/cuda_model_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -154,7 +155,16 @@ std::int64_t CudaModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size
 }
 
 Status CudaModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
+  PAGODA_RETURN_IF_ERROR(allocate_cache(num_blocks, block_size));
+  if (options_.enforce_eager) return Status::ok_status();
+  // The graphs bake in the cache's addresses, so they are captured against this pool.
+  return capture_decode_graphs();
+}
+
+Status CudaModelExecutor::allocate_cache(std::int64_t num_blocks, std::int64_t block_size) {
   PAGODA_RETURN_IF_ERROR(check_kv_cache_shape(num_blocks, block_size));
+  decode_graphs_.clear();
+  graph_stats_ = {};
   k_cache_.clear();
   v_cache_.clear();
   num_blocks_ = 0;
@@ -189,7 +199,7 @@ StatusOr<std::int64_t> CudaModelExecutor::profile_num_kv_blocks(double gpu_memor
   if (block_size <= 0) return invalid_argument("--block-size must be positive");
   const std::int64_t tokens = std::min(options_.max_num_batched_tokens, info_.max_model_len);
   const std::int64_t blocks = (tokens + block_size - 1) / block_size;
-  PAGODA_RETURN_IF_ERROR(allocate_kv_cache(blocks, block_size));
+  PAGODA_RETURN_IF_ERROR(allocate_cache(blocks, block_size));
   ForwardBatch batch;
   for (std::int64_t i = 0; i < tokens; ++i) {
     batch.token_ids.push_back(static_cast<std::int32_t>(i % info_.vocab_size));
@@ -204,12 +214,117 @@ StatusOr<std::int64_t> CudaModelExecutor::profile_num_kv_blocks(double gpu_memor
   batch.logits_indices = {static_cast<std::int32_t>(tokens - 1)};
   std::vector<float> logits(static_cast<std::size_t>(info_.vocab_size));
   PAGODA_RETURN_IF_ERROR(forward(batch, logits.data()));
+  // The graphs' own memory, measured by capturing them against the temporary cache: the real
+  // ones, captured after the pool, take the same, so the pool leaves room for them.
+  graph_memory_reserve_ = 0;
+  if (!options_.enforce_eager) {
+    PAGODA_RETURN_IF_ERROR(capture_decode_graphs());
+    graph_memory_reserve_ = graph_stats_.device_bytes;
+    decode_graphs_.clear();
+    graph_stats_ = {};
+  }
   // The temporary cache goes back before the budget is read.
   k_cache_.clear();
   v_cache_.clear();
   num_blocks_ = 0;
   PAGODA_ASSIGN_OR_RETURN(std::int64_t budget, cuda::kv_cache_budget_bytes(gpu_memory_utilization));
+  budget -= graph_memory_reserve_;
+  if (budget <= 0) {
+    return Status(StatusCode::kResourceExhausted,
+                  "no GPU memory left for the KV cache after the CUDA graphs; raise "
+                  "--gpu-memory-utilization or pass --enforce-eager");
+  }
   return budget / kv_cache_bytes_per_block(block_size);
+}
+
+std::vector<std::int64_t> CudaModelExecutor::decode_graph_sizes(std::int64_t max_num_seqs) {
+  std::vector<std::int64_t> sizes;
+  for (const std::int64_t n : {1, 2, 4}) {
+    if (n <= max_num_seqs) sizes.push_back(n);
+  }
+  for (std::int64_t n = 8; n <= max_num_seqs; n += 8) sizes.push_back(n);
+  if (max_num_seqs > 0 && sizes.back() != max_num_seqs) sizes.push_back(max_num_seqs);
+  return sizes;
+}
+
+int CudaModelExecutor::graph_num_splits(std::int64_t num_seqs) const {
+  const ModelConfig& c = config_;
+  // As many splits as the longest sequence the executor allows would get, so every step's plan
+  // (from its own longest sequence) fits in the graph's grid; halved like the eager path's
+  // plan when the split-K workspace is too small.
+  kernels::DecodeSplitPlan plan =
+      kernels::plan_decode_splits(num_seqs, c.num_key_value_heads, c.num_attention_heads,
+                                  info_.max_model_len, num_sms_, options_.max_decode_splits);
+  while (plan.num_splits > 1 &&
+         kernels::decode_workspace_floats(num_seqs, c.num_attention_heads, c.head_dim, plan) >
+             decode_workspace_floats_) {
+    plan.num_splits = std::max(1, plan.num_splits / 2);
+  }
+  return plan.num_splits;
+}
+
+std::int32_t CudaModelExecutor::graph_partition_size(const DecodeGraph& graph,
+                                                     std::int64_t max_seq_len) const {
+  const ModelConfig& c = config_;
+  max_seq_len = std::max<std::int64_t>(max_seq_len, 1);
+  // The eager plan for a batch of the graph's size, within the graph's grid: splits past the
+  // longest sequence exit at once.
+  const int splits =
+      std::min(graph.num_splits, kernels::plan_decode_splits(graph.num_seqs, c.num_key_value_heads,
+                                                             c.num_attention_heads, max_seq_len,
+                                                             num_sms_, options_.max_decode_splits)
+                                     .num_splits);
+  return static_cast<std::int32_t>((max_seq_len + splits - 1) / splits);
+}
+
+CudaModelExecutor::LayerShape CudaModelExecutor::graph_shape(std::int64_t num_seqs,
+                                                             int num_splits) const {
+  return {.num_tokens = num_seqs,
+          .num_seqs = num_seqs,
+          .block_table_stride = metadata_.max_blocks_per_seq(),
+          .max_query_len = 1,
+          .decode = true,
+          .plan = {.num_splits = num_splits,
+                   .partition_size = 0,
+                   .device_partition_size = metadata_.decode_partition_size()}};
+}
+
+// One graph per padded batch size, smallest first (small batches are where launch overhead
+// shows most), each after one eager run of the same shape: the run loads the kernels and fills
+// cuBLASLt's plan cache, so the capture itself issues nothing but launches. The metadata of the
+// runs is all padding (no KV slot, seq_len 0), so the cache is never written.
+Status CudaModelExecutor::capture_decode_graphs() {
+  decode_graphs_.clear();
+  graph_stats_ = {};
+  const auto start = std::chrono::steady_clock::now();
+  PAGODA_ASSIGN_OR_RETURN(cuda::DeviceMemory before, cuda::device_memory());
+  const std::int64_t largest = std::min(
+      {options_.max_num_seqs, options_.max_graph_num_seqs, options_.max_num_batched_tokens});
+  const ForwardBatch padding;
+  for (const std::int64_t n : decode_graph_sizes(largest)) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > options_.graph_capture_time_limit_s) {
+      graph_stats_.stopped_by_time_limit = true;
+      break;
+    }
+    DecodeGraph graph{.num_seqs = n, .num_splits = graph_num_splits(n)};
+    const LayerShape shape = graph_shape(n, graph.num_splits);
+    PAGODA_RETURN_IF_ERROR(metadata_.upload_padded_decode(padding, n, 1, stream_.get()));
+    PAGODA_RETURN_IF_ERROR(run_layers(shape));
+    PAGODA_RETURN_IF_ERROR(stream_.synchronize());
+    PAGODA_ASSIGN_OR_RETURN(
+        graph.exec, cuda::CudaGraphExec::capture(stream_.get(), [&] { return run_layers(shape); }));
+    decode_graphs_.push_back(std::move(graph));
+  }
+  PAGODA_RETURN_IF_ERROR(stream_.synchronize());
+  PAGODA_ASSIGN_OR_RETURN(cuda::DeviceMemory after, cuda::device_memory());
+  graph_stats_.count = static_cast<int>(decode_graphs_.size());
+  graph_stats_.max_num_seqs = decode_graphs_.empty() ? 0 : decode_graphs_.back().num_seqs;
+  graph_stats_.capture_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  graph_stats_.device_bytes = std::max<std::int64_t>(0, before.free_bytes - after.free_bytes);
+  return Status::ok_status();
 }
 
 Status CudaModelExecutor::check_batch(const ForwardBatch& batch) const {
@@ -226,9 +341,65 @@ Status CudaModelExecutor::check_batch(const ForwardBatch& batch) const {
 Status CudaModelExecutor::forward(const ForwardBatch& batch, float* logits) {
   PAGODA_RETURN_IF_ERROR(check_batch(batch));
   if (batch.num_tokens() == 0) return Status::ok_status();
-  PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get()));
-  PAGODA_RETURN_IF_ERROR(run_layers(batch));
+  PAGODA_RETURN_IF_ERROR(run_model(batch));
   return compute_logits(batch, logits);
+}
+
+const CudaModelExecutor::DecodeGraph* CudaModelExecutor::graph_for(
+    const ForwardBatch& batch) const {
+  if (!graphs_enabled_ || decode_graphs_.empty() || batch.num_tokens() != batch.num_seqs() ||
+      batch.num_seqs() > decode_graphs_.back().num_seqs ||
+      batch.max_blocks_per_seq > metadata_.max_blocks_per_seq()) {
+    return nullptr;
+  }
+  for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {
+    if (batch.query_start_loc[s + 1] - batch.query_start_loc[s] != 1) return nullptr;
+  }
+  for (const DecodeGraph& graph : decode_graphs_) {
+    if (graph.num_seqs >= batch.num_seqs()) return &graph;
+  }
+  return nullptr;
+}
+
+Status CudaModelExecutor::run_model(const ForwardBatch& batch) {
+  if (const DecodeGraph* graph = graph_for(batch)) {
+    const std::int64_t max_seq_len =
+        *std::max_element(batch.seq_lens.begin(), batch.seq_lens.end());
+    PAGODA_RETURN_IF_ERROR(metadata_.upload_padded_decode(
+        batch, graph->num_seqs, graph_partition_size(*graph, max_seq_len), stream_.get()));
+    return graph->exec.launch(stream_.get());
+  }
+  PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get()));
+  return run_layers(eager_shape(batch));
+}
+
+// Host-side planning from the batch the host already holds: no device reads.
+CudaModelExecutor::LayerShape CudaModelExecutor::eager_shape(const ForwardBatch& batch) const {
+  const ModelConfig& c = config_;
+  LayerShape shape{.num_tokens = batch.num_tokens(),
+                   .num_seqs = batch.num_seqs(),
+                   .block_table_stride = batch.max_blocks_per_seq};
+  std::int64_t min_query_len = batch.num_tokens();
+  std::int64_t max_seq_len = 0;
+  for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {
+    const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
+    shape.max_query_len = std::max(shape.max_query_len, q_len);
+    min_query_len = std::min(min_query_len, q_len);
+    max_seq_len = std::max<std::int64_t>(max_seq_len, batch.seq_lens[s]);
+  }
+  // The decode kernel writes one row per sequence, so every sequence must bring exactly one.
+  shape.decode = shape.max_query_len == 1 && min_query_len == 1;
+  if (!shape.decode) return shape;
+  kernels::DecodeSplitPlan& plan = shape.plan;
+  plan = kernels::plan_decode_splits(batch.num_seqs(), c.num_key_value_heads, c.num_attention_heads,
+                                     max_seq_len, num_sms_, options_.max_decode_splits);
+  while (plan.num_splits > 1 &&
+         kernels::decode_workspace_floats(batch.num_seqs(), c.num_attention_heads, c.head_dim,
+                                          plan) > decode_workspace_floats_) {
+    plan.num_splits = std::max(1, plan.num_splits / 2);
+    plan.partition_size = static_cast<int>((max_seq_len + plan.num_splits - 1) / plan.num_splits);
+  }
+  return shape;
 }
 
 Status CudaModelExecutor::open_sampling_slot(std::int32_t slot, const SlotSamplingConfig& config) {
@@ -267,8 +438,7 @@ Status CudaModelExecutor::execute(const ForwardBatch& batch, const SamplingBatch
 
 Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch) {
   if (batch.num_tokens() == 0) return Status::ok_status();
-  PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get()));
-  PAGODA_RETURN_IF_ERROR(run_layers(batch));
+  PAGODA_RETURN_IF_ERROR(run_model(batch));
   for (std::int64_t r0 = 0; r0 < batch.num_logits(); r0 += kLogitsChunk) {
     const std::int64_t rows = std::min(kLogitsChunk, batch.num_logits() - r0);
     PAGODA_RETURN_IF_ERROR(lm_head(batch, r0, rows));
@@ -280,11 +450,11 @@ Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch) {
 // The same sequence as LlamaModel::forward: embedding, then per layer
 //   normed -> QKV (+bias) -> RoPE + KV append -> attention -> O -> residual add + norm
 //          -> gate_up -> silu * up -> down -> residual add + next norm.
-Status CudaModelExecutor::run_layers(const ForwardBatch& batch) {
+Status CudaModelExecutor::run_layers(const LayerShape& shape) {
   const ModelConfig& c = config_;
   const ScalarType t = options_.dtype;
   const cudaStream_t stream = stream_.get();
-  const std::int64_t n = batch.num_tokens();
+  const std::int64_t n = shape.num_tokens;
   const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
   const std::int64_t qkv_dim = q_dim + 2 * c.num_key_value_heads * c.head_dim;
   const auto eps = static_cast<float>(c.rms_norm_eps);
@@ -319,7 +489,7 @@ Status CudaModelExecutor::run_layers(const ForwardBatch& batch) {
                                    .input_type = t,
                                    .output_type = t},
                                   stream));
-    PAGODA_RETURN_IF_ERROR(attention(batch, i));
+    PAGODA_RETURN_IF_ERROR(attention(shape, i));
     PAGODA_RETURN_IF_ERROR(linear(*blas_,
                                   {.x = attn_.data(),
                                    .w = layer.o_proj.data(),
@@ -383,7 +553,7 @@ Status CudaModelExecutor::run_layers(const ForwardBatch& batch) {
   return Status::ok_status();
 }
 
-Status CudaModelExecutor::attention(const ForwardBatch& batch, std::size_t layer) {
+Status CudaModelExecutor::attention(const LayerShape& shape, std::size_t layer) {
   const ModelConfig& c = config_;
   const ScalarType t = options_.dtype;
   const cudaStream_t stream = stream_.get();
@@ -400,7 +570,7 @@ Status CudaModelExecutor::attention(const ForwardBatch& batch, std::size_t layer
                                                         .slot_mapping = metadata_.slot_mapping(),
                                                         .inv_freq = weights_.inv_freq.as<float>(),
                                                         .cache = cache,
-                                                        .num_tokens = batch.num_tokens(),
+                                                        .num_tokens = shape.num_tokens,
                                                         .num_heads = c.num_attention_heads,
                                                         .style = weights_.rope_style,
                                                         .dtype = t},
@@ -413,35 +583,15 @@ Status CudaModelExecutor::attention(const ForwardBatch& batch, std::size_t layer
       .query_start_loc = metadata_.query_start_loc(),
       .seq_lens = metadata_.seq_lens(),
       .block_tables = metadata_.block_tables(),
-      .num_seqs = batch.num_seqs(),
-      .max_blocks_per_seq = batch.max_blocks_per_seq,
+      .num_seqs = shape.num_seqs,
+      .max_blocks_per_seq = shape.block_table_stride,
       .num_heads = c.num_attention_heads,
       .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
       .dtype = t};
-  // Host-side planning from the batch the host already holds: no device reads.
-  std::int64_t max_query_len = 0;
-  std::int64_t min_query_len = batch.num_tokens();
-  std::int64_t max_seq_len = 0;
-  for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {
-    const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
-    max_query_len = std::max(max_query_len, q_len);
-    min_query_len = std::min(min_query_len, q_len);
-    max_seq_len = std::max<std::int64_t>(max_seq_len, batch.seq_lens[s]);
+  if (!shape.decode) {
+    return kernels::launch_paged_prefill_attention(params, shape.max_query_len, stream);
   }
-  // The decode kernel writes one row per sequence, so every sequence must bring exactly one.
-  if (max_query_len != 1 || min_query_len != 1) {
-    return kernels::launch_paged_prefill_attention(params, max_query_len, stream);
-  }
-  kernels::DecodeSplitPlan plan =
-      kernels::plan_decode_splits(batch.num_seqs(), c.num_key_value_heads, c.num_attention_heads,
-                                  max_seq_len, num_sms_, options_.max_decode_splits);
-  while (plan.num_splits > 1 &&
-         kernels::decode_workspace_floats(batch.num_seqs(), c.num_attention_heads, c.head_dim,
-                                          plan) > decode_workspace_floats_) {
-    plan.num_splits = std::max(1, plan.num_splits / 2);
-    plan.partition_size = static_cast<int>((max_seq_len + plan.num_splits - 1) / plan.num_splits);
-  }
-  return kernels::launch_paged_decode_attention(params, plan,
+  return kernels::launch_paged_decode_attention(params, shape.plan,
                                                 {.partial_out = decode_partial_out_.as<float>(),
                                                  .partial_lse = decode_partial_lse_.as<float>(),
                                                  .capacity_floats = decode_workspace_floats_},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cuda/blas_lt.h"
+#include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/cuda_stream.h"
 #include "backend/cuda/device_buffer.h"
 #include "kernels/attention/paged_attention.h"
@@ -32,6 +33,19 @@ struct CudaExecutorOptions {
   int max_decode_splits = 64;
   /// --enforce-eager: no CUDA graphs; every decode step launches its kernels one by one.
   bool enforce_eager = false;
+  /// Graphs are captured for decode batches of up to this many sequences (and max_num_seqs).
+  std::int64_t max_graph_num_seqs = 512;
+  /// Capture stops at the next size once this many seconds have gone; larger batches run eager.
+  double graph_capture_time_limit_s = 30.0;
+};
+
+/// What the decode CUDA graphs took at start-up.
+struct DecodeGraphStats {
+  int count = 0;                       ///< graphs captured (one per padded batch size)
+  std::int64_t max_num_seqs = 0;       ///< the largest batch a graph serves; larger runs eager
+  double capture_seconds = 0.0;        ///< warm-up, capture and instantiation of all of them
+  std::int64_t device_bytes = 0;       ///< device memory they hold (free memory before - after)
+  bool stopped_by_time_limit = false;  ///< graph_capture_time_limit_s cut the list short
 };
 
 /// Runs a Llama-family model on the current CUDA device.
@@ -72,16 +86,54 @@ class CudaModelExecutor final : public ModelExecutor {
   StatusOr<std::int64_t> profile_num_kv_blocks(double gpu_memory_utilization,
                                                std::int64_t block_size);
 
+  /// The padded decode batch sizes that get a graph: 1, 2, 4, then every multiple of 8 up to
+  /// `max_num_seqs` (and max_num_seqs itself), as vLLM pads.
+  static std::vector<std::int64_t> decode_graph_sizes(std::int64_t max_num_seqs);
+  /// The graphs allocate_kv_cache captured (count 0 with enforce_eager).
+  const DecodeGraphStats& decode_graph_stats() const { return graph_stats_; }
+  /// Turns replay of the captured graphs off (false) and on again: benchmarks time both on one
+  /// executor. The graphs stay captured.
+  void set_graphs_enabled(bool enabled) { graphs_enabled_ = enabled; }
+  /// Device bytes profile_num_kv_blocks held back from the KV budget for the graphs.
+  std::int64_t graph_memory_reserve() const { return graph_memory_reserve_; }
+
  private:
   CudaModelExecutor(const ModelConfig& config, CudaLlamaWeights weights,
                     const ModelExecutorInfo& info, const CudaExecutorOptions& options);
   static StatusOr<std::unique_ptr<CudaModelExecutor>> finish(const ModelConfig& config,
                                                              CudaLlamaWeights weights,
                                                              const CudaExecutorOptions& options);
+  // What the layers' launches depend on: a graph bakes this in, the step metadata varies.
+  struct LayerShape {
+    std::int64_t num_tokens = 0;
+    std::int64_t num_seqs = 0;
+    std::int64_t block_table_stride = 0;
+    std::int64_t max_query_len = 0;
+    bool decode = false;  // every sequence brings one query: the split-K decode kernel
+    kernels::DecodeSplitPlan plan;
+  };
+  // One captured decode step for batches of up to num_seqs sequences.
+  struct DecodeGraph {
+    std::int64_t num_seqs = 0;
+    int num_splits = 1;
+    cuda::CudaGraphExec exec;
+  };
+
   Status allocate_activations();
+  Status allocate_cache(std::int64_t num_blocks, std::int64_t block_size);
   Status check_batch(const ForwardBatch& batch) const;
-  Status run_layers(const ForwardBatch& batch);
-  Status attention(const ForwardBatch& batch, std::size_t layer);
+  // Uploads the batch's metadata and runs the layers: a graph replay for a decode batch that
+  // fits one, eager otherwise.
+  Status run_model(const ForwardBatch& batch);
+  LayerShape eager_shape(const ForwardBatch& batch) const;
+  const DecodeGraph* graph_for(const ForwardBatch& batch) const;
+  // The split count a graph of num_seqs keeps, and a step's partition size under it.
+  int graph_num_splits(std::int64_t num_seqs) const;
+  std::int32_t graph_partition_size(const DecodeGraph& graph, std::int64_t max_seq_len) const;
+  LayerShape graph_shape(std::int64_t num_seqs, int num_splits) const;
+  Status capture_decode_graphs();
+  Status run_layers(const LayerShape& shape);
+  Status attention(const LayerShape& shape, std::size_t layer);
   // The LM head over logits rows [first, first + rows) into logits_.
   Status lm_head(const ForwardBatch& batch, std::int64_t first, std::int64_t rows);
   Status compute_logits(const ForwardBatch& batch, float* logits);
@@ -116,6 +168,11 @@ class CudaModelExecutor final : public ModelExecutor {
   std::vector<cuda::DeviceBuffer> v_cache_;
   std::int64_t num_blocks_ = 0;
   std::int64_t block_size_ = 0;
+
+  std::vector<DecodeGraph> decode_graphs_;  // ascending num_seqs
+  bool graphs_enabled_ = true;
+  DecodeGraphStats graph_stats_;
+  std::int64_t graph_memory_reserve_ = 0;
 };
 
 }  // namespace pagoda::models

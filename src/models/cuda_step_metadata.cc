@@ -1,7 +1,9 @@
 #include "models/cuda_step_metadata.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
 
@@ -43,6 +45,9 @@ StatusOr<CudaStepMetadata> CudaStepMetadata::create(const Capacity& capacity) {
   offset = aligned(offset + seqs * sizeof(std::int32_t));
   m.logits_indices_ = offset;
   offset = aligned(offset + tokens * sizeof(std::int32_t));
+  m.partition_size_ = offset;
+  offset = aligned(offset + sizeof(std::int32_t));
+  // Last, so that a step copies only the block-table rows it uses.
   m.block_tables_ = offset;
   offset = aligned(offset + seqs * static_cast<std::size_t>(capacity.max_blocks_per_seq) *
                                 sizeof(std::int32_t));
@@ -73,6 +78,49 @@ Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream) 
   const std::size_t used = put(base, block_tables_, batch.block_tables);
   PAGODA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(device_.data(), pinned_.data(), used, cudaMemcpyHostToDevice, stream));
+  return Status::ok_status();
+}
+
+Status CudaStepMetadata::upload_padded_decode(const ForwardBatch& batch, std::int64_t padded_seqs,
+                                              std::int32_t decode_partition_size,
+                                              cudaStream_t stream) {
+  const std::int64_t seqs = batch.num_seqs();
+  if (padded_seqs < seqs || padded_seqs > capacity_.max_seqs ||
+      padded_seqs > capacity_.max_tokens || batch.num_tokens() != seqs ||
+      batch.max_blocks_per_seq > capacity_.max_blocks_per_seq) {
+    return invalid_argument("padded decode upload of " + std::to_string(seqs) + " sequences to " +
+                            std::to_string(padded_seqs) + " exceeds the executor's capacity");
+  }
+  auto* base = static_cast<std::uint8_t*>(pinned_.data());
+  const auto pad = static_cast<std::size_t>(padded_seqs - seqs);
+  const auto fill = [&](std::size_t offset, const auto& values, auto padding) {
+    using T = std::decay_t<decltype(values[0])>;
+    T* out = reinterpret_cast<T*>(base + offset);
+    std::memcpy(out, values.data(), values.size() * sizeof(T));
+    std::fill_n(out + values.size(), pad, static_cast<T>(padding));
+  };
+  fill(slot_mapping_, batch.slot_mapping, -1);
+  fill(token_ids_, batch.token_ids, 0);
+  fill(positions_, batch.positions, 0);
+  fill(seq_lens_, batch.seq_lens, 0);
+  auto* query_start = reinterpret_cast<std::int32_t*>(base + query_start_loc_);
+  for (std::int64_t s = 0; s <= padded_seqs; ++s) query_start[s] = static_cast<std::int32_t>(s);
+  put(base, logits_indices_, batch.logits_indices);
+  *reinterpret_cast<std::int32_t*>(base + partition_size_) = decode_partition_size;
+  // Block tables: the batch's rows at the fixed stride; padding rows are never read (seq_len 0).
+  const auto stride = static_cast<std::size_t>(capacity_.max_blocks_per_seq) * sizeof(std::int32_t);
+  const auto row = static_cast<std::size_t>(batch.max_blocks_per_seq) * sizeof(std::int32_t);
+  for (std::int64_t s = 0; s < seqs; ++s) {
+    std::memcpy(base + block_tables_ + s * stride,
+                batch.block_tables.data() + s * batch.max_blocks_per_seq, row);
+  }
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_.data(), pinned_.data(), block_tables_,
+                                              cudaMemcpyHostToDevice, stream));
+  if (seqs > 0 && row > 0) {
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
+        static_cast<std::uint8_t*>(device_.data()) + block_tables_, stride, base + block_tables_,
+        stride, row, static_cast<std::size_t>(seqs), cudaMemcpyHostToDevice, stream));
+  }
   return Status::ok_status();
 }
 

@@ -33,6 +33,17 @@ class CudaStepMetadata {
   /// INVALID_ARGUMENT when the batch exceeds the capacity.
   Status upload(const ForwardBatch& batch, cudaStream_t stream);
 
+  /// Like upload(), for a decode batch (one token per sequence) replayed by the CUDA graph of
+  /// `padded_seqs` >= batch.num_seqs() sequences: the rows past the batch are padding (token 0,
+  /// position 0, no KV slot, seq_len 0, query row = their index) and the block tables keep the
+  /// fixed stride max_blocks_per_seq() whatever the batch's own. `decode_partition_size` goes
+  /// to decode_partition_size() for the split-K decode kernel.
+  Status upload_padded_decode(const ForwardBatch& batch, std::int64_t padded_seqs,
+                              std::int32_t decode_partition_size, cudaStream_t stream);
+
+  /// The block-table stride of upload_padded_decode's steps (the capacity's).
+  std::int64_t max_blocks_per_seq() const { return capacity_.max_blocks_per_seq; }
+
   const std::int32_t* token_ids() const { return at<std::int32_t>(token_ids_); }  ///< [num_tokens]
   const std::int32_t* positions() const { return at<std::int32_t>(positions_); }  ///< [num_tokens]
   const std::int64_t* slot_mapping() const {
@@ -47,6 +58,8 @@ class CudaStepMetadata {
   const std::int32_t* logits_indices() const {
     return at<std::int32_t>(logits_indices_);
   }  ///< [num_logits]
+  /// One int: the decode partition size of the last upload_padded_decode.
+  const std::int32_t* decode_partition_size() const { return at<std::int32_t>(partition_size_); }
 
  private:
   template <typename T>
@@ -57,7 +70,8 @@ class CudaStepMetadata {
   Capacity capacity_;
   // Byte offsets of each array inside both buffers (the same layout host and device).
   std::size_t slot_mapping_ = 0, token_ids_ = 0, positions_ = 0, query_start_loc_ = 0,
-              seq_lens_ = 0, block_tables_ = 0, logits_indices_ = 0, total_ = 0;
+              seq_lens_ = 0, block_tables_ = 0, logits_indices_ = 0, partition_size_ = 0,
+              total_ = 0;
   cuda::PinnedHostBuffer pinned_;
   cuda::DeviceBuffer device_;
 };
