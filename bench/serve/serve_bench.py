@@ -16,6 +16,8 @@ Measured per request, on the client's clock: TTFT (request sent -> first chunk w
 (gaps between later chunks with text; one chunk per token on Pagoda and llama-server), TPOT
 ((latency - TTFT) / (output tokens - 1)), E2EL (request sent -> end of stream). Output tokens come
 from the final usage (stream_options.include_usage), else from the count of text chunks.
+Against Pagoda on CUDA it also reads /metrics before and after the run and reports the GPU's busy
+and idle time per step (pagoda:device_*_seconds_total, from the server's CUDA events).
 
 The client is stdlib-only asyncio over raw HTTP/1.1 (one connection per request), so it runs
 anywhere the server does. Its own cost is reported: CPU seconds of this process per streamed
@@ -283,6 +285,13 @@ def print_table(report, file=sys.stdout):
             print(f"{label:<36}{report[key][stat]:>14.2f}", file=file)
     print(f"{'Client CPU per output token (us)':<36}{report['client_cpu_us_per_token']:>14.1f}",
           file=file)
+    device = report.get("device")
+    if device:
+        print(" GPU steps (server's CUDA events) ".center(w, "-"), file=file)
+        print(f"{'Steps':<36}{device['steps']:>14}", file=file)
+        print(f"{'Busy per step (ms)':<36}{device['busy_ms_per_step']:>14.3f}", file=file)
+        print(f"{'Idle per step (ms)':<36}{device['idle_ms_per_step']:>14.3f}", file=file)
+        print(f"{'Idle fraction':<36}{device['idle_fraction']:>14.4f}", file=file)
     if report["errors"]:
         print("Errors: " + "; ".join(report["errors"]), file=file)
     print("=" * w, file=file)
@@ -305,6 +314,50 @@ async def fetch_model(base_url, timeout):
         return json.loads(body)["data"][0]["id"]
     finally:
         writer.close()
+
+
+DEVICE_METRICS = ("pagoda:device_steps_total", "pagoda:device_busy_seconds_total",
+                  "pagoda:device_idle_seconds_total")
+
+
+async def fetch_device_metrics(base_url, timeout):
+    """Pagoda's device step counters from /metrics (None where the server has none, e.g. vLLM)."""
+    parsed = urllib.parse.urlsplit(base_url)
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(parsed.hostname, parsed.port or 80), timeout)
+    except OSError:
+        return None
+    try:
+        writer.write(f"GET /metrics HTTP/1.1\r\nHost: {parsed.hostname}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        await writer.drain()
+        status, headers = await read_headers(reader)
+        body = b"".join([p async for p in body_pieces(reader, headers)]).decode(errors="replace")
+    finally:
+        writer.close()
+    if status != 200:
+        return None
+    values = {}
+    for line in body.splitlines():
+        name, _, rest = line.partition("{")
+        if name in DEVICE_METRICS:
+            values[name] = float(rest.rsplit(" ", 1)[-1])
+    return values if len(values) == len(DEVICE_METRICS) else None
+
+
+def device_report(before, after):
+    """GPU busy / idle over the measured run, from the counter deltas (Pagoda on CUDA only)."""
+    if not before or not after:
+        return None
+    steps = after[DEVICE_METRICS[0]] - before[DEVICE_METRICS[0]]
+    busy = after[DEVICE_METRICS[1]] - before[DEVICE_METRICS[1]]
+    idle = after[DEVICE_METRICS[2]] - before[DEVICE_METRICS[2]]
+    if steps <= 0:
+        return None
+    return {"steps": int(steps), "busy_ms_per_step": busy / steps * 1e3,
+            "idle_ms_per_step": idle / steps * 1e3,
+            "idle_fraction": idle / (busy + idle) if busy + idle > 0 else 0.0}
 
 
 async def run_batch(args, url, model, prompts, rng, progress):
@@ -368,8 +421,12 @@ async def main_async(args):
         await run_batch(args, url, model, warm, warm_rng, progress=False)
         args.request_rate = saved
     cpu0 = time.process_time()
+    before = await fetch_device_metrics(args.base_url, args.timeout)
     results, duration = await run_batch(args, url, model, prompts, rng, not args.quiet)
-    return build_report(args, model, results, duration, time.process_time() - cpu0)
+    after = await fetch_device_metrics(args.base_url, args.timeout)
+    report = build_report(args, model, results, duration, time.process_time() - cpu0)
+    report["device"] = device_report(before, after)
+    return report
 
 
 def parse_args(argv=None):

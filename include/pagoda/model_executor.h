@@ -39,6 +39,17 @@ inline Status check_kv_cache_shape(std::int64_t num_blocks, std::int64_t block_s
                           std::to_string(num_blocks) + " blocks of " + std::to_string(block_size));
 }
 
+/// Where a device executor's time went since it was built: busy from each step's first device
+/// operation to its last, idle from one step's end to the next one's start (the device waiting
+/// for the host). A gap of over kDeviceIdleGapSeconds counts as the engine having no work, not
+/// as idle. Executors without a separate device report zeros.
+struct DeviceTimeStats {
+  static constexpr double kDeviceIdleGapSeconds = 0.05;
+  std::int64_t steps = 0;
+  double busy_seconds = 0.0;
+  double idle_seconds = 0.0;
+};
+
 /// Runs one model's forward passes; not thread-safe (the engine's step loop owns it).
 class ModelExecutor {
  public:
@@ -81,6 +92,9 @@ class ModelExecutor {
   /// (every row's slot open). Sampled and forced tokens count for their slot's penalties.
   virtual Status execute(const ForwardBatch& batch, const SamplingBatch& sampling,
                          StepOutput& out) = 0;
+
+  /// Device busy and idle time over the steps so far (zeros where there is no device).
+  virtual DeviceTimeStats device_time() const { return {}; }
 };
 
 }  // namespace pagoda

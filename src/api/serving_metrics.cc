@@ -147,6 +147,16 @@ std::string ServingMetrics::render(const engine::EngineStats& stats) const {
           static_cast<double>(stats.trace_bytes_written));
   counter(metric("trace_engine_seconds_total"),
           "Engine-thread time spent producing trace data, in seconds.", stats.trace_seconds);
+  // Where the GPU's time went: idle is the device waiting for the host between steps.
+  counter(metric("device_steps_total"), "Device steps timed with CUDA events (0 on the CPU).",
+          static_cast<double>(stats.device_time.steps));
+  counter(metric("device_busy_seconds_total"),
+          "Device time from each step's first operation to its last, in seconds.",
+          stats.device_time.busy_seconds);
+  counter(metric("device_idle_seconds_total"),
+          "Device time between one step's end and the next one's start (gaps over 50 ms, when "
+          "the engine had no work, excluded), in seconds.",
+          stats.device_time.idle_seconds);
   // Speculative decoding (vLLM's spec_decode_* names); zeros without --speculative-config.
   const engine::SpecDecodeStats& spec = stats.spec_decode;
   counter(metric("spec_decode_num_drafts_total"), "Speculative verifications (request-steps).",

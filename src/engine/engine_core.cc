@@ -453,6 +453,7 @@ void EngineCore::publish_stats() {
   stats_.num_failed_steps = num_failed_steps_;
   stats_.num_generated_tokens = num_generated_tokens_;
   if (speculator_) stats_.spec_decode = speculator_->stats();
+  stats_.device_time = executor_->device_time();
   const trace::TraceSinkStats trace = tracer_.sink_stats();
   stats_.trace_events_written = trace.events_written;
   stats_.trace_events_dropped = trace.events_dropped;

@@ -83,6 +83,8 @@ struct EngineStats {
   bool running = false;        ///< The loop thread is alive.
   /// Speculative decoding (zeros when off).
   SpecDecodeStats spec_decode;
+  /// The executor's device busy / idle time (zeros on the CPU).
+  DeviceTimeStats device_time;
 };
 
 /// The loop thread and everything it owns.

@@ -111,6 +111,7 @@ StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::finish(
   executor->num_sms_ = props.num_sms;
   PAGODA_ASSIGN_OR_RETURN(executor->stream_, cuda::CudaStream::create());
   PAGODA_ASSIGN_OR_RETURN(executor->blas_, cuda::BlasLt::create(options.blas_workspace_bytes));
+  PAGODA_ASSIGN_OR_RETURN(executor->step_timer_, cuda::StepTimer::create());
   PAGODA_RETURN_IF_ERROR(executor->allocate_activations());
   return executor;
 }
@@ -341,8 +342,14 @@ Status CudaModelExecutor::check_batch(const ForwardBatch& batch) const {
 Status CudaModelExecutor::forward(const ForwardBatch& batch, float* logits) {
   PAGODA_RETURN_IF_ERROR(check_batch(batch));
   if (batch.num_tokens() == 0) return Status::ok_status();
-  PAGODA_RETURN_IF_ERROR(run_model(batch));
-  return compute_logits(batch, logits);
+  PAGODA_RETURN_IF_ERROR(step_timer_.begin(stream_.get()));
+  Status s = run_model(batch);
+  if (s.ok()) s = compute_logits(batch, logits);
+  if (!s.ok()) {
+    step_timer_.cancel();
+    return s;
+  }
+  return step_timer_.collect();
 }
 
 const CudaModelExecutor::DecodeGraph* CudaModelExecutor::graph_for(
@@ -426,14 +433,18 @@ Status CudaModelExecutor::execute(const ForwardBatch& batch, const SamplingBatch
                             " sampling rows for " + std::to_string(batch.logits_indices.size()) +
                             " logits rows");
   }
-  PAGODA_RETURN_IF_ERROR(sampler_.begin_step(sampling, stream_.get()));
-  Status s = forward_and_sample(batch);
+  PAGODA_RETURN_IF_ERROR(step_timer_.begin(stream_.get()));
+  Status s = sampler_.begin_step(sampling, stream_.get());
+  if (s.ok()) s = forward_and_sample(batch);
+  if (s.ok()) s = step_timer_.end(stream_.get());
   if (!s.ok()) {
+    step_timer_.cancel();
     // The pinned buffers are reused by the next step: let the copies in flight finish.
     (void)stream_.synchronize();
     return s;
   }
-  return sampler_.finish_step(stream_.get(), out);
+  PAGODA_RETURN_IF_ERROR(sampler_.finish_step(stream_.get(), out));
+  return step_timer_.collect();
 }
 
 Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch) {
@@ -635,6 +646,7 @@ Status CudaModelExecutor::compute_logits(const ForwardBatch& batch, float* logit
         logits + r0 * vocab, logits_.data(), static_cast<std::size_t>(rows * vocab) * sizeof(float),
         cudaMemcpyDeviceToHost, stream_.get()));
   }
+  PAGODA_RETURN_IF_ERROR(step_timer_.end(stream_.get()));
   // Also what makes the pinned metadata buffer free for the next step.
   return stream_.synchronize();
 }

@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/cuda_stream.h"
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/step_timer.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/sampling/device_sampler.h"
 #include "model/model_files.h"
@@ -78,6 +79,8 @@ class CudaModelExecutor final : public ModelExecutor {
   /// Bytes the last execute() copied from the device to the host: token ids, the asked-for
   /// logprobs and the raw rows of return_logits rows (forward() copies every row's logits).
   std::int64_t last_step_d2h_bytes() const { return sampler_.last_step_d2h_bytes(); }
+  /// CUDA-event times of every forward() and execute() step (StepTimer).
+  DeviceTimeStats device_time() const override { return step_timer_.stats(); }
 
   /// The profiling pass: runs one forward pass at max_num_batched_tokens (a single prompt) in a
   /// temporary cache, so the activation and library peaks are claimed, then returns how many
@@ -159,6 +162,7 @@ class CudaModelExecutor final : public ModelExecutor {
   cuda::DeviceBuffer last_;                // [kLogitsChunk, hidden]
   cuda::DeviceBuffer logits_;              // [kLogitsChunk, vocab], fp32
   kernels::DeviceSampler sampler_;         // slot state, processed logits, step in/out
+  cuda::StepTimer step_timer_;
   Status deferred_error_;                  // from accept_tokens, for the next execute()
   cuda::DeviceBuffer decode_partial_out_;  // split-K partials, fp32
   cuda::DeviceBuffer decode_partial_lse_;

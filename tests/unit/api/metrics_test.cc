@@ -267,4 +267,15 @@ TEST(ServingMetricsTest, RendersSpeculativeDecodingCountersPerPosition) {
   EXPECT_EQ(text.find("position=\"3\""), std::string::npos);
 }
 
+TEST(ServingMetricsTest, RendersDeviceBusyAndIdleTime) {
+  ServingMetrics metrics("smol", 2048);
+  engine::EngineStats stats;
+  stats.device_time = {.steps = 7, .busy_seconds = 1.5, .idle_seconds = 0.25};
+  const std::string text = "\n" + metrics.render(stats);
+  const std::string m = "{model_name=\"smol\"}";
+  EXPECT_EQ(sample_value(text, "pagoda:device_steps_total" + m), "7");
+  EXPECT_EQ(sample_value(text, "pagoda:device_busy_seconds_total" + m), "1.5");
+  EXPECT_EQ(sample_value(text, "pagoda:device_idle_seconds_total" + m), "0.25");
+}
+
 }  // namespace pagoda::api
