@@ -34,6 +34,7 @@
 #include "backend/cuda/random_fill.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/common/pdl.cuh"
 #include "kernels/gemm/skinny_gemm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
@@ -531,7 +532,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   if (!config.ok()) die(config.status(), "config");
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   const std::int64_t block_size = 16;
-  const std::int64_t max_len = context + 3 * steps + 8;  // forward(), then execute() x2
+  const std::int64_t max_len = context + 5 * steps + 8;  // forward(), then 4 execute() runs
   const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
   const std::int64_t chunk = 8192;
   // The same-run copy bandwidth that the batch-1 step is held against.
@@ -636,6 +637,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
 
     // forward(): every row's logits to the host, as before sampling moved to the device.
     (*exec)->set_graphs_enabled(false);
+    kernels::set_pdl_enabled(false);
     std::vector<double> step_ms;
     for (int step = 0; step < steps; ++step) {
       const ForwardBatch b = decode_batch(step);
@@ -654,11 +656,25 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     for (int s = 0; s < batch; ++s) check((*exec)->open_sampling_slot(s, slot_config), "slot");
     std::int64_t d2h_bytes = 0;
     StepOutput out;
-    double eager_ms = 0.0;
-    for (const bool graphs : {false, true}) {
-      (*exec)->set_graphs_enabled(graphs);
+    // Eager without and with programmatic dependent launch (PDL), then the graphs with and
+    // without it (recaptured: a graph holds its launches' attributes). The first is the
+    // executor before graphs and PDL; the third what it runs now.
+    struct Variant {
+      const char* name;
+      bool graphs;
+      bool pdl;
+    };
+    const Variant variants[] = {{"execute, eager", false, false},
+                                {"execute, eager + PDL", false, true},
+                                {"execute, CUDA graphs + PDL", true, true},
+                                {"execute, CUDA graphs", true, false}};
+    double baseline_ms = 0.0;
+    int first = steps;
+    for (const Variant& v : variants) {
+      kernels::set_pdl_enabled(v.pdl);
+      if (v.graphs && !v.pdl) check((*exec)->capture_decode_graphs(), "recapture");
+      (*exec)->set_graphs_enabled(v.graphs);
       step_ms.clear();
-      const int first = graphs ? 2 * steps : steps;
       for (int step = first; step < first + steps; ++step) {
         const ForwardBatch b = decode_batch(step);
         SamplingBatch sampling;
@@ -679,20 +695,25 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
         d2h_bytes = (*exec)->last_step_d2h_bytes();
       }
       const double ms = median_step_ms(step_ms);
-      report(graphs ? "execute, CUDA graphs" : "execute, eager", ms, first);
-      if (!graphs) {
-        eager_ms = ms;
-        continue;
-      }
+      report(v.name, ms, first);
+      first += steps;
       char label[96];
-      std::snprintf(label, sizeof(label), "G15 graphs vs eager step time b%d", batch);
-      result(label, ms, "ms", eager_ms / ms, "ratio: eager / graph step time");
+      if (baseline_ms == 0.0) {
+        baseline_ms = ms;
+      } else {
+        std::snprintf(label, sizeof(label), "G15 %s vs eager b%d", v.name + 9, batch);
+        result(label, ms, "ms", baseline_ms / ms, "ratio: eager step time / this one");
+      }
       if (batch == 1) {
-        std::snprintf(label, sizeof(label), "decode b1 weight bytes / step time (graphs)");
+        std::snprintf(label, sizeof(label), "decode b1 weight bytes / step (%s)", v.name + 9);
         const double gbs = weight_bytes / (ms * 1e-3) / 1e9;
-        result(label, gbs, "GB/s", gbs / copy_gbs, ">= 0.85 B");
+        result(label, gbs, "GB/s", gbs / copy_gbs, ">= 0.85 B (graphs + PDL)");
       }
     }
+    // Back to what the executor runs by default, for the next batch size.
+    kernels::set_pdl_enabled(true);
+    check((*exec)->capture_decode_graphs(), "recapture");
+    (*exec)->set_graphs_enabled(true);
     for (int s = 0; s < batch; ++s) (*exec)->close_sampling_slot(s);
     char label[96];
     std::snprintf(label, sizeof(label), "d2h bytes per decode step, execute() b%d", batch);

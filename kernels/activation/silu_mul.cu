@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/pdl.cuh"
 
 namespace pagoda::kernels {
 
@@ -19,6 +20,8 @@ template <typename T, bool kVector>
 __global__ void __launch_bounds__(kThreads)
     silu_mul_kernel(const T* __restrict__ gate_up, std::int64_t row_stride, T* __restrict__ out,
                     std::int64_t width) {
+  pdl_launch_dependents();
+  pdl_wait();
   const std::int64_t token = blockIdx.x;
   const T* gate = gate_up + token * row_stride;
   const T* up = gate + width;
@@ -57,14 +60,9 @@ Status launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
                     static_cast<unsigned>((p.width + per_block - 1) / per_block));
     const auto* gate_up = static_cast<const T*>(p.gate_up);
     auto* out = static_cast<T*>(p.out);
-    if (vector) {
-      silu_mul_kernel<T, true>
-          <<<grid, kThreads, 0, stream>>>(gate_up, p.gate_up_row_stride, out, p.width);
-    } else {
-      silu_mul_kernel<T, false>
-          <<<grid, kThreads, 0, stream>>>(gate_up, p.gate_up_row_stride, out, p.width);
-    }
-    return cuda::check_launch("silu_mul_kernel");
+    return launch_pdl(vector ? silu_mul_kernel<T, true> : silu_mul_kernel<T, false>, grid,
+                      dim3(kThreads), 0, stream, "silu_mul_kernel", gate_up, p.gate_up_row_stride,
+                      out, p.width);
   });
 }
 

@@ -2,10 +2,10 @@
 #include <cmath>
 #include <string>
 
-#include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/pdl.cuh"
 
 namespace pagoda::kernels {
 
@@ -49,11 +49,10 @@ __global__ void __launch_bounds__(kMergeThreads)
   T* dst = out + (token_row * num_heads + head) * head_dim;
   const int used = min(num_splits, (seq_len + partition_size - 1) / partition_size);
   const std::int64_t first = (static_cast<std::int64_t>(seq) * num_heads + head) * num_splits;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched as a programmatic dependent of the decode kernel (Hopper): the launch and the
   // lines above overlap its tail; the partials are read only after it has completed.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  pdl_wait();
+  pdl_launch_dependents();
 
   __shared__ float warp_max[kMergeThreads / 32];
   float lse_max = -INFINITY;
@@ -167,34 +166,15 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
     PAGODA_RETURN_IF_ERROR(decode::run_paged_decode<T>(p, plan, w, stream));
     if (plan.num_splits == 1) return Status::ok_status();
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads));
-    config.blockDim = dim3(kMergeThreads);
-    config.stream = stream;
     // Programmatic dependent launch where the device has it (sm_90+): hides the merge's launch
     // gap behind the decode kernel's tail, which matters when the whole step is ~30 us (G3).
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    int device = 0;
-    int major = 0;
-    PAGODA_RETURN_IF_ERROR(cuda::cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
-    PAGODA_RETURN_IF_ERROR(cuda::cuda_status(
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cc"));
-    // Not inside a graph capture: the replay's launch gaps are small anyway, and a graph node
-    // with a programmatic edge needs a newer driver than a plain one.
-    if (major >= 9 && !cuda::is_capturing(stream)) {
-      config.attrs = &attribute;
-      config.numAttrs = 1;
-    }
-    PAGODA_RETURN_IF_ERROR(cuda::cuda_status(
-        cudaLaunchKernelEx(&config, merge_splits_kernel<T>, w.partial_out,
-                           static_cast<const float*>(w.partial_lse), p.query_start_loc, p.seq_lens,
-                           static_cast<T*>(p.out), static_cast<int>(p.num_heads),
-                           static_cast<int>(c.head_dim), plan.num_splits, plan.partition_size,
-                           plan.device_partition_size),
-        "merge_splits_kernel"));
-    return cuda::check_launch("merge_splits_kernel");
+    return launch_pdl(merge_splits_kernel<T>,
+                      dim3(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads)),
+                      dim3(kMergeThreads), 0, stream, "merge_splits_kernel", w.partial_out,
+                      static_cast<const float*>(w.partial_lse), p.query_start_loc, p.seq_lens,
+                      static_cast<T*>(p.out), static_cast<int>(p.num_heads),
+                      static_cast<int>(c.head_dim), plan.num_splits, plan.partition_size,
+                      plan.device_partition_size);
   });
 }
 

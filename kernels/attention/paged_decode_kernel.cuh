@@ -25,6 +25,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/pdl.cuh"
 
 namespace pagoda::kernels::decode {
 
@@ -69,6 +70,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   const std::int64_t token_row = query_start_loc[seq];
   const int start = split * partition_size;
   const int end = min(seq_len, start + partition_size);
+  // Launched with PDL: q (the QKV projection's output) and out are touched only after this.
+  pdl_wait();
 
   if (start >= end) {
     // No keys in this split. A zero-length (padding) sequence still gets a defined output.
@@ -198,11 +201,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     }
   }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // All loads issued: let the split merge (a programmatic dependent launch) get scheduled. It
-  // still waits for this grid's completion before reading any partial.
-  asm volatile("griddepcontrol.launch_dependents;");
-#endif
+  // All loads issued: let the split merge or the next kernel (programmatic dependent launches)
+  // get scheduled. They still wait for this grid's completion before reading its output.
+  pdl_launch_dependents();
   // Merge the token groups: each group's (m, l, acc) goes to shared memory, then every thread
   // combines one (q head, dim) column across groups.
   __shared__ float group_m[kGroups][kMaxGroup];
@@ -253,14 +254,14 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
                   static_cast<unsigned>(p.cache.num_kv_heads * chunks),
                   static_cast<unsigned>(plan.num_splits));
   const float scale_log2 = p.softmax_scale * kLog2e;
-  paged_decode_kernel<T, kHeadDim, kMaxGroup><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
-      static_cast<const T*>(p.cache.k), static_cast<const T*>(p.cache.v), p.query_start_loc,
-      p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
-      static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size), scale_log2,
-      plan.num_splits, plan.partition_size, plan.device_partition_size, w.partial_out,
-      w.partial_lse);
-  return cuda::check_launch("paged_decode_kernel");
+  return launch_pdl(paged_decode_kernel<T, kHeadDim, kMaxGroup>, grid, dim3(kThreads), 0, stream,
+                    "paged_decode_kernel", static_cast<const T*>(p.q), p.q_row_stride,
+                    static_cast<T*>(p.out), static_cast<const T*>(p.cache.k),
+                    static_cast<const T*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
+                    p.max_blocks_per_seq, static_cast<int>(p.num_heads),
+                    static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
+                    scale_log2, plan.num_splits, plan.partition_size, plan.device_partition_size,
+                    w.partial_out, w.partial_lse);
 }
 
 // Register arrays are sized by kMaxGroup, so the group chunk is the smallest instance that

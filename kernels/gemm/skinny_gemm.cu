@@ -2,6 +2,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/pdl.cuh"
 #include "kernels/gemm/skinny_gemm.h"
 
 namespace pagoda::kernels {
@@ -64,7 +65,9 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
 
+  pdl_launch_dependents();
   constexpr int kBlockSpan = kWarps * kWarpSpan;
+  bool waited = false;
   for (int base = (warp * 32 + lane) * kPack; base < k; base += kBlockSpan * U) {
     uint4 wv[U][R];
 #pragma unroll
@@ -74,6 +77,12 @@ __global__ void __launch_bounds__(kWarps * 32)
       for (int r = 0; r < R; ++r) {
         wv[u][r] = kk < k ? __ldcs(reinterpret_cast<const uint4*>(rows[r] + kk)) : uint4{};
       }
+    }
+    // The weights do not depend on the kernel before (PDL): the first round is in flight while
+    // that kernel finishes; x, its output, is read only after the wait.
+    if (!waited) {
+      pdl_wait();
+      waited = true;
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -96,6 +105,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
 
+  if (!waited) pdl_wait();  // a lane with no k (k < its offset) still writes y below
   __shared__ float partial[kWarps][R][M];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -126,10 +136,10 @@ Status launch_rows(const SkinnyGemmParams& p, cudaStream_t stream) {
   constexpr int R = M <= 2 ? 4 : 2;
   constexpr int U = 2;
   const auto blocks = static_cast<unsigned>((p.n + R - 1) / R);
-  skinny_gemm_kernel<T, OutT, M, R, U><<<blocks, kWarps * 32, 0, stream>>>(
-      static_cast<const T*>(p.x), static_cast<const T*>(p.w), static_cast<const T*>(p.bias),
-      static_cast<OutT*>(p.y), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k));
-  return cuda::check_launch("skinny_gemm");
+  return launch_pdl(skinny_gemm_kernel<T, OutT, M, R, U>, dim3(blocks), dim3(kWarps * 32), 0,
+                    stream, "skinny_gemm", static_cast<const T*>(p.x), static_cast<const T*>(p.w),
+                    static_cast<const T*>(p.bias), static_cast<OutT*>(p.y), static_cast<int>(p.m),
+                    static_cast<int>(p.n), static_cast<int>(p.k));
 }
 
 template <typename T, typename OutT>

@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/block_reduce.cuh"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/pdl.cuh"
 #include "kernels/norm/rms_norm.h"
 
 namespace pagoda::kernels {
@@ -17,6 +18,8 @@ template <typename T, bool kVector>
 __global__ void __launch_bounds__(kThreads)
     rms_norm_kernel(const T* __restrict__ x, T* __restrict__ residual, const T* __restrict__ weight,
                     T* __restrict__ out, std::int64_t hidden, float eps) {
+  pdl_launch_dependents();
+  pdl_wait();
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * hidden;
   const T* in = x + row;
   T* res = residual != nullptr ? residual + row : nullptr;
@@ -85,14 +88,9 @@ Status launch_rms_norm(const RmsNormParams& p, cudaStream_t stream) {
     auto* residual = static_cast<T*>(p.residual);
     const auto* weight = static_cast<const T*>(p.weight);
     auto* out = static_cast<T*>(p.out);
-    if (vector) {
-      rms_norm_kernel<T, true>
-          <<<grid, kThreads, 0, stream>>>(x, residual, weight, out, p.hidden, p.eps);
-    } else {
-      rms_norm_kernel<T, false>
-          <<<grid, kThreads, 0, stream>>>(x, residual, weight, out, p.hidden, p.eps);
-    }
-    return cuda::check_launch("rms_norm_kernel");
+    return launch_pdl(vector ? rms_norm_kernel<T, true> : rms_norm_kernel<T, false>, grid,
+                      dim3(kThreads), 0, stream, "rms_norm_kernel", x, residual, weight, out,
+                      p.hidden, p.eps);
   });
 }
 

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <utility>
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_status.h"
 #include "kernels/activation/silu_mul.h"
+#include "kernels/common/pdl.cuh"
 #include "kernels/embedding/embedding.h"
 #include "kernels/gemm/skinny_gemm.h"
 #include "kernels/norm/rms_norm.h"
@@ -314,8 +316,18 @@ Status CudaModelExecutor::capture_decode_graphs() {
     PAGODA_RETURN_IF_ERROR(metadata_.upload_padded_decode(padding, n, 1, stream_.get()));
     PAGODA_RETURN_IF_ERROR(run_layers(shape));
     PAGODA_RETURN_IF_ERROR(stream_.synchronize());
-    PAGODA_ASSIGN_OR_RETURN(
-        graph.exec, cuda::CudaGraphExec::capture(stream_.get(), [&] { return run_layers(shape); }));
+    auto exec = cuda::CudaGraphExec::capture(stream_.get(), [&] { return run_layers(shape); });
+    if (!exec.ok() && kernels::pdl_enabled()) {
+      // A driver that cannot hold programmatic-launch edges in a graph: plain launches.
+      std::fprintf(stderr,
+                   "cuda graphs: capture with programmatic dependent launch failed (%s); "
+                   "capturing without it\n",
+                   exec.status().to_string().c_str());
+      kernels::set_pdl_enabled(false);
+      exec = cuda::CudaGraphExec::capture(stream_.get(), [&] { return run_layers(shape); });
+    }
+    if (!exec.ok()) return exec.status();
+    graph.exec = std::move(*exec);
     decode_graphs_.push_back(std::move(graph));
   }
   PAGODA_RETURN_IF_ERROR(stream_.synchronize());

@@ -97,6 +97,9 @@ class CudaModelExecutor final : public ModelExecutor {
   /// Turns replay of the captured graphs off (false) and on again: benchmarks time both on one
   /// executor. The graphs stay captured.
   void set_graphs_enabled(bool enabled) { graphs_enabled_ = enabled; }
+  /// Captures the decode graphs again against the current pool (benchmarks: after
+  /// kernels::set_pdl_enabled, whose setting a graph keeps).
+  Status capture_decode_graphs();
   /// Device bytes profile_num_kv_blocks held back from the KV budget for the graphs.
   std::int64_t graph_memory_reserve() const { return graph_memory_reserve_; }
 
@@ -134,7 +137,6 @@ class CudaModelExecutor final : public ModelExecutor {
   int graph_num_splits(std::int64_t num_seqs) const;
   std::int32_t graph_partition_size(const DecodeGraph& graph, std::int64_t max_seq_len) const;
   LayerShape graph_shape(std::int64_t num_seqs, int num_splits) const;
-  Status capture_decode_graphs();
   Status run_layers(const LayerShape& shape);
   Status attention(const LayerShape& shape, std::size_t layer);
   // The LM head over logits rows [first, first + rows) into logits_.
@@ -152,16 +154,16 @@ class CudaModelExecutor final : public ModelExecutor {
   CudaStepMetadata metadata_;
 
   // Activations, options.dtype, rows = max_num_batched_tokens.
-  cuda::DeviceBuffer residual_;            // [tokens, hidden]
-  cuda::DeviceBuffer normed_;              // [tokens, hidden]
-  cuda::DeviceBuffer qkv_;                 // [tokens, (heads + 2 kv_heads) * head_dim]
-  cuda::DeviceBuffer attn_;                // [tokens, heads * head_dim]
-  cuda::DeviceBuffer proj_;                // [tokens, hidden]
-  cuda::DeviceBuffer gate_up_;             // [tokens, 2 * intermediate]
-  cuda::DeviceBuffer act_;                 // [tokens, intermediate]
-  cuda::DeviceBuffer last_;                // [kLogitsChunk, hidden]
-  cuda::DeviceBuffer logits_;              // [kLogitsChunk, vocab], fp32
-  kernels::DeviceSampler sampler_;         // slot state, processed logits, step in/out
+  cuda::DeviceBuffer residual_;     // [tokens, hidden]
+  cuda::DeviceBuffer normed_;       // [tokens, hidden]
+  cuda::DeviceBuffer qkv_;          // [tokens, (heads + 2 kv_heads) * head_dim]
+  cuda::DeviceBuffer attn_;         // [tokens, heads * head_dim]
+  cuda::DeviceBuffer proj_;         // [tokens, hidden]
+  cuda::DeviceBuffer gate_up_;      // [tokens, 2 * intermediate]
+  cuda::DeviceBuffer act_;          // [tokens, intermediate]
+  cuda::DeviceBuffer last_;         // [kLogitsChunk, hidden]
+  cuda::DeviceBuffer logits_;       // [kLogitsChunk, vocab], fp32
+  kernels::DeviceSampler sampler_;  // slot state, processed logits, step in/out
   cuda::StepTimer step_timer_;
   Status deferred_error_;                  // from accept_tokens, for the next execute()
   cuda::DeviceBuffer decode_partial_out_;  // split-K partials, fp32
