@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Serving figures on one GPU (issue 27): `pagoda serve` on an 8B model with dummy weights, timed
+# from launch to ready with each start-up phase, then bench/serve/serve_bench.py at 1,000 in /
+# 1,000 out, 256 concurrent, ignore_eos (output tok/s, TTFT, ITL, GPU busy/idle per step), once
+# with --async-scheduling and once without; then n-gram speculation on a grounded workload with
+# the real default model, at batch 1 and 64, each against plain decoding in the same call.
+#
+#   scripts/gpu_check.sh exec bash scripts/gpu_serve_bench.sh TOKENIZER [MODEL]
+#
+# TOKENIZER: a GGUF or HF tokenizer folder for the dummy model (--tokenizer); MODEL: a real model
+# for the speculation runs (default: TOKENIZER, e.g. the default SmolLM2 GGUF). Needs `pagoda` on
+# PATH and python3 (standard library only). Logs and JSON reports go to $OUT/serve_bench/ when $OUT
+# is set, else a temporary folder; a short summary is printed last.
+#
+# Environment: CONFIG (configs/models/llama-3.1-8b.json), NUM_PROMPTS (512), CONCURRENCY (256),
+# INPUT_LEN (1000), OUTPUT_LEN (1000), MAX_MODEL_LEN (4096), PORT (8123), READY_TIMEOUT (300 s),
+# SPEC_PROMPTS (32), SERVE_ARGS (extra flags for every serve), SKIP_SPEC (1: no speculation runs).
+set -uo pipefail
+
+if [[ $# -lt 1 ]]; then
+  echo "usage: scripts/gpu_serve_bench.sh TOKENIZER [MODEL]   (pagoda on PATH)" >&2
+  exit 2
+fi
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOKENIZER=$1
+MODEL=${2:-$1}
+CONFIG=${CONFIG:-$ROOT/configs/models/llama-3.1-8b.json}
+NUM_PROMPTS=${NUM_PROMPTS:-512}
+CONCURRENCY=${CONCURRENCY:-256}
+INPUT_LEN=${INPUT_LEN:-1000}
+OUTPUT_LEN=${OUTPUT_LEN:-1000}
+MAX_MODEL_LEN=${MAX_MODEL_LEN:-4096}
+PORT=${PORT:-8123}
+READY_TIMEOUT=${READY_TIMEOUT:-300}
+SPEC_PROMPTS=${SPEC_PROMPTS:-32}
+SERVE_ARGS=${SERVE_ARGS:-}
+if [[ -n "${OUT:-}" ]]; then LOGS="$OUT/serve_bench"; else LOGS=$(mktemp -d); fi
+mkdir -p "$LOGS"
+SUMMARY="$LOGS/summary.txt"
+: >"$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+
+# serve_run NAME FLAGS...: start serve, wait for /health, run serve_bench, stop serve.
+serve_run() {
+  local name=$1
+  shift
+  local log="$LOGS/$name.serve.log"
+  local start=$SECONDS
+  local t0
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  pagoda serve "$CONFIG" --load-format dummy --tokenizer "$TOKENIZER" --device cuda \
+    --max-num-seqs "$CONCURRENCY" --max-model-len "$MAX_MODEL_LEN" --port "$PORT" \
+    --disable-log-requests $SERVE_ARGS "$@" >"$log" 2>&1 &
+  local pid=$!
+  local ready=0
+  while ((SECONDS - start < READY_TIMEOUT)); do
+    if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 ||
+      python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=1)" 2>/dev/null; then
+      ready=1
+      break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  local t1
+  t1=$(date +%s.%N)
+  if [[ $ready != 1 ]]; then
+    say "$name: serve did not become ready (see $log)"
+    tail -n 20 "$log"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 1
+  fi
+  say "$name: ready in $(python3 -c "print(f'{$t1 - $t0:.2f}')") s (launch to /health)"
+  grep -iE '^startup|graphs|kv cache' "$log" | head -5 | sed "s/^/$name: /" | tee -a "$SUMMARY"
+  python3 "$ROOT/bench/serve/serve_bench.py" --base-url "http://127.0.0.1:$PORT" \
+    --num-prompts "$NUM_PROMPTS" --concurrency "$CONCURRENCY" --input-len "$INPUT_LEN" \
+    --output-len "$OUTPUT_LEN" --ignore-eos --warmup 4 --token-id-range 1000 40000 \
+    --result-json "$LOGS/$name.json" >"$LOGS/$name.bench.txt" 2>"$LOGS/$name.bench.err"
+  local rc=$?
+  cat "$LOGS/$name.bench.txt"
+  python3 - "$LOGS/$name.json" "$name" <<'EOF' | tee -a "$SUMMARY"
+import json, sys
+r = json.load(open(sys.argv[1]))
+d = r.get("device") or {}
+print(f"{sys.argv[2]}: {r['completed']}/{r['num_prompts']} ok, output {r['output_throughput']:.0f} tok/s, "
+      f"TTFT p50 {r['ttft_ms']['median']:.0f} ms p99 {r['ttft_ms']['p99']:.0f} ms, "
+      f"ITL p50 {r['itl_ms']['median']:.2f} ms p99 {r['itl_ms']['p99']:.2f} ms, "
+      f"GPU idle {d.get('idle_fraction', float('nan')) * 100:.2f}% "
+      f"({d.get('idle_ms_per_step', float('nan')):.3f} ms of {d.get('busy_ms_per_step', float('nan')):.3f} ms busy per step, "
+      f"{d.get('steps', 0)} steps)")
+EOF
+  curl -s "http://127.0.0.1:$PORT/metrics" >"$LOGS/$name.metrics.txt" 2>/dev/null
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return $rc
+}
+
+say "== gpu_serve_bench $(date -u +%Y-%m-%dT%H:%M:%SZ): $(basename "$CONFIG") dummy, $NUM_PROMPTS prompts x ($INPUT_LEN in + $OUTPUT_LEN out), concurrency $CONCURRENCY"
+serve_run sync
+if pagoda serve --help 2>&1 | grep -q -- '--async-scheduling'; then
+  serve_run async --async-scheduling
+fi
+
+if [[ "${SKIP_SPEC:-0}" != 1 ]]; then
+  NG='{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":4}'
+  for seqs in 1 64; do
+    log="$LOGS/spec_ngram_b$seqs.txt"
+    timeout 300 pagoda bench offline "$MODEL" --device cuda --workload grounded \
+      --num-prompts "$SPEC_PROMPTS" --output-len 160 --max-num-seqs "$seqs" \
+      --speculative-config "$NG" >"$log" 2>&1
+    say "spec ngram max-num-seqs $seqs (rc $?): $(grep -iE 'speculat.*x|accept' "$log" | tail -n 3 | tr '\n' ' ')"
+  done
+fi
+echo "-- summary"
+cat "$SUMMARY"
