@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/sampling/logits_processing.h"
@@ -24,6 +25,32 @@ std::size_t records_offset(std::int64_t num_rows) {
 
 }  // namespace
 
+DeviceSampler::HostStep::HostStep(HostStep&& other) noexcept {
+  *this = std::move(other);
+}
+
+DeviceSampler::HostStep& DeviceSampler::HostStep::operator=(HostStep&& other) noexcept {
+  if (this != &other) {
+    if (done != nullptr) cudaEventDestroy(done);
+    input = std::move(other.input);
+    output = std::move(other.output);
+    returned = std::move(other.returned);
+    done = std::exchange(other.done, nullptr);
+    num_rows = other.num_rows;
+    masks_offset = other.masks_offset;
+    records_offset = other.records_offset;
+    num_logprobs_rows = other.num_logprobs_rows;
+    returned_row = std::move(other.returned_row);
+    num_returned = other.num_returned;
+    d2h_bytes = other.d2h_bytes;
+  }
+  return *this;
+}
+
+DeviceSampler::HostStep::~HostStep() {
+  if (done != nullptr) cudaEventDestroy(done);
+}
+
 StatusOr<DeviceSampler> DeviceSampler::create(const DeviceSamplerOptions& options) {
   if (options.vocab_size <= 0 || options.vocab_size >= 0x7fffffff || options.max_rows <= 0 ||
       options.max_chunk_rows <= 0) {
@@ -39,10 +66,14 @@ StatusOr<DeviceSampler> DeviceSampler::create(const DeviceSamplerOptions& option
   const std::size_t output_bytes =
       records_offset(options.max_rows) +
       static_cast<std::size_t>(options.max_rows) * sizeof(LogprobsRecord);
-  PAGODA_ASSIGN_OR_RETURN(s.output_host_, cuda::PinnedHostBuffer::allocate(output_bytes));
   PAGODA_ASSIGN_OR_RETURN(s.output_device_, cuda::DeviceBuffer::allocate(output_bytes));
-  PAGODA_RETURN_IF_ERROR(
-      s.reserve_input(aligned16(static_cast<std::size_t>(options.max_rows) * sizeof(RowRecord))));
+  s.steps_.resize(kHostSteps);
+  for (HostStep& step : s.steps_) {
+    PAGODA_ASSIGN_OR_RETURN(step.output, cuda::PinnedHostBuffer::allocate(output_bytes));
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&step.done, cudaEventDisableTiming));
+    PAGODA_RETURN_IF_ERROR(s.reserve_input(
+        step, aligned16(static_cast<std::size_t>(options.max_rows) * sizeof(RowRecord))));
+  }
   return s;
 }
 
@@ -52,19 +83,23 @@ std::int64_t DeviceSampler::device_bytes() const {
          slots_.device_bytes();
 }
 
-// Grows the input buffers (rows and masks); called before the step's rows are packed.
-Status DeviceSampler::reserve_input(std::size_t bytes) {
-  if (bytes <= input_host_.bytes()) return Status::ok_status();
-  const std::size_t capacity = std::max(bytes, 2 * input_host_.bytes());
-  PAGODA_ASSIGN_OR_RETURN(input_host_, cuda::PinnedHostBuffer::allocate(capacity));
-  PAGODA_ASSIGN_OR_RETURN(input_device_, cuda::DeviceBuffer::allocate(capacity));
+// Grows a step's input buffer (rows and masks), and the device one with it; called before the
+// step's rows are packed. (Freeing the old device buffer waits for the device: rare.)
+Status DeviceSampler::reserve_input(HostStep& step, std::size_t bytes) {
+  if (bytes > step.input.bytes()) {
+    const std::size_t capacity = std::max(bytes, 2 * step.input.bytes());
+    PAGODA_ASSIGN_OR_RETURN(step.input, cuda::PinnedHostBuffer::allocate(capacity));
+  }
+  if (bytes > input_device_.bytes()) {
+    PAGODA_ASSIGN_OR_RETURN(input_device_, cuda::DeviceBuffer::allocate(step.input.bytes()));
+  }
   return Status::ok_status();
 }
 
-Status DeviceSampler::reserve_returned(std::size_t floats) {
-  if (floats * sizeof(float) <= returned_host_.bytes()) return Status::ok_status();
-  const std::size_t capacity = std::max(floats * sizeof(float), 2 * returned_host_.bytes());
-  PAGODA_ASSIGN_OR_RETURN(returned_host_, cuda::PinnedHostBuffer::allocate(capacity));
+Status DeviceSampler::reserve_returned(HostStep& step, std::size_t floats) {
+  if (floats * sizeof(float) <= step.returned.bytes()) return Status::ok_status();
+  const std::size_t capacity = std::max(floats * sizeof(float), 2 * step.returned.bytes());
+  PAGODA_ASSIGN_OR_RETURN(step.returned, cuda::PinnedHostBuffer::allocate(capacity));
   return Status::ok_status();
 }
 
@@ -85,19 +120,20 @@ Status DeviceSampler::begin_step(const SamplingBatch& batch, cudaStream_t stream
   const std::size_t rows_bytes = static_cast<std::size_t>(num_rows) * sizeof(RowRecord);
   const std::size_t masks_offset = aligned16(rows_bytes);
   const std::size_t total = masks_offset + batch.allowed_masks.size() * sizeof(std::uint32_t);
-  PAGODA_RETURN_IF_ERROR(reserve_input(total));
-
-  // The host buffer is free: the previous step ended with a stream sync.
-  auto* records = input_host_.as<RowRecord>();
+  // This step's host buffers are free: at most kMaxStepsInFlight others are in flight.
+  HostStep& step = current();
+  PAGODA_RETURN_IF_ERROR(reserve_input(step, total));
+  auto* records = step.input.as<RowRecord>();
   std::int64_t num_logprobs_rows = 0;
   std::int64_t num_returned = 0;
-  returned_row_.assign(static_cast<std::size_t>(num_rows), -1);
+  std::vector<std::int32_t>& returned_row = step.returned_row;
+  returned_row.assign(static_cast<std::size_t>(num_rows), -1);
   for (std::int64_t i = 0; i < num_rows; ++i) {
     const SamplingRow& row = batch.rows[static_cast<std::size_t>(i)];
     RowRecord r;
     if (row.return_logits) {
       r.flags = kRowReturnLogits;
-      returned_row_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(num_returned++);
+      returned_row[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(num_returned++);
       records[i] = r;
       continue;
     }
@@ -141,35 +177,36 @@ Status DeviceSampler::begin_step(const SamplingBatch& batch, cudaStream_t stream
     records[i] = r;
   }
   if (!batch.allowed_masks.empty()) {
-    std::memcpy(input_host_.as<std::uint8_t>() + masks_offset, batch.allowed_masks.data(),
+    std::memcpy(step.input.as<std::uint8_t>() + masks_offset, batch.allowed_masks.data(),
                 batch.allowed_masks.size() * sizeof(std::uint32_t));
   }
   if (total > 0) {
-    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.data(), input_host_.data(), total,
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.data(), step.input.data(), total,
                                                 cudaMemcpyHostToDevice, stream));
   }
-  PAGODA_RETURN_IF_ERROR(
-      reserve_returned(static_cast<std::size_t>(num_returned) * static_cast<std::size_t>(vocab)));
-  num_rows_ = num_rows;
-  masks_offset_ = masks_offset;
-  records_offset_ = records_offset(num_rows);
-  num_logprobs_rows_ = num_logprobs_rows;
-  num_returned_ = num_returned;
+  PAGODA_RETURN_IF_ERROR(reserve_returned(
+      step, static_cast<std::size_t>(num_returned) * static_cast<std::size_t>(vocab)));
+  step.num_rows = num_rows;
+  step.masks_offset = masks_offset;
+  step.records_offset = records_offset(num_rows);
+  step.num_logprobs_rows = num_logprobs_rows;
+  step.num_returned = num_returned;
   return Status::ok_status();
 }
 
 Status DeviceSampler::sample_chunk(const float* logits, std::int64_t first_row,
                                    std::int64_t num_rows, cudaStream_t stream) {
-  if (first_row < 0 || num_rows < 0 || first_row + num_rows > num_rows_ ||
+  const HostStep& step = current();
+  if (first_row < 0 || num_rows < 0 || first_row + num_rows > step.num_rows ||
       num_rows > options_.max_chunk_rows) {
     return invalid_argument("sample_chunk: rows [" + std::to_string(first_row) + ", " +
                             std::to_string(first_row + num_rows) + ") of a step of " +
-                            std::to_string(num_rows_) + ", chunks of at most " +
+                            std::to_string(step.num_rows) + ", chunks of at most " +
                             std::to_string(options_.max_chunk_rows));
   }
   if (num_rows == 0) return Status::ok_status();
   const std::int64_t vocab = options_.vocab_size;
-  const RowRecord* host = host_rows() + first_row;
+  const RowRecord* host = step.rows() + first_row;
   bool any_processed = false;
   bool any_logprobs = false;
   for (std::int64_t i = 0; i < num_rows; ++i) {
@@ -184,7 +221,7 @@ Status DeviceSampler::sample_chunk(const float* logits, std::int64_t first_row,
          .processed = processed_.as<float>(),
          .rows = rows,
          .allowed_masks = reinterpret_cast<const std::uint32_t*>(input_device_.as<std::uint8_t>() +
-                                                                 masks_offset_),
+                                                                 step.masks_offset),
          .slots = slots_.arrays(),
          .num_rows = num_rows,
          .vocab_size = vocab},
@@ -205,24 +242,24 @@ Status DeviceSampler::sample_chunk(const float* logits, std::int64_t first_row,
          .num_rows = num_rows,
          .vocab_size = vocab,
          .out = reinterpret_cast<LogprobsRecord*>(output_device_.as<std::uint8_t>() +
-                                                  records_offset_)},
+                                                  step.records_offset)},
         stream));
   }
   // Returned rows: one copy per run of consecutive ones (draft rows sit together).
   const auto row_bytes = static_cast<std::size_t>(vocab) * sizeof(float);
   for (std::int64_t i = 0; i < num_rows;) {
-    const std::int32_t first_returned = returned_row_[static_cast<std::size_t>(first_row + i)];
+    const std::int32_t first_returned = step.returned_row[static_cast<std::size_t>(first_row + i)];
     if (first_returned < 0) {
       ++i;
       continue;
     }
     std::int64_t run = 1;
     while (i + run < num_rows &&
-           returned_row_[static_cast<std::size_t>(first_row + i + run)] >= 0) {
+           step.returned_row[static_cast<std::size_t>(first_row + i + run)] >= 0) {
       ++run;
     }
     PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-        returned_host_.as<float>() + static_cast<std::int64_t>(first_returned) * vocab,
+        step.returned.as<float>() + static_cast<std::int64_t>(first_returned) * vocab,
         logits + i * vocab, static_cast<std::size_t>(run) * row_bytes, cudaMemcpyDeviceToHost,
         stream));
     i += run;
@@ -231,42 +268,65 @@ Status DeviceSampler::sample_chunk(const float* logits, std::int64_t first_row,
 }
 
 Status DeviceSampler::finish_step(cudaStream_t stream, StepOutput& out) {
+  PAGODA_RETURN_IF_ERROR(end_step(stream));
+  return collect_step(out);
+}
+
+Status DeviceSampler::end_step(cudaStream_t stream) {
+  if (in_flight_ >= kMaxStepsInFlight) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "end_step: " + std::to_string(in_flight_) + " steps are already in flight");
+  }
+  HostStep& step = current();
   const std::int64_t vocab = options_.vocab_size;
-  const auto* tokens_device = output_device_.as<std::int32_t>();
   bool any_counted = false;
-  for (std::int64_t i = 0; i < num_rows_; ++i) {
-    any_counted |= (host_rows()[i].flags & kRowCountToken) != 0u;
+  for (std::int64_t i = 0; i < step.num_rows; ++i) {
+    any_counted |= (step.rows()[i].flags & kRowCountToken) != 0u;
   }
   if (any_counted) {
     PAGODA_RETURN_IF_ERROR(launch_count_tokens({.rows = input_device_.as<RowRecord>(),
-                                                .tokens = tokens_device,
+                                                .tokens = output_device_.as<std::int32_t>(),
                                                 .slots = slots_.arrays(),
-                                                .num_rows = num_rows_,
+                                                .num_rows = step.num_rows,
                                                 .vocab_size = vocab},
                                                stream));
   }
   const std::size_t bytes =
-      num_logprobs_rows_ > 0
-          ? records_offset_ + static_cast<std::size_t>(num_logprobs_rows_) * sizeof(LogprobsRecord)
-          : static_cast<std::size_t>(num_rows_) * sizeof(std::int32_t);
+      step.num_logprobs_rows > 0
+          ? step.records_offset +
+                static_cast<std::size_t>(step.num_logprobs_rows) * sizeof(LogprobsRecord)
+          : static_cast<std::size_t>(step.num_rows) * sizeof(std::int32_t);
   if (bytes > 0) {
-    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(output_host_.data(), output_device_.data(), bytes,
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(step.output.data(), output_device_.data(), bytes,
                                                 cudaMemcpyDeviceToHost, stream));
   }
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  last_step_d2h_bytes_ = static_cast<std::int64_t>(bytes) +
-                         num_returned_ * vocab * static_cast<std::int64_t>(sizeof(float));
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventRecord(step.done, stream));
+  step.d2h_bytes = static_cast<std::int64_t>(bytes) +
+                   step.num_returned * vocab * static_cast<std::int64_t>(sizeof(float));
+  current_ = (current_ + 1) % kHostSteps;
+  ++in_flight_;
+  return Status::ok_status();
+}
 
-  const auto n = static_cast<std::size_t>(num_rows_);
-  const auto* tokens = output_host_.as<std::int32_t>();
+Status DeviceSampler::collect_step(StepOutput& out) {
+  if (in_flight_ == 0) {
+    return Status(StatusCode::kFailedPrecondition, "collect_step: no step is in flight");
+  }
+  HostStep& step = steps_[(current_ - in_flight_ + kHostSteps) % kHostSteps];
+  --in_flight_;
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(step.done));
+  last_step_d2h_bytes_ = step.d2h_bytes;
+  const std::int64_t vocab = options_.vocab_size;
+  const auto n = static_cast<std::size_t>(step.num_rows);
+  const auto* tokens = step.output.as<std::int32_t>();
   const auto* records =
-      reinterpret_cast<const LogprobsRecord*>(output_host_.as<std::uint8_t>() + records_offset_);
+      reinterpret_cast<const LogprobsRecord*>(step.output.as<std::uint8_t>() + step.records_offset);
   out.vocab_size = vocab;
   out.token_ids.assign(tokens, tokens + n);
-  out.returned_row.assign(returned_row_.begin(), returned_row_.end());
+  out.returned_row.assign(step.returned_row.begin(), step.returned_row.end());
   out.logprobs.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const RowRecord& row = host_rows()[i];
+    const RowRecord& row = step.rows()[i];
     SampledLogprobs& lp = out.logprobs[i];
     lp.token_id = tokens[i];
     lp.top.clear();
@@ -284,8 +344,8 @@ Status DeviceSampler::finish_step(cudaStream_t stream, StepOutput& out) {
       lp.top.emplace_back(record.top_ids[j], record.top_logprobs[j]);
     }
   }
-  const float* returned = returned_host_.as<float>();
-  out.returned_logits.assign(returned, returned + num_returned_ * vocab);
+  const float* returned = step.returned.as<float>();
+  out.returned_logits.assign(returned, returned + step.num_returned * vocab);
   return Status::ok_status();
 }
 

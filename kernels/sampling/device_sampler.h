@@ -7,6 +7,12 @@
 //                 their copy to pinned memory
 //   finish_step   count the tokens for penalties (device), one copy of ids + logprobs back, one
 //                 stream sync, unpack into StepOutput
+//   = end_step    the same without the wait: the step's copy back is in flight, and the next
+//     + collect_step  step can begin while it runs (overlapped steps); collect_step waits for the
+//                 oldest ended step and unpacks it. At most kMaxStepsInFlight ended steps wait.
+//
+// The host side of a step (its packed rows, its output) lives in one of kMaxStepsInFlight + 1
+// pinned buffer sets, so packing step N+1 never touches what step N's copies still read.
 //
 // Device output of a step with R rows, L of them asking for logprobs (one copy back):
 //
@@ -62,6 +68,19 @@ class DeviceSampler {
   /// Counts the sampled tokens for their slots, copies ids and logprobs to the host, waits for
   /// `stream` and fills `out` (vectors keep their capacity).
   Status finish_step(cudaStream_t stream, StepOutput& out);
+  /// finish_step's work without the wait: counts, the copy back, an event. FAILED_PRECONDITION
+  /// when kMaxStepsInFlight ended steps are still uncollected.
+  Status end_step(cudaStream_t stream);
+  /// Waits for the oldest ended step and fills `out`; FAILED_PRECONDITION when none is waiting.
+  Status collect_step(StepOutput& out);
+  /// Ended steps not yet collected.
+  int steps_in_flight() const { return in_flight_; }
+  static constexpr int kMaxStepsInFlight = 2;
+
+  /// [rows of the last ended step]: its sampled token ids on the device, until the next step's
+  /// sample_chunk overwrites them (stream order): what an overlapped next step reads its
+  /// not-yet-known input tokens from.
+  const std::int32_t* last_tokens_device() const { return output_device_.as<std::int32_t>(); }
 
   /// Bytes the last step copied device-to-host: ids, logprobs and returned rows.
   std::int64_t last_step_d2h_bytes() const { return last_step_d2h_bytes_; }
@@ -71,28 +90,39 @@ class DeviceSampler {
   std::int64_t device_bytes() const;
 
  private:
-  Status reserve_input(std::size_t bytes);
-  Status reserve_returned(std::size_t floats);
-  const RowRecord* host_rows() const { return input_host_.as<RowRecord>(); }
+  // One step's host side: its packed rows, where its results land, and what unpacking needs.
+  struct HostStep {
+    HostStep() = default;
+    HostStep(HostStep&&) noexcept;
+    HostStep& operator=(HostStep&&) noexcept;
+    ~HostStep();
+    cuda::PinnedHostBuffer input;     // rows then masks, the layout of input_device_
+    cuda::PinnedHostBuffer output;    // tokens then logprobs records (layout above)
+    cuda::PinnedHostBuffer returned;  // [returned rows, vocab] fp32
+    cudaEvent_t done = nullptr;       // recorded by end_step after the copies back
+    std::int64_t num_rows = 0;
+    std::size_t masks_offset = 0;    // bytes into the input buffers
+    std::size_t records_offset = 0;  // bytes into the output buffers
+    std::int64_t num_logprobs_rows = 0;
+    std::vector<std::int32_t> returned_row;  // [num_rows]: index among returned rows, or -1
+    std::int64_t num_returned = 0;
+    std::int64_t d2h_bytes = 0;
+    const RowRecord* rows() const { return input.as<RowRecord>(); }
+  };
+  static constexpr int kHostSteps = kMaxStepsInFlight + 1;
+
+  Status reserve_input(HostStep& step, std::size_t bytes);
+  Status reserve_returned(HostStep& step, std::size_t floats);
+  HostStep& current() { return steps_[current_]; }
 
   DeviceSamplerOptions options_;
   SamplingSlotTable slots_;
-  cuda::DeviceBuffer processed_;  // [max_chunk_rows, vocab] fp32
-  // Rows then masks, the same layout in both.
-  cuda::PinnedHostBuffer input_host_;
-  cuda::DeviceBuffer input_device_;
-  // Tokens then logprobs records (layout above), the same in both.
-  cuda::PinnedHostBuffer output_host_;
-  cuda::DeviceBuffer output_device_;
-  cuda::PinnedHostBuffer returned_host_;  // [returned rows, vocab] fp32
-
-  // The current step.
-  std::int64_t num_rows_ = 0;
-  std::size_t masks_offset_ = 0;    // bytes into the input buffers
-  std::size_t records_offset_ = 0;  // bytes into the output buffers
-  std::int64_t num_logprobs_rows_ = 0;
-  std::vector<std::int32_t> returned_row_;  // [num_rows]: index among returned rows, or -1
-  std::int64_t num_returned_ = 0;
+  cuda::DeviceBuffer processed_;      // [max_chunk_rows, vocab] fp32
+  cuda::DeviceBuffer input_device_;   // the current step's rows then masks
+  cuda::DeviceBuffer output_device_;  // the current step's tokens then logprobs records
+  std::vector<HostStep> steps_;       // a ring: current_, then the ended ones before it
+  int current_ = 0;                   // the step begin_step packs
+  int in_flight_ = 0;                 // ended, not collected: steps_[current_ - in_flight_ ...]
   std::int64_t last_step_d2h_bytes_ = 0;
 };
 

@@ -412,6 +412,82 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuSamplerMatchesHost,
                                   std::to_string(info.param.vocab);
                          });
 
+// Overlapped steps: step N+1 begins and ends before step N is collected (end_step /
+// collect_step), and every output, logprobs and penalty count included, is what finish_step one
+// step at a time gives on a second sampler with the same slots.
+TEST(GpuSampler, OverlappedStepsMatchOneAtATime) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  const std::int64_t vocab = 777;
+  const std::int64_t rows = 12;
+  std::mt19937 rng(9);
+  auto one = DeviceSampler::create({.vocab_size = vocab, .max_rows = rows, .max_chunk_rows = 5});
+  auto overlapped =
+      DeviceSampler::create({.vocab_size = vocab, .max_rows = rows, .max_chunk_rows = 5});
+  ASSERT_TRUE(one.ok() && overlapped.ok());
+  for (std::int32_t slot = 0; slot < rows; ++slot) {
+    const SlotSamplingConfig config = slot_config(slot % 6, vocab, rng);
+    ASSERT_TRUE(one->open_slot(slot, config, nullptr).ok());
+    ASSERT_TRUE(overlapped->open_slot(slot, config, nullptr).ok());
+  }
+  const int steps = 5;
+  std::vector<DeviceVector<float>> logits;
+  std::vector<SamplingBatch> batches(steps);
+  for (int step = 0; step < steps; ++step) {
+    logits.emplace_back(make_logits(rows, vocab, step, rng));
+    for (std::int32_t r = 0; r < rows; ++r) {
+      batches[step].rows.push_back({.slot = r,
+                                    .temperature = r % 4 == 0 ? 0.0f : 0.9f,
+                                    .top_k = r % 3 == 0 ? 20 : 0,
+                                    .top_p = r % 2 == 0 ? 0.9f : 1.0f,
+                                    .seed = static_cast<std::uint64_t>(r),
+                                    .position = step,
+                                    .num_logprobs = r % 5 == 0 ? 3 : -1});
+    }
+  }
+  const auto run = [&](DeviceSampler& sampler, int step) {
+    ASSERT_TRUE(sampler.begin_step(batches[step], nullptr).ok());
+    for (std::int64_t r0 = 0; r0 < rows; r0 += 5) {
+      ASSERT_TRUE(sampler
+                      .sample_chunk(logits[step].data() + r0 * vocab, r0,
+                                    std::min<std::int64_t>(5, rows - r0), nullptr)
+                      .ok());
+    }
+  };
+  std::vector<StepOutput> want(steps), got(steps);
+  for (int step = 0; step < steps; ++step) {
+    run(*one, step);
+    ASSERT_TRUE(one->finish_step(nullptr, want[step]).ok());
+  }
+  // Two in flight from the second step on: end N+1, then collect N.
+  StepOutput unused;
+  EXPECT_EQ(overlapped->collect_step(unused).code(), StatusCode::kFailedPrecondition);
+  run(*overlapped, 0);
+  ASSERT_TRUE(overlapped->end_step(nullptr).ok());
+  for (int step = 1; step < steps; ++step) {
+    run(*overlapped, step);
+    ASSERT_TRUE(overlapped->end_step(nullptr).ok());
+    EXPECT_EQ(overlapped->steps_in_flight(), 2);
+    ASSERT_TRUE(overlapped->collect_step(got[step - 1]).ok());
+  }
+  // A third would overrun the host buffers: refused, and the two in flight stay collectable.
+  run(*overlapped, 0);
+  ASSERT_TRUE(overlapped->end_step(nullptr).ok());
+  run(*overlapped, 1);
+  EXPECT_EQ(overlapped->end_step(nullptr).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(overlapped->collect_step(got[steps - 1]).ok());
+  ASSERT_TRUE(overlapped->collect_step(unused).ok());
+  EXPECT_EQ(overlapped->steps_in_flight(), 0);
+  for (int step = 0; step < steps; ++step) {
+    const std::string what = "step " + std::to_string(step);
+    EXPECT_EQ(got[step].token_ids, want[step].token_ids) << what;
+    ASSERT_EQ(got[step].logprobs.size(), want[step].logprobs.size()) << what;
+    for (std::size_t i = 0; i < want[step].logprobs.size(); ++i) {
+      EXPECT_EQ(got[step].logprobs[i].logprob, want[step].logprobs[i].logprob) << what;
+      EXPECT_EQ(got[step].logprobs[i].top, want[step].logprobs[i].top) << what << " row " << i;
+    }
+  }
+}
+
 // Slots opened and closed in numbers: the bias arena compacts and grows, the penalty pool
 // doubles and reuses freed rows; the device state must still match the CPU's.
 TEST(GpuSampler, SlotChurnKeepsTheStateRight) {

@@ -6,69 +6,89 @@
 
 namespace pagoda::cuda {
 
+namespace {
+constexpr int kSlots = StepTimer::kMaxSteps + 1;
+}  // namespace
+
 StatusOr<StepTimer> StepTimer::create() {
   StepTimer timer;
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&timer.start_));
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&timer.end_));
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&timer.previous_end_));
+  for (Slot& slot : timer.slots_) {
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&slot.start));
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaEventCreate(&slot.end));
+  }
   return timer;
 }
 
-StepTimer::~StepTimer() { destroy(); }
+StepTimer::~StepTimer() {
+  destroy();
+}
 
 void StepTimer::destroy() {
-  for (cudaEvent_t* e : {&start_, &end_, &previous_end_}) {
-    if (*e != nullptr) cudaEventDestroy(*e);
-    *e = nullptr;
+  for (Slot& slot : slots_) {
+    if (slot.start != nullptr) cudaEventDestroy(slot.start);
+    if (slot.end != nullptr) cudaEventDestroy(slot.end);
+    slot = {};
   }
 }
 
-StepTimer::StepTimer(StepTimer&& other) noexcept { *this = std::move(other); }
+StepTimer::StepTimer(StepTimer&& other) noexcept {
+  *this = std::move(other);
+}
 
 StepTimer& StepTimer::operator=(StepTimer&& other) noexcept {
   if (this != &other) {
     destroy();
-    start_ = std::exchange(other.start_, nullptr);
-    end_ = std::exchange(other.end_, nullptr);
-    previous_end_ = std::exchange(other.previous_end_, nullptr);
-    open_ = other.open_;
-    ended_ = other.ended_;
-    has_previous_end_ = other.has_previous_end_;
+    slots_ = std::exchange(other.slots_, {});
+    next_ = other.next_;
+    begun_ = other.begun_;
+    last_ended_ = other.last_ended_;
+    previous_end_ = other.previous_end_;
     stats_ = other.stats_;
   }
   return *this;
 }
 
 Status StepTimer::begin(cudaStream_t stream) {
-  if (start_ == nullptr) return Status::ok_status();  // default-constructed: not timing
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventRecord(start_, stream));
-  open_ = true;
-  ended_ = false;
+  // Default-constructed (no events), or every slot busy: this step is not timed.
+  if (slots_[0].start == nullptr || begun_ >= kMaxSteps) return Status::ok_status();
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventRecord(slots_[next_].start, stream));
+  next_ = (next_ + 1) % kSlots;
+  ++begun_;
+  last_ended_ = false;
   return Status::ok_status();
 }
 
 Status StepTimer::end(cudaStream_t stream) {
-  if (!open_) return Status::ok_status();
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventRecord(end_, stream));
-  ended_ = true;
+  if (begun_ == 0 || last_ended_) return Status::ok_status();
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventRecord(slots_[(next_ + kSlots - 1) % kSlots].end, stream));
+  last_ended_ = true;
   return Status::ok_status();
 }
 
+void StepTimer::cancel() {
+  begun_ = 0;
+  last_ended_ = false;
+  previous_end_ = -1;
+}
+
 Status StepTimer::collect() {
-  if (!open_ || !ended_) return Status::ok_status();
-  open_ = false;
+  // The oldest begun step; it has ended unless it is the last one begun and that has not.
+  if (begun_ == 0 || (begun_ == 1 && !last_ended_)) return Status::ok_status();
+  const int oldest = (next_ + kSlots - begun_) % kSlots;
+  --begun_;
+  const Slot& slot = slots_[oldest];
   float busy_ms = 0.0f;
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&busy_ms, start_, end_));
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&busy_ms, slot.start, slot.end));
   stats_.busy_seconds += busy_ms * 1e-3;
   ++stats_.steps;
-  if (has_previous_end_) {
+  if (previous_end_ >= 0) {
     float gap_ms = 0.0f;
-    PAGODA_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&gap_ms, previous_end_, start_));
+    PAGODA_CUDA_RETURN_IF_ERROR(
+        cudaEventElapsedTime(&gap_ms, slots_[previous_end_].end, slot.start));
     const double gap = gap_ms * 1e-3;
     if (gap > 0.0 && gap <= DeviceTimeStats::kDeviceIdleGapSeconds) stats_.idle_seconds += gap;
   }
-  std::swap(end_, previous_end_);
-  has_previous_end_ = true;
+  previous_end_ = oldest;
   return Status::ok_status();
 }
 

@@ -5,15 +5,20 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
+
 #include "pagoda/model_executor.h"
 #include "pagoda/status.h"
 
 namespace pagoda::cuda {
 
-/// begin() and end() bracket one step on a stream; after the stream has passed end() (the step's
-/// synchronize), collect() adds its times. Move-only; owns its events.
+/// begin() and end() bracket one step on a stream; once the stream has passed a step's end()
+/// (its synchronize), collect() adds the oldest uncollected step's times. Up to kMaxSteps steps
+/// may be bracketed before their collect() (overlapped steps). Move-only; owns its events.
 class StepTimer {
  public:
+  static constexpr int kMaxSteps = 3;
+
   StepTimer() = default;
   static StatusOr<StepTimer> create();
   ~StepTimer();
@@ -24,22 +29,26 @@ class StepTimer {
 
   Status begin(cudaStream_t stream);
   Status end(cudaStream_t stream);
-  /// Reads the finished step's events: call once the stream is synchronized past end().
+  /// Reads the oldest ended step's events: call once the stream has passed its end().
   Status collect();
-  /// A failed step: its events are dropped, and the next step's gap is not counted.
-  void cancel() { open_ = false; has_previous_end_ = false; }
+  /// A step failed: every uncollected step's events are dropped (their time is not counted),
+  /// and so is the gap before the next step.
+  void cancel();
 
   const DeviceTimeStats& stats() const { return stats_; }
 
  private:
+  struct Slot {
+    cudaEvent_t start = nullptr;
+    cudaEvent_t end = nullptr;
+  };
   void destroy();
 
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t end_ = nullptr;
-  cudaEvent_t previous_end_ = nullptr;
-  bool open_ = false;
-  bool ended_ = false;
-  bool has_previous_end_ = false;
+  std::array<Slot, kMaxSteps + 1> slots_{};  // a ring; one spare keeps the previous end
+  int next_ = 0;                             // the slot begin() takes
+  int begun_ = 0;                            // begun, not collected (the last maybe not ended)
+  bool last_ended_ = false;
+  int previous_end_ = -1;  // the slot whose end event the next collected step's gap starts at
   DeviceTimeStats stats_;
 };
 
