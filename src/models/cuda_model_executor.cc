@@ -12,6 +12,7 @@
 #include "kernels/activation/silu_mul.h"
 #include "kernels/common/pdl.cuh"
 #include "kernels/embedding/embedding.h"
+#include "kernels/embedding/previous_tokens.h"
 #include "kernels/gemm/skinny_gemm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
@@ -355,7 +356,7 @@ Status CudaModelExecutor::forward(const ForwardBatch& batch, float* logits) {
   PAGODA_RETURN_IF_ERROR(check_batch(batch));
   if (batch.num_tokens() == 0) return Status::ok_status();
   PAGODA_RETURN_IF_ERROR(step_timer_.begin(stream_.get()));
-  Status s = run_model(batch);
+  Status s = run_model(batch, {});
   if (s.ok()) s = compute_logits(batch, logits);
   if (!s.ok()) {
     step_timer_.cancel();
@@ -380,15 +381,27 @@ const CudaModelExecutor::DecodeGraph* CudaModelExecutor::graph_for(
   return nullptr;
 }
 
-Status CudaModelExecutor::run_model(const ForwardBatch& batch) {
-  if (const DecodeGraph* graph = graph_for(batch)) {
+Status CudaModelExecutor::run_model(const ForwardBatch& batch,
+                                    std::span<const std::int32_t> previous_pairs) {
+  const DecodeGraph* graph = graph_for(batch);
+  if (graph != nullptr) {
     const std::int64_t max_seq_len =
         *std::max_element(batch.seq_lens.begin(), batch.seq_lens.end());
-    PAGODA_RETURN_IF_ERROR(metadata_.upload_padded_decode(
-        batch, graph->num_seqs, graph_partition_size(*graph, max_seq_len), stream_.get()));
-    return graph->exec.launch(stream_.get());
+    PAGODA_RETURN_IF_ERROR(metadata_.upload_padded_decode(batch, graph->num_seqs,
+                                                          graph_partition_size(*graph, max_seq_len),
+                                                          stream_.get(), previous_pairs));
+  } else {
+    PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get(), previous_pairs));
   }
-  PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get()));
+  // Input ids the host does not know yet: from the previous step's sampled tokens, still on
+  // the device (this step's sampling has not run, so they are intact).
+  PAGODA_RETURN_IF_ERROR(kernels::launch_gather_previous_tokens(
+      {.token_ids = metadata_.mutable_token_ids(),
+       .pairs = metadata_.previous_token_pairs(),
+       .previous = sampler_.last_tokens_device(),
+       .num_pairs = static_cast<std::int64_t>(previous_pairs.size() / 2)},
+      stream_.get()));
+  if (graph != nullptr) return graph->exec.launch(stream_.get());
   return run_layers(eager_shape(batch));
 }
 
@@ -434,10 +447,17 @@ void CudaModelExecutor::accept_tokens(std::int32_t slot, std::span<const std::in
   if (!s.ok() && deferred_error_.ok()) deferred_error_ = std::move(s);
 }
 
-// The step: the sampling rows go up first (so a bad row fails before any work), then the
-// forward pass, then per LM-head chunk the sampler; one copy of the results comes back.
 Status CudaModelExecutor::execute(const ForwardBatch& batch, const SamplingBatch& sampling,
                                   StepOutput& out) {
+  PAGODA_RETURN_IF_ERROR(launch(batch, sampling, {}));
+  return collect(out);
+}
+
+// The step: the sampling rows go up first (so a bad row fails before any work), then the
+// forward pass, then per LM-head chunk the sampler, then the copy of the results back; nothing
+// waits for the device, so the host can plan the next step while this one runs.
+Status CudaModelExecutor::launch(const ForwardBatch& batch, const SamplingBatch& sampling,
+                                 std::span<const std::int32_t> previous_pairs) {
   if (!deferred_error_.ok()) return std::exchange(deferred_error_, Status::ok_status());
   PAGODA_RETURN_IF_ERROR(check_batch(batch));
   if (sampling.rows.size() != batch.logits_indices.size()) {
@@ -445,23 +465,36 @@ Status CudaModelExecutor::execute(const ForwardBatch& batch, const SamplingBatch
                             " sampling rows for " + std::to_string(batch.logits_indices.size()) +
                             " logits rows");
   }
+  if (sampler_.steps_in_flight() >= kernels::DeviceSampler::kMaxStepsInFlight) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "launch: " + std::to_string(sampler_.steps_in_flight()) +
+                      " steps are already in flight; collect one first");
+  }
   PAGODA_RETURN_IF_ERROR(step_timer_.begin(stream_.get()));
   Status s = sampler_.begin_step(sampling, stream_.get());
-  if (s.ok()) s = forward_and_sample(batch);
+  if (s.ok()) s = forward_and_sample(batch, previous_pairs);
   if (s.ok()) s = step_timer_.end(stream_.get());
+  if (s.ok()) s = sampler_.end_step(stream_.get());
   if (!s.ok()) {
     step_timer_.cancel();
-    // The pinned buffers are reused by the next step: let the copies in flight finish.
+    // The pinned buffers are reused by later steps: let the copies in flight finish.
     (void)stream_.synchronize();
     return s;
   }
-  PAGODA_RETURN_IF_ERROR(sampler_.finish_step(stream_.get(), out));
-  return step_timer_.collect();
+  return Status::ok_status();
 }
 
-Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch) {
+Status CudaModelExecutor::collect(StepOutput& out) {
+  Status s = sampler_.collect_step(out);
+  if (s.ok()) s = step_timer_.collect();
+  if (!s.ok()) step_timer_.cancel();
+  return s;
+}
+
+Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch,
+                                             std::span<const std::int32_t> previous_pairs) {
   if (batch.num_tokens() == 0) return Status::ok_status();
-  PAGODA_RETURN_IF_ERROR(run_model(batch));
+  PAGODA_RETURN_IF_ERROR(run_model(batch, previous_pairs));
   for (std::int64_t r0 = 0; r0 < batch.num_logits(); r0 += kLogitsChunk) {
     const std::int64_t rows = std::min(kLogitsChunk, batch.num_logits() - r0);
     PAGODA_RETURN_IF_ERROR(lm_head(batch, r0, rows));

@@ -130,7 +130,7 @@ class CudaModelExecutor final : public ModelExecutor {
   Status check_batch(const ForwardBatch& batch) const;
   // Uploads the batch's metadata and runs the layers: a graph replay for a decode batch that
   // fits one, eager otherwise.
-  Status run_model(const ForwardBatch& batch);
+  Status run_model(const ForwardBatch& batch, std::span<const std::int32_t> previous_pairs);
   LayerShape eager_shape(const ForwardBatch& batch) const;
   const DecodeGraph* graph_for(const ForwardBatch& batch) const;
   // The split count a graph of num_seqs keeps, and a step's partition size under it.
@@ -142,7 +142,15 @@ class CudaModelExecutor final : public ModelExecutor {
   // The LM head over logits rows [first, first + rows) into logits_.
   Status lm_head(const ForwardBatch& batch, std::int64_t first, std::int64_t rows);
   Status compute_logits(const ForwardBatch& batch, float* logits);
-  Status forward_and_sample(const ForwardBatch& batch);
+  Status forward_and_sample(const ForwardBatch& batch,
+                            std::span<const std::int32_t> previous_pairs);
+  // execute() in two halves: launch issues the whole step and its copy back without waiting
+  // (at most DeviceSampler::kMaxStepsInFlight uncollected); collect waits for the oldest
+  // launched step. `previous_pairs`: (token row, previous step's sampling row) of input ids
+  // the host does not know yet, taken from the previous step's sampled tokens on the device.
+  Status launch(const ForwardBatch& batch, const SamplingBatch& sampling,
+                std::span<const std::int32_t> previous_pairs);
+  Status collect(StepOutput& out);
 
   ModelConfig config_;
   CudaLlamaWeights weights_;

@@ -47,17 +47,22 @@ StatusOr<CudaStepMetadata> CudaStepMetadata::create(const Capacity& capacity) {
   offset = aligned(offset + tokens * sizeof(std::int32_t));
   m.partition_size_ = offset;
   offset = aligned(offset + sizeof(std::int32_t));
+  m.previous_pairs_ = offset;
+  offset = aligned(offset + 2 * tokens * sizeof(std::int32_t));
   // Last, so that a step copies only the block-table rows it uses.
   m.block_tables_ = offset;
   offset = aligned(offset + seqs * static_cast<std::size_t>(capacity.max_blocks_per_seq) *
                                 sizeof(std::int32_t));
   m.total_ = offset;
-  PAGODA_ASSIGN_OR_RETURN(m.pinned_, cuda::PinnedHostBuffer::allocate(m.total_));
+  for (cuda::PinnedHostBuffer& pinned : m.pinned_) {
+    PAGODA_ASSIGN_OR_RETURN(pinned, cuda::PinnedHostBuffer::allocate(m.total_));
+  }
   PAGODA_ASSIGN_OR_RETURN(m.device_, cuda::DeviceBuffer::allocate(m.total_));
   return m;
 }
 
-Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream) {
+Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream,
+                                std::span<const std::int32_t> previous_pairs) {
   if (batch.num_tokens() > capacity_.max_tokens || batch.num_seqs() > capacity_.max_seqs ||
       batch.num_logits() > capacity_.max_tokens ||
       batch.num_seqs() * batch.max_blocks_per_seq >
@@ -68,7 +73,8 @@ Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream) 
                             std::to_string(capacity_.max_tokens) + " tokens, " +
                             std::to_string(capacity_.max_seqs) + " sequences)");
   }
-  auto* base = static_cast<std::uint8_t*>(pinned_.data());
+  std::uint8_t* base = staging();
+  PAGODA_RETURN_IF_ERROR(put_previous_pairs(base, previous_pairs));
   put(base, slot_mapping_, batch.slot_mapping);
   put(base, token_ids_, batch.token_ids);
   put(base, positions_, batch.positions);
@@ -77,13 +83,15 @@ Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream) 
   put(base, logits_indices_, batch.logits_indices);
   const std::size_t used = put(base, block_tables_, batch.block_tables);
   PAGODA_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(device_.data(), pinned_.data(), used, cudaMemcpyHostToDevice, stream));
+      cudaMemcpyAsync(device_.data(), base, used, cudaMemcpyHostToDevice, stream));
+  next_pinned_ = (next_pinned_ + 1) % kPinnedBuffers;
   return Status::ok_status();
 }
 
 Status CudaStepMetadata::upload_padded_decode(const ForwardBatch& batch, std::int64_t padded_seqs,
                                               std::int32_t decode_partition_size,
-                                              cudaStream_t stream) {
+                                              cudaStream_t stream,
+                                              std::span<const std::int32_t> previous_pairs) {
   const std::int64_t seqs = batch.num_seqs();
   if (padded_seqs < seqs || padded_seqs > capacity_.max_seqs ||
       padded_seqs > capacity_.max_tokens || batch.num_tokens() != seqs ||
@@ -91,7 +99,8 @@ Status CudaStepMetadata::upload_padded_decode(const ForwardBatch& batch, std::in
     return invalid_argument("padded decode upload of " + std::to_string(seqs) + " sequences to " +
                             std::to_string(padded_seqs) + " exceeds the executor's capacity");
   }
-  auto* base = static_cast<std::uint8_t*>(pinned_.data());
+  std::uint8_t* base = staging();
+  PAGODA_RETURN_IF_ERROR(put_previous_pairs(base, previous_pairs));
   const auto pad = static_cast<std::size_t>(padded_seqs - seqs);
   const auto fill = [&](std::size_t offset, const auto& values, auto padding) {
     using T = std::decay_t<decltype(values[0])>;
@@ -114,13 +123,26 @@ Status CudaStepMetadata::upload_padded_decode(const ForwardBatch& batch, std::in
     std::memcpy(base + block_tables_ + s * stride,
                 batch.block_tables.data() + s * batch.max_blocks_per_seq, row);
   }
-  PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_.data(), pinned_.data(), block_tables_,
-                                              cudaMemcpyHostToDevice, stream));
+  PAGODA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(device_.data(), base, block_tables_, cudaMemcpyHostToDevice, stream));
   if (seqs > 0 && row > 0) {
     PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
         static_cast<std::uint8_t*>(device_.data()) + block_tables_, stride, base + block_tables_,
         stride, row, static_cast<std::size_t>(seqs), cudaMemcpyHostToDevice, stream));
   }
+  next_pinned_ = (next_pinned_ + 1) % kPinnedBuffers;
+  return Status::ok_status();
+}
+
+// The (token row, previous sampling row) pairs, checked and packed into the staging buffer.
+Status CudaStepMetadata::put_previous_pairs(std::uint8_t* base,
+                                            std::span<const std::int32_t> pairs) const {
+  if (pairs.size() % 2 != 0 || pairs.size() > 2 * static_cast<std::size_t>(capacity_.max_tokens)) {
+    return invalid_argument("previous-token pairs: " + std::to_string(pairs.size()) +
+                            " values for a capacity of " + std::to_string(capacity_.max_tokens) +
+                            " pairs");
+  }
+  if (!pairs.empty()) std::memcpy(base + previous_pairs_, pairs.data(), pairs.size_bytes());
   return Status::ok_status();
 }
 

@@ -6,7 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
+#include <span>
 
 #include "backend/cuda/device_buffer.h"
 #include "pagoda/forward_batch.h"
@@ -28,10 +30,15 @@ class CudaStepMetadata {
   CudaStepMetadata() = default;
   static StatusOr<CudaStepMetadata> create(const Capacity& capacity);
 
-  /// Packs `batch` and issues its host-to-device copy on `stream`. The pinned buffer is reused:
-  /// the caller synchronizes `stream` before the next upload (forward() does, for the logits).
-  /// INVALID_ARGUMENT when the batch exceeds the capacity.
-  Status upload(const ForwardBatch& batch, cudaStream_t stream);
+  /// Packs `batch` and issues its host-to-device copy on `stream`. The pinned staging rotates
+  /// over kPinnedBuffers, so an upload may be issued while the copies of the
+  /// kPinnedBuffers - 1 before it are in flight (overlapped steps); the caller synchronizes
+  /// before reusing one further back. INVALID_ARGUMENT when the batch exceeds the capacity.
+  /// `previous_pairs`: the (token row, previous step's sampling row) pairs of tokens the host
+  /// does not know yet, flattened; their ids come from the previous step's sampled tokens on
+  /// the device (kernels::launch_gather_previous_tokens over previous_token_pairs()).
+  Status upload(const ForwardBatch& batch, cudaStream_t stream,
+                std::span<const std::int32_t> previous_pairs = {});
 
   /// Like upload(), for a decode batch (one token per sequence) replayed by the CUDA graph of
   /// `padded_seqs` >= batch.num_seqs() sequences: the rows past the batch are padding (token 0,
@@ -39,12 +46,22 @@ class CudaStepMetadata {
   /// fixed stride max_blocks_per_seq() whatever the batch's own. `decode_partition_size` goes
   /// to decode_partition_size() for the split-K decode kernel.
   Status upload_padded_decode(const ForwardBatch& batch, std::int64_t padded_seqs,
-                              std::int32_t decode_partition_size, cudaStream_t stream);
+                              std::int32_t decode_partition_size, cudaStream_t stream,
+                              std::span<const std::int32_t> previous_pairs = {});
+
+  /// [2 * n]: the previous_pairs of the last upload.
+  const std::int32_t* previous_token_pairs() const { return at<std::int32_t>(previous_pairs_); }
+
+  static constexpr int kPinnedBuffers = 3;
 
   /// The block-table stride of upload_padded_decode's steps (the capacity's).
   std::int64_t max_blocks_per_seq() const { return capacity_.max_blocks_per_seq; }
 
   const std::int32_t* token_ids() const { return at<std::int32_t>(token_ids_); }  ///< [num_tokens]
+  /// The same, for the kernel that fills in ids the host did not know (previous_token_pairs()).
+  std::int32_t* mutable_token_ids() {
+    return reinterpret_cast<std::int32_t*>(static_cast<std::uint8_t*>(device_.data()) + token_ids_);
+  }
   const std::int32_t* positions() const { return at<std::int32_t>(positions_); }  ///< [num_tokens]
   const std::int64_t* slot_mapping() const {
     return at<std::int64_t>(slot_mapping_);
@@ -71,8 +88,11 @@ class CudaStepMetadata {
   // Byte offsets of each array inside both buffers (the same layout host and device).
   std::size_t slot_mapping_ = 0, token_ids_ = 0, positions_ = 0, query_start_loc_ = 0,
               seq_lens_ = 0, block_tables_ = 0, logits_indices_ = 0, partition_size_ = 0,
-              total_ = 0;
-  cuda::PinnedHostBuffer pinned_;
+              previous_pairs_ = 0, total_ = 0;
+  std::array<cuda::PinnedHostBuffer, kPinnedBuffers> pinned_;
+  int next_pinned_ = 0;  // the staging buffer the next upload packs
+  Status put_previous_pairs(std::uint8_t* base, std::span<const std::int32_t> pairs) const;
+  std::uint8_t* staging() { return static_cast<std::uint8_t*>(pinned_[next_pinned_].data()); }
   cuda::DeviceBuffer device_;
 };
 
