@@ -128,16 +128,17 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(LogprobsParams p) {
   float m = -INFINITY;
   float sum = 0.0f;
   int greater = 0;
-  for (int i = threadIdx.x; i < n; i += kThreads) {
-    const float v = x[i];
-    greater += v > chosen ? 1 : 0;
-    if (v > m) {
-      sum = sum * expf(m - v) + 1.0f;
-      m = v;
-    } else if (v > -INFINITY) {
-      sum += expf(v - m);
-    }
-  }
+  sampling_detail::batched_row_loop<kThreads>(
+      n, [&](int i) { return x[i]; },
+      [&](int, float v) {
+        greater += v > chosen ? 1 : 0;
+        if (v > m) {
+          sum = sum * expf(m - v) + 1.0f;
+          m = v;
+        } else if (v > -INFINITY) {
+          sum += expf(v - m);
+        }
+      });
   const float row_max = block_max(m);
   const float total = block_sum(m > -INFINITY ? sum * expf(m - row_max) : 0.0f);
   const int rank = 1 + block_sum_int<kThreads>(greater);
@@ -168,16 +169,17 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(LogprobsParams p) {
     if (above < num && at_or_above >= num) shared_tau = m;
     __syncthreads();
     const float tau = shared_tau;
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      const float v = x[i];
-      if (v >= tau) {
-        const int slot = atomicAdd(&cand_count, 1);
-        if (slot < kMaxCandidates) {
-          cand_value[slot] = v;
-          cand_id[slot] = i;
-        }
-      }
-    }
+    sampling_detail::batched_row_loop<kThreads>(
+        n, [&](int i) { return x[i]; },
+        [&](int i, float v) {
+          if (v >= tau) {
+            const int slot = atomicAdd(&cand_count, 1);
+            if (slot < kMaxCandidates) {
+              cand_value[slot] = v;
+              cand_id[slot] = i;
+            }
+          }
+        });
     __syncthreads();
     const int count = cand_count;
     if (count <= kMaxCandidates) {

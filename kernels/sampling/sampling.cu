@@ -11,6 +11,7 @@ namespace pagoda::kernels {
 
 namespace {
 
+using sampling_detail::batched_row_loop;
 using sampling_detail::better;
 using sampling_detail::block_best;
 using sampling_detail::order_key;
@@ -59,12 +60,14 @@ struct Race {
 __device__ int block_argmax(const float* __restrict__ x, int n) {
   float best = -INFINITY;
   int best_id = kNoId;
-  for (int i = threadIdx.x; i < n; i += kThreads) {
-    if (better(x[i], i, best, best_id)) {
-      best = x[i];
-      best_id = i;
-    }
-  }
+  batched_row_loop<kThreads>(
+      n, [&](int i) { return x[i]; },
+      [&](int i, float v) {
+        if (better(v, i, best, best_id)) {
+          best = v;
+          best_id = i;
+        }
+      });
   return block_best<kThreads>(best, best_id);
 }
 
@@ -93,10 +96,9 @@ __device__ Cuts find_cuts(SAt s_at, int n, int top_k, float top_p, float min_p, 
   }
   if (top_p < 1.0f) {
     float local = 0.0f;
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      const float s = s_at(i);
+    batched_row_loop<kThreads>(n, s_at, [&](int, float s) {
       if (order_key(s) >= cuts.key_cut) local += prob(s, s_max);
-    }
+    });
     const float total = block_sum(local);
     const std::uint32_t bits = radix_select<kThreads>(
         [&](int i) {
@@ -169,16 +171,17 @@ __device__ bool sample_top_k_fast(const float* __restrict__ x, int n, const RowR
   const float tau = shared_tau;
 
   // 2. Candidates: finite s >= tau.
-  for (int i = threadIdx.x; i < n; i += kThreads) {
-    const float s = scaled(x[i], inv_t);
-    if (s >= tau && s > -INFINITY) {
-      const int slot = atomicAdd(&cand_count, 1);
-      if (slot < kMaxCandidates) {
-        cand_s[slot] = s;
-        cand_id[slot] = i;
-      }
-    }
-  }
+  batched_row_loop<kThreads>(
+      n, [&](int i) { return scaled(x[i], inv_t); },
+      [&](int i, float s) {
+        if (s >= tau && s > -INFINITY) {
+          const int slot = atomicAdd(&cand_count, 1);
+          if (slot < kMaxCandidates) {
+            cand_s[slot] = s;
+            cand_id[slot] = i;
+          }
+        }
+      });
   __syncthreads();
   const int num = cand_count;
   if (num > kMaxCandidates || num == 0) return false;
@@ -213,12 +216,14 @@ __device__ void sample_full_row(const float* __restrict__ x, int n, const RowRec
   int best_x_id = kNoId;
   float s_max = 0.0f;
   if (use_p) {
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      if (better(x[i], i, best_x, best_x_id)) {
-        best_x = x[i];
-        best_x_id = i;
-      }
-    }
+    batched_row_loop<kThreads>(
+        n, [&](int i) { return x[i]; },
+        [&](int i, float v) {
+          if (better(v, i, best_x, best_x_id)) {
+            best_x = v;
+            best_x_id = i;
+          }
+        });
     const int top = block_best<kThreads>(best_x, best_x_id);
     s_max = scaled(x[top], inv_t);
     if (!isfinite(s_max)) {
@@ -230,15 +235,16 @@ __device__ void sample_full_row(const float* __restrict__ x, int n, const RowRec
   Race race;
   best_x = -INFINITY;
   best_x_id = kNoId;
-  for (int i = threadIdx.x; i < n; i += kThreads) {
-    const float v = x[i];
-    if (better(v, i, best_x, best_x_id)) {
-      best_x = v;
-      best_x_id = i;
-    }
-    const float s = scaled(v, inv_t);
-    if (s >= race.cutoff && is_kept(s, cuts)) race.enter(s, i, key);
-  }
+  batched_row_loop<kThreads>(
+      n, [&](int i) { return x[i]; },
+      [&](int i, float v) {
+        if (better(v, i, best_x, best_x_id)) {
+          best_x = v;
+          best_x_id = i;
+        }
+        const float s = scaled(v, inv_t);
+        if (s >= race.cutoff && is_kept(s, cuts)) race.enter(s, i, key);
+      });
   const int top = block_best<kThreads>(best_x, best_x_id);
   const int winner = block_best<kThreads>(race.best, race.best_id);
   if (threadIdx.x == 0) *out = isfinite(scaled(x[top], inv_t)) ? winner : top;

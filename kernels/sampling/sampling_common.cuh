@@ -14,6 +14,29 @@ __device__ __forceinline__ std::uint32_t order_key(float f) {
   return (bits & 0x80000000u) != 0u ? ~bits : bits | 0x80000000u;
 }
 
+/// for (i = threadIdx.x; i < n; i += kThreads) use(i, load(i)), with the loads of kBatch
+/// consecutive iterations issued before any is used. A row-per-block kernel reads a whole
+/// vocabulary row with one CTA: one 4-byte load in flight per thread left it latency-bound (a
+/// few GB/s). Each thread still sees its elements in the same order, so every result is the
+/// same bit for bit.
+template <int kThreads, int kBatch = 8, typename Load, typename Use>
+__device__ __forceinline__ void batched_row_loop(int n, Load load, Use use) {
+  using Value = decltype(load(0));
+  for (int base = static_cast<int>(threadIdx.x); base < n; base += kThreads * kBatch) {
+    Value v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * kThreads;
+      if (i < n) v[u] = load(i);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = base + u * kThreads;
+      if (i < n) use(i, v[u]);
+    }
+  }
+}
+
 /// Whether (a, ia) beats (b, ib): a larger value, or the same value at a lower id.
 __device__ __forceinline__ bool better(float a, int ia, float b, int ib) {
   return a > b || (a == b && ia < ib);
@@ -101,11 +124,10 @@ __device__ std::uint32_t radix_select(ItemAt item_at, int n, float target) {
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int b = threadIdx.x; b < kBins; b += kThreads) histogram[b] = 0.0f;
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      const RadixItem item = item_at(i);
-      if (item.weight <= 0.0f || (item.key & mask) != prefix) continue;
+    batched_row_loop<kThreads>(n, item_at, [&](int, const RadixItem& item) {
+      if (item.weight <= 0.0f || (item.key & mask) != prefix) return;
       atomicAdd(&histogram[(item.key >> shift) & 0xffu], item.weight);
-    }
+    });
     __syncthreads();
     // Warp 0 picks the bucket: lane l owns buckets [8l, 8l + 8); suffix sums over lanes find the
     // lane where the running weight (from the top bucket down) crosses the target, and that lane
