@@ -331,29 +331,43 @@ void bench_elementwise(const Ceilings& ceil) {
     cudaMemcpy(d_pos.data(), pos.data(), tokens * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(d_slots.data(), slots.data(), tokens * 8, cudaMemcpyHostToDevice);
     cudaMemcpy(d_freq.data(), inv_freq.data(), d / 2 * 4, cudaMemcpyHostToDevice);
-    const double ms = median_ms([&](int) {
-      check(kernels::launch_rope_kv_cache({.qkv = qkv.data(),
-                                           .qkv_row_stride = stride,
-                                           .positions = d_pos.as<std::int32_t>(),
-                                           .slot_mapping = d_slots.as<std::int64_t>(),
-                                           .inv_freq = d_freq.as<float>(),
-                                           .cache = {.k = k.data(),
-                                                     .v = v.data(),
-                                                     .num_blocks = tokens / page,
-                                                     .block_size = page,
-                                                     .num_kv_heads = kv_heads,
-                                                     .head_dim = d},
-                                           .num_tokens = tokens,
-                                           .num_heads = heads,
-                                           .dtype = ScalarType::kBF16},
-                                          nullptr),
-            "rope");
-    });
+    auto time_rope = [&](kernels::RopeStyle style) {
+      return median_ms([&](int) {
+        check(kernels::launch_rope_kv_cache({.qkv = qkv.data(),
+                                             .qkv_row_stride = stride,
+                                             .positions = d_pos.as<std::int32_t>(),
+                                             .slot_mapping = d_slots.as<std::int64_t>(),
+                                             .inv_freq = d_freq.as<float>(),
+                                             .cache = {.k = k.data(),
+                                                       .v = v.data(),
+                                                       .num_blocks = tokens / page,
+                                                       .block_size = page,
+                                                       .num_kv_heads = kv_heads,
+                                                       .head_dim = d},
+                                             .num_tokens = tokens,
+                                             .num_heads = heads,
+                                             .style = style,
+                                             .dtype = ScalarType::kBF16},
+                                            nullptr),
+              "rope");
+      });
+    };
     // Read q, k, v; write q back and k, v into the cache.
     const double bytes = (stride + (heads + 2 * kv_heads) * d) * 2.0 * tokens;
-    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    const double gbs = bytes / (time_rope(kernels::RopeStyle::kRotateHalf) * 1e-3) / 1e9;
     result("G12 RoPE + KV append bf16 Llama-3-8B x 16k", gbs, "GB/s", gbs / ceil.bandwidth_gbs,
            ">= 0.75 B");
+    // The GGUF-converted pair order, and the same launches without PDL (back-to-back launches of
+    // one kernel overlap one's prologue with the other's tail only with it).
+    const double adjacent = bytes / (time_rope(kernels::RopeStyle::kAdjacentPairs) * 1e-3) / 1e9;
+    result("G12 variant: RoPE adjacent pairs", adjacent, "GB/s", adjacent / ceil.bandwidth_gbs,
+           "(G12 variant)");
+    const bool pdl = kernels::pdl_enabled();
+    kernels::set_pdl_enabled(false);
+    const double no_pdl = bytes / (time_rope(kernels::RopeStyle::kRotateHalf) * 1e-3) / 1e9;
+    kernels::set_pdl_enabled(pdl);
+    result("G12 variant: RoPE rotate-half, PDL off", no_pdl, "GB/s", no_pdl / ceil.bandwidth_gbs,
+           "(G12 variant)");
   }
 }
 

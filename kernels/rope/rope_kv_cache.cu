@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <string>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/pdl.cuh"
 #include "kernels/rope/rope_kv_cache.h"
 
 namespace pagoda::kernels {
@@ -10,69 +12,204 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kMaxHalfDim = 256;  // head_dim up to 512
+constexpr int kMaxTokensPerCta = 4;
+// Work items a thread loads before it computes and stores any: up to 2 x kUnroll 16-byte loads
+// in flight per thread, 16 KB per CTA.
+constexpr int kUnroll = 4;
 
-// One block per token. The token's cos/sin table goes to shared memory once; then each thread
-// rotates (head, pair) items of q and k, and copies v elements into the cache.
+// What the kernel reads and writes; the launcher fills it from RopeKvCacheParams.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    rope_kv_cache_kernel(T* __restrict__ qkv, std::int64_t qkv_row_stride,
-                         const std::int32_t* __restrict__ positions,
-                         const std::int64_t* __restrict__ slot_mapping,
-                         const float* __restrict__ inv_freq, T* __restrict__ k_cache,
-                         T* __restrict__ v_cache, int num_heads, int num_kv_heads, int head_dim,
-                         std::int64_t block_size, bool rotate_half) {
-  __shared__ float cos_table[kMaxHalfDim];
-  __shared__ float sin_table[kMaxHalfDim];
-  const std::int64_t token = blockIdx.x;
-  const int half = head_dim / 2;
-  const auto position = static_cast<float>(positions[token]);
-  for (int i = threadIdx.x; i < half; i += kThreads) {
+struct RopeArgs {
+  T* qkv;                             // [num_tokens, qkv_row_stride]
+  std::int64_t qkv_row_stride;        // elements
+  const std::int32_t* positions;      // [num_tokens]
+  const std::int64_t* slot_mapping;   // [num_tokens]; < 0: padding
+  const float* inv_freq;              // [head_dim / 2]
+  T* k_cache;                         // [num_blocks, num_kv_heads, block_size, head_dim]
+  T* v_cache;                         // same layout
+  std::int64_t block_size;
+  int num_tokens;
+  int num_heads;
+  int num_kv_heads;
+  int head_dim;
+  int tokens_per_cta;
+};
+
+// kVec elements of T: one 16-byte access when they fill 16 bytes, element by element otherwise
+// (the fallback for head_dim, strides or pointers that do not allow 16-byte accesses).
+template <typename T, int kVec>
+struct alignas(kVec * sizeof(T)) Vec {
+  T v[kVec];
+};
+
+template <typename T, int kVec>
+__device__ __forceinline__ Vec<T, kVec> load_vec(const T* p) {
+  Vec<T, kVec> x;
+  if constexpr (kVec * sizeof(T) == 16) {
+    *reinterpret_cast<uint4*>(x.v) = *reinterpret_cast<const uint4*>(p);
+  } else {
+#pragma unroll
+    for (int m = 0; m < kVec; ++m) x.v[m] = p[m];
+  }
+  return x;
+}
+
+template <typename T, int kVec>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, kVec>& x) {
+  if constexpr (kVec * sizeof(T) == 16) {
+    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(x.v);
+  } else {
+#pragma unroll
+    for (int m = 0; m < kVec; ++m) p[m] = x.v[m];
+  }
+}
+
+// kCount cos or sin values of consecutive pairs; p is 16-byte aligned when kCount % 4 == 0.
+template <int kCount>
+__device__ __forceinline__ void load_angles(const float* p, float (&out)[kCount]) {
+  if constexpr (kCount % 4 == 0) {
+#pragma unroll
+    for (int q = 0; q < kCount / 4; ++q) {
+      const float4 f = reinterpret_cast<const float4*>(p)[q];
+      out[4 * q] = f.x;
+      out[4 * q + 1] = f.y;
+      out[4 * q + 2] = f.z;
+      out[4 * q + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int m = 0; m < kCount; ++m) out[m] = p[m];
+  }
+}
+
+// Separate roundings, as the CPU reference (and HF) computes them.
+template <typename T>
+__device__ __forceinline__ void rotate(T& xa, T& xb, float c, float s) {
+  const float a = to_float(xa);
+  const float b = to_float(xb);
+  xa = from_float<T>(__fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)));
+  xb = from_float<T>(__fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s)));
+}
+
+// One CTA per `tokens_per_cta` tokens. Their cos/sin tables and cache row offsets go to shared
+// memory before pdl_wait (positions, slot_mapping and inv_freq are step metadata and weights),
+// so that work overlaps the previous kernel's tail. Then the tokens' rows are cut into items,
+// each one access of kVec elements (two for rotate-half), and the CTA's threads stride over the
+// items of all its tokens at once:
+//
+//   token row:  [ q head 0 .. q head H-1 | k head 0 .. k head KV-1 | v head 0 .. v head KV-1 ]
+//   items:      [ rotated: (H + KV) * chunks_per_head            | copied: KV * head_dim / kVec ]
+//
+//   rotate-half item j of a head: elements [j*kVec, +kVec) paired with [half + j*kVec, +kVec)
+//   adjacent-pairs item j:        elements [j*kVec, +kVec) = pairs j*kVec/2 .. +kVec/2
+//
+// q items store back in place, k items at the token's cache row, v items are copied there; a
+// padding token (slot < 0) rotates q and stores nothing in the cache.
+template <typename T, bool kRotateHalf, int kVec>
+__global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<T> a) {
+  static_assert(kRotateHalf || kVec % 2 == 0, "adjacent pairs need whole pairs per item");
+  __shared__ __align__(16) float cos_table[kMaxTokensPerCta][kMaxHalfDim];
+  __shared__ __align__(16) float sin_table[kMaxTokensPerCta][kMaxHalfDim];
+  // Element offset of the token's (block, kv head 0, offset) row in the cache; -1: padding.
+  __shared__ std::int64_t cache_row[kMaxTokensPerCta];
+
+  pdl_launch_dependents();
+  const int first_token = blockIdx.x * a.tokens_per_cta;
+  const int num_local = min(a.tokens_per_cta, a.num_tokens - first_token);
+  const int half = a.head_dim / 2;
+  for (int e = threadIdx.x; e < num_local * half; e += kThreads) {
+    const int local = e / half;
+    const int i = e - local * half;
+    const auto position = static_cast<float>(a.positions[first_token + local]);
     // Same float product as the CPU reference; sincosf (not __sincosf) keeps full accuracy for
-    // large angles.
-    sincosf(__fmul_rn(position, inv_freq[i]), &sin_table[i], &cos_table[i]);
+    // large angles. 64 per token at d128, shared by all its q and k heads.
+    sincosf(__fmul_rn(position, a.inv_freq[i]), &sin_table[local][i], &cos_table[local][i]);
+  }
+  if (threadIdx.x < num_local) {
+    const std::int64_t slot = a.slot_mapping[first_token + threadIdx.x];
+    const std::int64_t block = slot / a.block_size;
+    const std::int64_t offset = slot - block * a.block_size;
+    cache_row[threadIdx.x] =
+        slot >= 0 ? (block * a.num_kv_heads * a.block_size + offset) * a.head_dim : -1;
   }
   __syncthreads();
+  pdl_wait();  // qkv is the previous kernel's output
 
-  T* row = qkv + token * qkv_row_stride;
-  const std::int64_t slot = slot_mapping[token];
-  const std::int64_t block = slot >= 0 ? slot / block_size : 0;
-  const std::int64_t offset = slot >= 0 ? slot % block_size : 0;
-  // Start of (block, kv_head 0, offset) in the cache; heads are block_size * head_dim apart.
-  const std::int64_t cache_base = (block * num_kv_heads * block_size + offset) * head_dim;
-  const std::int64_t head_stride = block_size * head_dim;
+  const int chunks_per_head = (kRotateHalf ? half : a.head_dim) / kVec;
+  const int num_rotated = (a.num_heads + a.num_kv_heads) * chunks_per_head;
+  const int items_per_token = num_rotated + a.num_kv_heads * a.head_dim / kVec;
+  const int num_items = num_local * items_per_token;
+  const std::int64_t head_stride = a.block_size * a.head_dim;  // kv heads in a cache block
+  const int second = kRotateHalf ? half : 0;                   // offset of the partner access
 
-  const int first_stride = rotate_half ? 1 : 2;
-  const int second_offset = rotate_half ? half : 1;
-  const int num_items = (num_heads + num_kv_heads) * half;
-  for (int item = threadIdx.x; item < num_items; item += kThreads) {
-    const int head = item / half;  // q heads first, then k heads
-    const int i = item - head * half;
-    T* x = row + static_cast<std::int64_t>(head) * head_dim;
-    const int ia = i * first_stride;
-    const int ib = ia + second_offset;
-    const float a = to_float(x[ia]);
-    const float b = to_float(x[ib]);
-    const float c = cos_table[i];
-    const float s = sin_table[i];
-    // Separate roundings, as the CPU reference (and HF) computes them.
-    const T ra = from_float<T>(__fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)));
-    const T rb = from_float<T>(__fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s)));
-    if (head < num_heads) {
-      x[ia] = ra;
-      x[ib] = rb;
-    } else if (slot >= 0) {
-      T* dst = k_cache + cache_base + (head - num_heads) * head_stride;
-      dst[ia] = ra;
-      dst[ib] = rb;
+  for (int base = threadIdx.x; base < num_items; base += kThreads * kUnroll) {
+    Vec<T, kVec> x[kUnroll], y[kUnroll];
+    T* dst[kUnroll];
+    int local[kUnroll];
+    int pair0[kUnroll];  // first pair index of the item; -1: a v copy
+    // Phase 1: every load of the batch in flight before any use.
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int item = base + u * kThreads;
+      dst[u] = nullptr;
+      local[u] = 0;
+      pair0[u] = -1;
+      if (item >= num_items) continue;
+      local[u] = item / items_per_token;
+      const int r = item - local[u] * items_per_token;
+      T* row = a.qkv + static_cast<std::int64_t>(first_token + local[u]) * a.qkv_row_stride;
+      const std::int64_t cache = cache_row[local[u]];
+      if (r < num_rotated) {
+        const int head = r / chunks_per_head;  // q heads first, then k heads
+        const int j = r - head * chunks_per_head;
+        T* src = row + head * a.head_dim + j * kVec;
+        pair0[u] = kRotateHalf ? j * kVec : j * (kVec / 2);
+        if (head < a.num_heads) {
+          dst[u] = src;
+        } else if (cache >= 0) {
+          dst[u] = a.k_cache + cache + (head - a.num_heads) * head_stride + j * kVec;
+        }
+        if (dst[u] != nullptr) {  // a padding token's k is not even read
+          x[u] = load_vec<T, kVec>(src);
+          if constexpr (kRotateHalf) y[u] = load_vec<T, kVec>(src + second);
+        }
+      } else if (cache >= 0) {
+        const int e = (r - num_rotated) * kVec;  // element in the token's v heads
+        const int kv_head = e / a.head_dim;
+        dst[u] = a.v_cache + cache + kv_head * head_stride + (e - kv_head * a.head_dim);
+        x[u] = load_vec<T, kVec>(row + (a.num_heads + a.num_kv_heads) * a.head_dim + e);
+      }
+    }
+    // Phase 2: rotate and store.
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (dst[u] == nullptr) continue;
+      if (pair0[u] >= 0) {
+        constexpr int kPairs = kRotateHalf ? kVec : kVec / 2;
+        float c[kPairs], s[kPairs];
+        load_angles(cos_table[local[u]] + pair0[u], c);
+        load_angles(sin_table[local[u]] + pair0[u], s);
+        if constexpr (kRotateHalf) {
+#pragma unroll
+          for (int m = 0; m < kVec; ++m) rotate(x[u].v[m], y[u].v[m], c[m], s[m]);
+          store_vec<T, kVec>(dst[u] + second, y[u]);
+        } else {
+#pragma unroll
+          for (int m = 0; m < kVec / 2; ++m) rotate(x[u].v[2 * m], x[u].v[2 * m + 1], c[m], s[m]);
+        }
+      }
+      store_vec<T, kVec>(dst[u], x[u]);
     }
   }
-  if (slot < 0) return;
-  const T* v = row + static_cast<std::int64_t>(num_heads + num_kv_heads) * head_dim;
-  for (int e = threadIdx.x; e < num_kv_heads * head_dim; e += kThreads) {
-    const int head = e / head_dim;
-    const int d = e - head * head_dim;
-    v_cache[cache_base + head * head_stride + d] = v[e];
-  }
+}
+
+template <typename T, bool kRotateHalf>
+Status launch_style(const RopeArgs<T>& args, bool vector, unsigned grid, cudaStream_t stream) {
+  constexpr int kPack = Pack<T>::kSize;
+  constexpr int kScalar = kRotateHalf ? 1 : 2;
+  auto* kernel = vector ? rope_kv_cache_kernel<T, kRotateHalf, kPack>
+                        : rope_kv_cache_kernel<T, kRotateHalf, kScalar>;
+  return launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, stream, "rope_kv_cache_kernel", args);
 }
 
 }  // namespace
@@ -86,18 +223,41 @@ Status launch_rope_kv_cache(const RopeKvCacheParams& p, cudaStream_t stream) {
   PAGODA_KERNEL_REQUIRE(p.num_heads > 0 && c.num_kv_heads > 0, kOp);
   PAGODA_KERNEL_REQUIRE(c.num_blocks > 0 && c.block_size > 0, kOp);
   PAGODA_KERNEL_REQUIRE(p.qkv_row_stride >= (p.num_heads + 2 * c.num_kv_heads) * c.head_dim, kOp);
-  PAGODA_KERNEL_REQUIRE((p.num_heads + c.num_kv_heads) * c.head_dim <= 0x7fffffff, kOp);
+  PAGODA_KERNEL_REQUIRE((p.num_heads + 2 * c.num_kv_heads) * c.head_dim * kMaxTokensPerCta <=
+                            0x7fffffff,
+                        kOp);
   if (p.num_tokens == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(p.qkv != nullptr && p.positions != nullptr && p.slot_mapping != nullptr &&
                             p.inv_freq != nullptr && c.k != nullptr && c.v != nullptr,
                         kOp);
+  // Several tokens per CTA only once there are enough CTAs to fill an H100 (132 SMs x 16
+  // resident CTAs of 128 threads) about twice: it shares the prologue (positions, slots,
+  // sincos, barrier) between tokens; below that, more CTAs hide latency better.
+  const int tokens_per_cta =
+      static_cast<int>(std::clamp<std::int64_t>(p.num_tokens / 4096, 1, kMaxTokensPerCta));
+  const auto grid = static_cast<unsigned>((p.num_tokens + tokens_per_cta - 1) / tokens_per_cta);
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
-    rope_kv_cache_kernel<T><<<static_cast<unsigned>(p.num_tokens), kThreads, 0, stream>>>(
-        static_cast<T*>(p.qkv), p.qkv_row_stride, p.positions, p.slot_mapping, p.inv_freq,
-        static_cast<T*>(c.k), static_cast<T*>(c.v), static_cast<int>(p.num_heads),
-        static_cast<int>(c.num_kv_heads), static_cast<int>(c.head_dim), c.block_size,
-        p.style == RopeStyle::kRotateHalf);
-    return cuda::check_launch("rope_kv_cache_kernel");
+    const RopeArgs<T> args{.qkv = static_cast<T*>(p.qkv),
+                           .qkv_row_stride = p.qkv_row_stride,
+                           .positions = p.positions,
+                           .slot_mapping = p.slot_mapping,
+                           .inv_freq = p.inv_freq,
+                           .k_cache = static_cast<T*>(c.k),
+                           .v_cache = static_cast<T*>(c.v),
+                           .block_size = c.block_size,
+                           .num_tokens = static_cast<int>(p.num_tokens),
+                           .num_heads = static_cast<int>(p.num_heads),
+                           .num_kv_heads = static_cast<int>(c.num_kv_heads),
+                           .head_dim = static_cast<int>(c.head_dim),
+                           .tokens_per_cta = tokens_per_cta};
+    // 16-byte accesses need every row, head and rotate-half partner on a 16-byte boundary.
+    constexpr std::int64_t kPack = Pack<T>::kSize;
+    const bool rotate_half = p.style == RopeStyle::kRotateHalf;
+    const bool vector = is_aligned16(p.qkv) && is_aligned16(c.k) && is_aligned16(c.v) &&
+                        p.qkv_row_stride % kPack == 0 &&
+                        (rotate_half ? c.head_dim / 2 : c.head_dim) % kPack == 0;
+    return rotate_half ? launch_style<T, true>(args, vector, grid, stream)
+                       : launch_style<T, false>(args, vector, grid, stream);
   });
 }
 

@@ -149,33 +149,46 @@ struct RopeCase {
   std::int64_t num_kv_heads;
   std::int64_t block_size;
   kernels::RopeStyle style;
+  std::int64_t tokens = 19;
+  std::int64_t extra_columns = 0;  // qkv_row_stride beyond the q, k and v heads
 };
 
 // The new q is rotated in place; the rotated k and the v of each token land at its slot in the
 // per-head page layout; padding tokens (slot -1) and unused slots are left untouched.
+// Besides the 16-byte path (bf16/f16 8 elements, f32 4) the cases reach the element-wise
+// fallback (d 12: a rotate-half partner off a 16-byte boundary; d 20 bf16/f16 adjacent pairs; an
+// odd row stride) and, from 8192 tokens on, CTAs of 2 and 4 tokens with a partial last CTA.
 TEST(GpuRopeKvCache, MatchesCpuRopeAndWritesOnlyMappedSlots) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(4);
   const RopeCase cases[] = {{64, 8, 8, 16, kernels::RopeStyle::kRotateHalf},
                             {128, 32, 8, 16, kernels::RopeStyle::kAdjacentPairs},
                             {128, 28, 4, 64, kernels::RopeStyle::kRotateHalf},
-                            {64, 8, 1, 64, kernels::RopeStyle::kAdjacentPairs}};
+                            {64, 8, 1, 64, kernels::RopeStyle::kAdjacentPairs},
+                            {12, 3, 1, 16, kernels::RopeStyle::kRotateHalf},
+                            {20, 2, 2, 8, kernels::RopeStyle::kAdjacentPairs},
+                            {64, 4, 2, 16, kernels::RopeStyle::kRotateHalf, 19, 3},
+                            {64, 4, 2, 16, kernels::RopeStyle::kAdjacentPairs, 19, 1},
+                            {64, 4, 2, 16, kernels::RopeStyle::kRotateHalf, 8195},
+                            {32, 2, 1, 64, kernels::RopeStyle::kAdjacentPairs, 16387}};
   for (ScalarType type : gpu_test::kAllTypes) {
     for (const RopeCase& rc : cases) {
-      const std::int64_t tokens = 19;
-      const std::int64_t num_blocks = 5;
+      const std::int64_t tokens = rc.tokens;
+      const std::int64_t num_blocks = (tokens + tokens / 4) / rc.block_size + 2;
       const std::int64_t d = rc.head_dim;
-      const std::int64_t stride = (rc.num_heads + 2 * rc.num_kv_heads) * d;
+      const std::int64_t stride = (rc.num_heads + 2 * rc.num_kv_heads) * d + rc.extra_columns;
       const auto qkv = gpu_test::round_to(
           gpu_test::random_vector(static_cast<std::size_t>(tokens * stride), rng), type);
+      // Positions up to 16k: large angles test sincosf's range reduction.
       std::vector<std::int32_t> positions(tokens);
-      for (auto& p : positions) p = static_cast<std::int32_t>(rng() % 4097);
+      for (auto& p : positions) p = static_cast<std::int32_t>(rng() % 16385);
       std::vector<std::int64_t> slots(static_cast<std::size_t>(num_blocks * rc.block_size));
       std::iota(slots.begin(), slots.end(), 0);
       std::shuffle(slots.begin(), slots.end(), rng);
       slots.resize(tokens);
       slots[3] = -1;  // padding rows store nothing
       slots[11] = -1;
+      for (std::int64_t t = 50; t < tokens; t += 97) slots[t] = -1;  // inside multi-token CTAs
       const std::vector<float> inv_freq = cpu::rope_inv_freq(d, 500000.0, cpu::RopeScaling{});
 
       DeviceArray d_qkv(qkv, type);
@@ -219,7 +232,8 @@ TEST(GpuRopeKvCache, MatchesCpuRopeAndWritesOnlyMappedSlots) {
           positions.data(), tokens, q.data(), rc.num_heads, k.data(), rc.num_kv_heads, d);
       const std::string what = std::string(gpu_test::name_of(type)) + " d " + std::to_string(d) +
                                " heads " + std::to_string(rc.num_heads) + "/" +
-                               std::to_string(rc.num_kv_heads);
+                               std::to_string(rc.num_kv_heads) + " tokens " +
+                               std::to_string(tokens) + " stride " + std::to_string(stride);
       const std::vector<float> got_qkv = d_qkv.download();
       std::vector<float> got_q(q.size());
       for (std::int64_t t = 0; t < tokens; ++t) {
@@ -228,6 +242,14 @@ TEST(GpuRopeKvCache, MatchesCpuRopeAndWritesOnlyMappedSlots) {
       }
       // sincosf vs std::cos/sin differ by an ulp or two in fp32.
       gpu_test::expect_close(got_q, q, tolerance(type) + 1e-6, what + " q");
+      std::size_t changed = 0;  // k, v and the extra columns stay as they were in qkv
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        for (std::int64_t e = rc.num_heads * d; e < stride; ++e) {
+          const auto idx = static_cast<std::size_t>(t * stride + e);
+          if (got_qkv[idx] != qkv[idx]) ++changed;
+        }
+      }
+      EXPECT_EQ(changed, 0u) << what << ": qkv changed outside q";
 
       const std::vector<float> got_k = d_k.download();
       const std::vector<float> got_v = d_v.download();
