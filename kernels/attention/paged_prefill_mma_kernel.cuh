@@ -97,6 +97,16 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
   }
 }
 
+/// 2^x with one MUFU.EX2: exp2f adds a denormal-range rescale around it, several instructions per
+/// score in the softmax that no tensor instruction overlaps within the warp. Results below 2^-126
+/// flush to zero, which P (rounded to bf16/f16 next) and the row sums never notice;
+/// ex2(-inf) = +0 keeps masked scores and the first tile's correction exact.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /// Two floats as one register of T pairs (low half = first).
 template <typename T>
 __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
@@ -188,18 +198,44 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
       static_cast<std::int64_t>(kv_head) * block_size * kHeadDim + (tid % kChunks) * 8;
   const T* k_src = k_cache + ld_col;
   const T* v_src = v_cache + ld_col;
-  auto load_kv = [&](int key_tile, int stage) {
+  // The page of every row first, then all table loads, then the copies: a row at a time (as
+  // the division branch made the compiler emit it) put one dependent table load per row, eight
+  // in series, in front of each tile's copies. Power-of-two pages (the usual 16 or 64) take the
+  // shift; the choice is uniform, made once per tile outside the unrolled rows.
+  constexpr int kRowsPerThread = kBlockN / kRowsPerPass;
+  auto load_rows = [&](auto pow2_pages, int key_tile, int stage) {
+    int position[kRowsPerThread];
+    int page[kRowsPerThread];
 #pragma unroll
-    for (int i = 0; i < kBlockN / kRowsPerPass; ++i) {
-      const int position = key_tile * kBlockN + ld_row + i * kRowsPerPass;
-      const bool valid = position < key_end;
-      // Power-of-two pages (the usual 16 or 64) avoid an integer division per row.
-      const int page = block_shift >= 0 ? position >> block_shift : position / block_size;
-      const int in_page = position - page * block_size;
-      const std::int64_t offset = valid ? table[page] * block_stride + in_page * kHeadDim : 0;
+    for (int i = 0; i < kRowsPerThread; ++i) {
+      position[i] = key_tile * kBlockN + ld_row + i * kRowsPerPass;
+      if constexpr (decltype(pow2_pages)::value) {
+        page[i] = position[i] >> block_shift;
+      } else {
+        page[i] = position[i] / block_size;
+      }
+    }
+    std::int32_t entry[kRowsPerThread];
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i) {
+      // Rows past key_end read the sequence's first entry (always there) and copy nothing.
+      entry[i] = table[position[i] < key_end ? page[i] : 0];
+    }
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i) {
+      const bool valid = position[i] < key_end;
+      const int in_page = position[i] - page[i] * block_size;
+      const std::int64_t offset = valid ? entry[i] * block_stride + in_page * kHeadDim : 0;
       const std::uint32_t dst = stage * kKvTileBytes + ld_dst + i * kRowsPerPass * kHeadDim * 2;
       cp_async_16(k_smem + dst, k_src + offset, valid);
       cp_async_16(v_smem + dst, v_src + offset, valid);
+    }
+  };
+  auto load_kv = [&](int key_tile, int stage) {
+    if (block_shift >= 0) {
+      load_rows(std::true_type{}, key_tile, stage);
+    } else {
+      load_rows(std::false_type{}, key_tile, stage);
     }
   };
   load_kv(0, 0);
@@ -241,6 +277,15 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   const int k_chunk = (lane / 8) % 2;
   const int v_row = (lane % 8) + ((lane / 8) % 2) * 8;
   const int v_chunk = lane / 16;
+  // In-loop fragment addresses: with chunk = c0 + 2k (c0 in {0, 1}) and the row's low 3 bits
+  // fixed per lane, swizzled(row, c0 + 2k) == swizzled(row, c0) ^ (k << 5): one XOR with an
+  // immediate per ldmatrix. Left to itself the compiler hoisted one full address per k-step out
+  // of the tile loop (16+ registers at d128) and spilled them at the 168-register cap.
+  // Row steps of 16 (np, kp, mt) only add multiples of 16 rows, above the swizzled bits.
+  constexpr std::uint32_t kRowBytes = kHeadDim * 2;
+  const std::uint32_t k_lane = swizzled<kHeadDim>(k_row, k_chunk);
+  const std::uint32_t v_lane = swizzled<kHeadDim>(v_row, v_chunk);
+  std::uint32_t q_lane = swizzled<kHeadDim>(warp_row0 + a_row, a_chunk);
 
   for (int j = 0; j < num_key_tiles; ++j) {
     const int stage = j & 1;
@@ -252,8 +297,11 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
       cp_async_wait<0>();
     }
     __syncthreads();
-    const std::uint32_t k_tile = k_smem + stage * kKvTileBytes;
-    const std::uint32_t v_tile = v_smem + stage * kKvTileBytes;
+    // Offsets within the K (V) area, stage included: the stage's 16 KB step sits above the
+    // XORed bits, and a loop-variant base keeps the per-k addresses inside the loop.
+    const std::uint32_t k_stage_lane = stage * kKvTileBytes + k_lane;
+    const std::uint32_t v_stage_lane = stage * kKvTileBytes + v_lane;
+    if constexpr (!kQInRegisters) asm volatile("" : "+r"(q_lane));  // same, for Q
 
     float s[kMTiles][kNTiles][4];
 #pragma unroll
@@ -274,13 +322,13 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
           for (int i = 0; i < 4; ++i) a[mt][i] = q_frag[kk][i];
         } else {
           ldmatrix_x4(a[mt],
-                      q_smem + swizzled<kHeadDim>(warp_row0 + mt * 16 + a_row, kk * 2 + a_chunk));
+                      q_smem + (q_lane ^ (kk << 5)) + mt * 16 * kRowBytes);
         }
       }
 #pragma unroll
       for (int np = 0; np < kNTiles / 2; ++np) {
         std::uint32_t b[4];
-        ldmatrix_x4(b, k_tile + swizzled<kHeadDim>(np * 16 + k_row, kk * 2 + k_chunk));
+        ldmatrix_x4(b, k_smem + (k_stage_lane ^ (kk << 5)) + np * 16 * kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           mma_16816<T>(s[mt][2 * np], a[mt], b[0], b[1]);
@@ -323,7 +371,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
         }
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const float correction = exp2f((m[mt][h] - tile_max) * scale_log2);
+        const float correction = fast_exp2((m[mt][h] - tile_max) * scale_log2);
         m[mt][h] = tile_max;
         const float max_scaled = tile_max * scale_log2;
         float sum = 0.0f;
@@ -331,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
         for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            const float e = exp2f(fmaf(s[mt][nt][2 * h + i], scale_log2, -max_scaled));
+            const float e = fast_exp2(fmaf(s[mt][nt][2 * h + i], scale_log2, -max_scaled));
             s[mt][nt][2 * h + i] = e;
             sum += e;
           }
@@ -358,7 +406,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
 #pragma unroll
       for (int dp = 0; dp < kDTiles / 2; ++dp) {
         std::uint32_t b[4];
-        ldmatrix_x4_trans(b, v_tile + swizzled<kHeadDim>(kp * 16 + v_row, dp * 2 + v_chunk));
+        ldmatrix_x4_trans(b, v_smem + (v_stage_lane ^ (dp << 5)) + kp * 16 * kRowBytes);
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           mma_16816<T>(o[mt][2 * dp], p[mt][kp], b[0], b[1]);

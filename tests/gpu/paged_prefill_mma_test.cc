@@ -3,7 +3,7 @@
 // fresh random q/K/V with shuffled block tables and NaN-poisoned outputs, at the awkward sizes:
 // query lengths 1, 15, 16, 17, 63, 64, 65, 511, 513, mixed lengths in one batch, cached prefixes
 // (chunked prefill and prefix hits: a chunk's queries start after cached keys, at offsets that
-// are and are not multiples of the 64-key tile), page sizes 16, 64 and 24 (not a power of two),
+// are and are not multiples of the 64-key tile), page sizes 8, 16, 64 and 24 (not a power of two),
 // GQA ratios 1, 4 and 8, head dims 64 and 128, bf16 and f16. Each sequence is compared on its
 // own, so a wrong short sequence cannot hide behind a long one.
 //
@@ -45,6 +45,8 @@ TEST(GpuPagedPrefillMma, MatchesCpuOracleAndReferenceKernel) {
       {{{130, 1000}, {1, 77}}, 64, 4, 4, 64},
       {{{64, 4097}}, 128, 8, 1, 16},             // a late chunk of a long prompt (chunked prefill)
       {{{200, 333}, {31, 50}}, 128, 16, 2, 24},  // page size not a power of two
+      {{{70, 90}, {129, 129}}, 64, 4, 2, 24},    // the same at d64
+      {{{65, 130}, {7, 7}}, 128, 8, 8, 8},       // pages smaller than a copy pass (8 rows)
   };
   for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
     const double u = gpu_test::unit_roundoff(type);
