@@ -303,6 +303,7 @@ Status DeviceSampler::end_step(cudaStream_t stream) {
   PAGODA_CUDA_RETURN_IF_ERROR(cudaEventRecord(step.done, stream));
   step.d2h_bytes = static_cast<std::int64_t>(bytes) +
                    step.num_returned * vocab * static_cast<std::int64_t>(sizeof(float));
+  last_step_rows_ = step.num_rows;
   current_ = (current_ + 1) % kHostSteps;
   ++in_flight_;
   return Status::ok_status();

@@ -81,6 +81,8 @@ class DeviceSampler {
   /// sample_chunk overwrites them (stream order): what an overlapped next step reads its
   /// not-yet-known input tokens from.
   const std::int32_t* last_tokens_device() const { return output_device_.as<std::int32_t>(); }
+  /// Rows of the last ended step (0 before any).
+  std::int64_t last_step_rows() const { return last_step_rows_; }
 
   /// Bytes the last step copied device-to-host: ids, logprobs and returned rows.
   std::int64_t last_step_d2h_bytes() const { return last_step_d2h_bytes_; }
@@ -124,6 +126,7 @@ class DeviceSampler {
   int current_ = 0;                   // the step begin_step packs
   int in_flight_ = 0;                 // ended, not collected: steps_[current_ - in_flight_ ...]
   std::int64_t last_step_d2h_bytes_ = 0;
+  std::int64_t last_step_rows_ = 0;
 };
 
 }  // namespace pagoda::kernels

@@ -453,6 +453,27 @@ Status CudaModelExecutor::execute(const ForwardBatch& batch, const SamplingBatch
   return collect(out);
 }
 
+Status CudaModelExecutor::launch_step(const ForwardBatch& batch, const SamplingBatch& sampling) {
+  const auto& previous = batch.from_previous_step;
+  for (const PreviousToken& p : previous) {
+    if (p.token_row < 0 || p.token_row >= batch.num_tokens() || p.previous_row < 0 ||
+        p.previous_row >= sampler_.last_step_rows()) {
+      return invalid_argument("launch_step: token row " + std::to_string(p.token_row) +
+                              " takes row " + std::to_string(p.previous_row) +
+                              " of the previous step, which sampled " +
+                              std::to_string(sampler_.last_step_rows()) + " rows");
+    }
+  }
+  // PreviousToken is two int32s (forward_batch.h asserts it): the gather kernel's pairs.
+  const std::span<const std::int32_t> pairs(reinterpret_cast<const std::int32_t*>(previous.data()),
+                                            2 * previous.size());
+  return launch(batch, sampling, pairs);
+}
+
+Status CudaModelExecutor::collect_step(StepOutput& out) {
+  return collect(out);
+}
+
 // The step: the sampling rows go up first (so a bad row fails before any work), then the
 // forward pass, then per LM-head chunk the sampler, then the copy of the results back; nothing
 // waits for the device, so the host can plan the next step while this one runs.

@@ -75,6 +75,12 @@ class CudaModelExecutor final : public ModelExecutor {
   void accept_tokens(std::int32_t slot, std::span<const std::int32_t> tokens) override;
   Status execute(const ForwardBatch& batch, const SamplingBatch& sampling,
                  StepOutput& out) override;
+  /// Issues the whole step (metadata, forward pass, sampling, the copy of its results into
+  /// pinned memory) without waiting; rows in batch.from_previous_step get their ids on the
+  /// device from the previous launched step's sampled tokens.
+  Status launch_step(const ForwardBatch& batch, const SamplingBatch& sampling) override;
+  /// Waits for the oldest launched step and unpacks its results.
+  Status collect_step(StepOutput& out) override;
 
   /// Bytes the last execute() copied from the device to the host: token ids, the asked-for
   /// logprobs and the raw rows of return_logits rows (forward() copies every row's logits).

@@ -374,6 +374,104 @@ TEST(GpuCudaModelExecutor, GraphReplayMatchesEagerBf16) {
   graph_against_eager(ScalarType::kBF16);
 }
 
+// Overlapped steps: step N+1 launched (its inputs named by from_previous_step, taken from step
+// N's samples on the device) before step N is collected gives, step for step, the tokens of
+// execute() fed the host's tokens, for greedy and seeded sampled rows with penalties (the
+// device's penalty counts must see every sampled token in order), through graphs and eager.
+TEST(GpuCudaModelExecutor, OverlappedStepsMatchExecute) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  const auto model = make_model(false, ScalarType::kBF16, 13u);
+  const ModelConfig& c = model->config;
+  const std::int64_t block_size = 16, max_blocks = 8, num_seqs = 3;
+  const models::CudaExecutorOptions options{.dtype = ScalarType::kBF16,
+                                            .max_num_batched_tokens = 128,
+                                            .max_num_seqs = 4,
+                                            .max_model_len = max_blocks * block_size};
+  auto a = models::CudaModelExecutor::create_from_weights(c, model->weights, options);
+  auto b = models::CudaModelExecutor::create_from_weights(c, model->weights, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (auto* e : {&*a, &*b}) {
+    ASSERT_TRUE((*e)->allocate_kv_cache(num_seqs * max_blocks, block_size).ok());
+    SlotSamplingConfig penalized;
+    penalized.presence_penalty = 0.5f;
+    penalized.repetition_penalty = 1.2f;
+    for (std::int32_t slot = 0; slot < num_seqs; ++slot) {
+      ASSERT_TRUE(
+          (*e)->open_sampling_slot(slot, slot == 1 ? penalized : SlotSamplingConfig{}).ok());
+    }
+  }
+  const auto rows_for = [&](int step, std::size_t n) {
+    SamplingBatch sampling;
+    for (std::size_t s = 0; s < n; ++s) {
+      sampling.rows.push_back({.slot = static_cast<std::int32_t>(s),
+                               .temperature = s == 0 ? 0.0f : 0.8f,
+                               .top_k = s == 2 ? 20 : 0,
+                               .seed = 100 + s,
+                               .position = step});
+    }
+    return sampling;
+  };
+  std::vector<SequenceState> seqs_a(num_seqs), seqs_b(num_seqs);
+  for (std::int64_t s = 0; s < num_seqs; ++s) {
+    for (std::int64_t j = 0; j < max_blocks; ++j)
+      seqs_a[s].blocks.push_back(static_cast<std::int32_t>(s * max_blocks + j));
+  }
+  seqs_b = seqs_a;
+  std::mt19937 rng(21);
+  std::vector<std::vector<std::int32_t>> prompts(num_seqs);
+  for (std::int64_t s = 0; s < num_seqs; ++s) {
+    prompts[s].resize(5 + 7 * s);
+    for (auto& t : prompts[s]) t = static_cast<std::int32_t>(rng() % c.vocab_size);
+  }
+  // Step 0: the prompts, through execute() on both.
+  StepOutput out_a, out_b;
+  ASSERT_TRUE(
+      (*a)->execute(make_batch(seqs_a, prompts, block_size, max_blocks), rows_for(0, 3), out_a)
+          .ok());
+  ASSERT_TRUE(
+      (*b)->execute(make_batch(seqs_b, prompts, block_size, max_blocks), rows_for(0, 3), out_b)
+          .ok());
+  ASSERT_EQ(out_a.token_ids, out_b.token_ids);
+  const int steps = 8;
+  std::vector<std::vector<std::int32_t>> want(steps + 1), got(steps + 1);
+  want[0] = out_a.token_ids;
+  got[0] = out_b.token_ids;
+  // A: one step at a time, fed its own tokens.
+  for (int step = 1; step <= steps; ++step) {
+    std::vector<std::vector<std::int32_t>> tokens(num_seqs);
+    for (std::int64_t s = 0; s < num_seqs; ++s) tokens[s] = {want[step - 1][s]};
+    ASSERT_TRUE(
+        (*a)->execute(make_batch(seqs_a, tokens, block_size, max_blocks), rows_for(step, 3), out_a)
+            .ok());
+    want[step] = out_a.token_ids;
+  }
+  // B: launch step N+1 before collecting step N; its inputs are in flight.
+  const auto launch = [&](int step) {
+    std::vector<std::vector<std::int32_t>> tokens(num_seqs, {ForwardBatch::kTokenInFlight});
+    ForwardBatch batch = make_batch(seqs_b, tokens, block_size, max_blocks);
+    for (std::int32_t s = 0; s < num_seqs; ++s) batch.from_previous_step.push_back({s, s});
+    const Status st = (*b)->launch_step(batch, rows_for(step, 3));
+    EXPECT_TRUE(st.ok()) << "step " << step << ": " << st.to_string();
+  };
+  launch(1);
+  for (int step = 2; step <= steps; ++step) {
+    launch(step);
+    ASSERT_TRUE((*b)->collect_step(out_b).ok());
+    got[step - 1] = out_b.token_ids;
+  }
+  ASSERT_TRUE((*b)->collect_step(out_b).ok());
+  got[steps] = out_b.token_ids;
+  EXPECT_EQ((*b)->collect_step(out_b).code(), StatusCode::kFailedPrecondition);
+  for (int step = 0; step <= steps; ++step) {
+    EXPECT_EQ(got[step], want[step]) << "step " << step;
+  }
+  // A previous row past the previous step's rows is refused before anything runs.
+  std::vector<std::vector<std::int32_t>> tokens(num_seqs, {ForwardBatch::kTokenInFlight});
+  ForwardBatch bad = make_batch(seqs_b, tokens, block_size, max_blocks);
+  bad.from_previous_step.push_back({0, 3});
+  EXPECT_EQ((*b)->launch_step(bad, rows_for(steps + 1, 3)).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(GpuCudaModelExecutor, GraphSizesPadLikeVllm) {
   using models::CudaModelExecutor;
   EXPECT_EQ(CudaModelExecutor::decode_graph_sizes(1), (std::vector<std::int64_t>{1}));
