@@ -237,7 +237,9 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
   bench->require_subcommand(1);
   CLI::App* sub =
       bench->add_subcommand("offline", "Throughput of N prompts submitted at once (GPU or CPU)");
-  sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
+  sub->add_option("model", model,
+                  "A .gguf file or a Hugging Face model folder (default model); with "
+                  "--load-format dummy also a config.json file");
   sub->add_option("--num-prompts", num_prompts, "Prompts submitted at once")->capture_default_str();
   sub->add_option("--input-len", input_len, "Prompt tokens")->capture_default_str();
   sub->add_option("--output-len", output_len, "Generated tokens (EOS ignored)")
@@ -262,6 +264,7 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"random", "grounded"}))
       ->capture_default_str();
   device.add_to(*sub);
+  load.add_to(*sub);
   speculative.add_to(*sub);
   quantization.add_to(*sub);
   trace.add_to(*sub);
@@ -284,6 +287,15 @@ int BenchCommand::run(const char* argv0) const {
   options.model_path = *path;
   options.executor.num_threads = threads;
   if (Status s = device.apply(quantization, options.executor); !s.ok()) return report_error(s);
+  if (Status s = load.apply(options.executor); !s.ok()) return report_error(s);
+  engine::StartupReport startup;
+  const auto load_start = std::chrono::steady_clock::now();
+  auto loaded = load.open(*path, options.executor.load_format);
+  if (!loaded.ok()) return report_error(loaded.status());
+  startup.add("tokenizer",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  options.files = loaded->files;
+  options.tokenizer = loaded->tokenizer;
   options.engine.scheduler.max_num_seqs = max_num_seqs;
   options.engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
   // Each round draws its own prompts (seed + 1000 per round), so a later round does not hit the
@@ -292,11 +304,13 @@ int BenchCommand::run(const char* argv0) const {
   std::int64_t longest = input_len;
   for (std::int64_t r = 0; r < rounds; ++r) {
     const std::uint64_t s = seed + 1000 * static_cast<std::uint64_t>(r);
-    auto batch = workload == "grounded" ? grounded_prompts(*path, num_prompts, s)
-                                        : random_prompts(num_prompts, input_len, s);
+    auto batch = workload == "grounded"
+                     ? grounded_prompts(*loaded->tokenizer_files, *loaded->tokenizer, num_prompts, s)
+                     : random_prompts(num_prompts, input_len, s);
     if (!batch.ok()) return report_error(batch.status());
-    auto single = workload == "grounded" ? grounded_prompts(*path, 1, s + 2)
-                                         : random_prompts(1, input_len, s + 2);
+    auto single = workload == "grounded"
+                      ? grounded_prompts(*loaded->tokenizer_files, *loaded->tokenizer, 1, s + 2)
+                      : random_prompts(1, input_len, s + 2);
     if (!single.ok()) return report_error(single.status());
     for (const auto& p : *batch) longest = std::max<std::int64_t>(longest, std::ssize(p));
     for (const auto& p : *single) longest = std::max<std::int64_t>(longest, std::ssize(p));
@@ -308,12 +322,22 @@ int BenchCommand::run(const char* argv0) const {
   options.engine.kv_cache_memory_bytes = kv_cache_memory;
   if (Status s = trace.apply(options.engine); !s.ok()) return report_error(s);
   if (Status s = speculative.apply(options.engine); !s.ok()) return report_error(s);
+  // With speculation on a GPU two engines share the device: the first takes half of
+  // --gpu-memory-utilization, and the baseline's profiling pass, which counts the first as
+  // held, gets the other half.
+  const double utilization = options.executor.gpu_memory_utilization;
+  if (speculative.enabled()) options.executor.gpu_memory_utilization = utilization / 2;
+  options.startup = &startup;
   auto client = engine::open_engine(options);
   if (!client.ok()) return report_error(client.status());
+  std::fprintf(stderr, "%s\n", startup.summary().c_str());
+  if (startup.graphs) std::fprintf(stderr, "%s\n", startup.graphs_summary().c_str());
   // With speculation, the baseline is the same engine without it, run beside it.
   std::unique_ptr<engine::EngineClient> baseline;
   if (speculative.enabled()) {
     engine::EngineOptions plain = options;
+    plain.startup = nullptr;
+    plain.executor.gpu_memory_utilization = utilization;
     plain.engine.speculative.reset();
     plain.engine.trace_sink = nullptr;
     auto opened = engine::open_engine(std::move(plain));

@@ -47,12 +47,12 @@ std::vector<std::vector<std::int32_t>> random_prompts(std::int64_t num_prompts,
   return prompts;
 }
 
-StatusOr<std::vector<std::vector<std::int32_t>>> grounded_prompts(const std::string& model_path,
+StatusOr<std::vector<std::vector<std::int32_t>>> grounded_prompts(const ModelFiles& tokenizer_files,
+                                                                  const Tokenizer& tokenizer,
                                                                   std::int64_t num_prompts,
                                                                   std::uint64_t seed) {
-  PAGODA_ASSIGN_OR_RETURN(ModelFiles files, open_model_files(model_path));
-  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, load_model_tokenizer(files));
-  PAGODA_ASSIGN_OR_RETURN(ChatTemplate chat_template, load_model_chat_template(files, ""));
+  PAGODA_ASSIGN_OR_RETURN(ChatTemplate chat_template,
+                          load_model_chat_template(tokenizer_files, ""));
   std::vector<std::vector<std::int32_t>> prompts;
   for (std::int64_t i = 0; i < num_prompts; ++i) {
     const char* passage = kPassages[(seed + static_cast<std::uint64_t>(i)) % kPassages.size()];
@@ -62,16 +62,16 @@ StatusOr<std::vector<std::vector<std::int32_t>>> grounded_prompts(const std::str
          {"content",
           std::string("Repeat the following text exactly, word for word:\n\n") + passage}});
     inputs.add_generation_prompt = true;
-    if (auto bos = tokenizer->bos_id()) {
-      inputs.bos_token = tokenizer->token_to_piece(*bos).value_or("");
+    if (auto bos = tokenizer.bos_id()) {
+      inputs.bos_token = tokenizer.token_to_piece(*bos).value_or("");
     }
-    if (auto eos = tokenizer->eos_id()) {
-      inputs.eos_token = tokenizer->token_to_piece(*eos).value_or("");
+    if (auto eos = tokenizer.eos_id()) {
+      inputs.eos_token = tokenizer.token_to_piece(*eos).value_or("");
     }
     PAGODA_ASSIGN_OR_RETURN(std::string text, chat_template.render(inputs));
     // The template writes any BOS itself.
     prompts.push_back(
-        tokenizer->encode(text, {.add_special_tokens = false, .parse_special = true}));
+        tokenizer.encode(text, {.add_special_tokens = false, .parse_special = true}));
   }
   return prompts;
 }

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "model/model_files.h"
 #include "pagoda/status.h"
+#include "pagoda/tokenizer.h"
 
 namespace pagoda::cli {
 
@@ -16,10 +18,11 @@ namespace pagoda::cli {
 std::vector<std::vector<std::int32_t>> random_prompts(std::int64_t num_prompts,
                                                       std::int64_t input_len, std::uint64_t seed);
 
-/// `num_prompts` chat prompts for the model at `model_path`, each asking it to repeat one of a
-/// few built-in passages (cycled from `seed`), rendered with the model's chat template and
-/// tokenized. NOT_FOUND / INVALID_ARGUMENT when the model has no tokenizer or chat template.
-StatusOr<std::vector<std::vector<std::int32_t>>> grounded_prompts(const std::string& model_path,
+/// `num_prompts` chat prompts, each asking the model to repeat one of a few built-in passages
+/// (cycled from `seed`), rendered with the chat template of `tokenizer_files` and tokenized
+/// with `tokenizer`. NOT_FOUND / INVALID_ARGUMENT when there is no usable chat template.
+StatusOr<std::vector<std::vector<std::int32_t>>> grounded_prompts(const ModelFiles& tokenizer_files,
+                                                                  const Tokenizer& tokenizer,
                                                                   std::int64_t num_prompts,
                                                                   std::uint64_t seed);
 

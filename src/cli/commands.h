@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/device_options.h"
+#include "cli/load_options.h"
 #include "cli/quantization_options.h"
 #include "cli/speculative_options.h"
 #include "cli/trace_options.h"
@@ -73,7 +74,8 @@ struct GenerateCommand {
   std::int64_t block_size = 16;
   std::int64_t max_model_len = 0;
   DeviceOptions device;
-  /// Given: the engine runs the one sequence, with speculative decoding (CPU only so far).
+  LoadOptions load;
+  /// Given: the engine runs the one sequence, with speculative decoding.
   SpeculativeOptions speculative;
   QuantizationOptions quantization;
   CLI::App* add_to(CLI::App& app);
@@ -99,6 +101,7 @@ struct BenchCommand {
   /// the answer copies its input (n-gram speculation's case).
   std::string workload = "random";
   DeviceOptions device;
+  LoadOptions load;
   QuantizationOptions quantization;
   TraceOptions trace;
   SpeculativeOptions speculative;
@@ -148,6 +151,7 @@ struct ServeCommand {
   double shutdown_grace_seconds = 30;
   bool disable_log_requests = false;
   DeviceOptions device;
+  LoadOptions load;
   QuantizationOptions quantization;
   TraceOptions trace;
   ReasoningOptions reasoning;

@@ -26,6 +26,9 @@ void DeviceOptions::add_to(CLI::App& app) {
                  "Share of GPU memory Pagoda may use, weights and KV cache included; the KV cache "
                  "gets what the weights and a profiling pass leave")
       ->capture_default_str();
+  app.add_flag("--enforce-eager", enforce_eager,
+               "CUDA: no CUDA graphs, every decode step launches its kernels one by one (slower; "
+               "for debugging and comparison). Accepted on the CPU, where it changes nothing");
 }
 
 Status DeviceOptions::apply(const QuantizationOptions& quantization,
@@ -37,6 +40,7 @@ Status DeviceOptions::apply(const QuantizationOptions& quantization,
                             std::to_string(gpu_memory_utilization));
   }
   options.gpu_memory_utilization = gpu_memory_utilization;
+  options.enforce_eager = enforce_eager;
   if (options.device == engine::Device::kCuda && quantization.kv_cache_dtype != "auto") {
     // Checked here because for_cpu() would call fp8 a GPU feature, which CUDA lacks too so far.
     return unimplemented("--kv-cache-dtype " + quantization.kv_cache_dtype +

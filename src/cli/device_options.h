@@ -1,4 +1,4 @@
-// --device, --dtype and --gpu-memory-utilization: where `generate`, `serve` and `bench` run the
+// --device, --dtype, --gpu-memory-utilization and --enforce-eager: where `generate`, `serve` and `bench` run the
 // model (also PAGODA_DEVICE etc. and the YAML config's keys on serve, as every flag).
 #pragma once
 
@@ -16,6 +16,7 @@ struct DeviceOptions {
   std::string device;          ///< "cuda" or "cpu"; empty: cuda when a GPU is visible
   std::string dtype = "bf16";  ///< CUDA weights, activations and KV cache: bf16, f16 or f32
   double gpu_memory_utilization = 0.9;
+  bool enforce_eager = false;  ///< CUDA: no CUDA graphs; accepted and unused on the CPU
 
   /// Registers the flags on `app`.
   void add_to(CLI::App& app);

@@ -44,6 +44,7 @@ SamplingParams sampling_params(const GenerateCommand& cmd, const GenerationDefau
   return params;
 }
 
+// `files`: where the chat template comes from (the model's, or --tokenizer's).
 StatusOr<std::vector<std::int32_t>> prompt_ids(const GenerateCommand& cmd, const ModelFiles& files,
                                                const Tokenizer& tokenizer) {
   if (cmd.chat.empty()) return tokenizer.encode(cmd.prompt);
@@ -74,6 +75,7 @@ StatusOr<engine::OpenedExecutor> make_executor(const GenerateCommand& cmd,
                                                std::int64_t max_num_batched_tokens) {
   engine::ExecutorOptions options{.num_threads = cmd.threads};
   PAGODA_RETURN_IF_ERROR(cmd.device.apply(cmd.quantization, options));
+  PAGODA_RETURN_IF_ERROR(cmd.load.apply(options));
   return engine::open_executor(std::move(files), options,
                                {.max_num_batched_tokens = max_num_batched_tokens,
                                 .max_num_seqs = 1,
@@ -82,16 +84,18 @@ StatusOr<engine::OpenedExecutor> make_executor(const GenerateCommand& cmd,
 }
 
 // With --speculative-config the sequence runs through the engine, which owns speculative
-// decoding (on the CPU only so far: open_engine refuses it on CUDA); the text streams the same way
-// and stderr gets the same speed lines plus the drafts.
-int generate_with_engine(const GenerateCommand& cmd, const std::string& path,
+// decoding; the text streams the same way and stderr gets the same speed lines plus the drafts.
+int generate_with_engine(const GenerateCommand& cmd, const LoadedModel& model,
                          std::vector<std::int32_t> ids, const SamplingParams& params) {
   engine::EngineOptions options;
-  options.model_path = path;
+  options.model_path = model.files->path;
+  options.files = model.files;
+  options.tokenizer = model.tokenizer;
   options.executor.num_threads = cmd.threads;
   if (Status s = cmd.device.apply(cmd.quantization, options.executor); !s.ok()) {
     return report_error(s);
   }
+  if (Status s = cmd.load.apply(options.executor); !s.ok()) return report_error(s);
   options.engine.scheduler.max_model_len = cmd.max_model_len;
   options.engine.scheduler.max_num_seqs = 1;
   options.engine.cache.block_size = cmd.block_size;
@@ -138,7 +142,9 @@ int generate_with_engine(const GenerateCommand& cmd, const std::string& path,
 
 CLI::App* GenerateCommand::add_to(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt (GPU or CPU)");
-  sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
+  sub->add_option("model", model,
+                  "A .gguf file or a Hugging Face model folder (default model); with "
+                  "--load-format dummy also a config.json file");
   auto* prompt_option = sub->add_option("--prompt", prompt, "Raw prompt text (BOS added)");
   auto* chat_option =
       sub->add_option("--chat", chat, "A user message, rendered with the model's chat template");
@@ -160,6 +166,7 @@ CLI::App* GenerateCommand::add_to(CLI::App& app) {
   sub->add_option("--max-model-len", max_model_len,
                   "Longest sequence in tokens (default: the model's context length)");
   device.add_to(*sub);
+  load.add_to(*sub);
   quantization.add_to(*sub);
   speculative.add_to(*sub);
   return sub;
@@ -170,18 +177,22 @@ int GenerateCommand::run(const char* argv0) const {
     return report_error(invalid_argument("give --prompt or --chat"));
   if (max_tokens < 1) return report_error(invalid_argument("--max-tokens must be at least 1"));
   if (block_size < 1) return report_error(invalid_argument("--block-size must be at least 1"));
-  auto opened = open_model_and_tokenizer(model, argv0);
+  engine::ExecutorOptions load_flags;
+  if (Status s = load.apply(load_flags); !s.ok()) return report_error(s);
+  auto path = resolve_model_path(model, argv0);
+  if (!path.ok()) return report_error(path.status());
+  auto opened = load.open(*path, load_flags.load_format);
   if (!opened.ok()) return report_error(opened.status());
   const std::shared_ptr<const ModelFiles> files = opened->files;
-  Tokenizer& tokenizer = *opened->tokenizer;
-  auto ids = prompt_ids(*this, *files, tokenizer);
+  const Tokenizer& tokenizer = *opened->tokenizer;
+  auto ids = prompt_ids(*this, *opened->tokenizer_files, tokenizer);
   if (!ids.ok()) return report_error(ids.status());
   const SamplingParams params = sampling_params(*this, files->generation);
   if (Status s = params.validate(); !s.ok()) return report_error(s);
   const auto num_prompt = static_cast<std::int64_t>(ids->size());
   if (num_prompt == 0) return report_error(invalid_argument("the prompt has no tokens"));
   if (speculative.enabled())
-    return generate_with_engine(*this, files->path, std::move(*ids), params);
+    return generate_with_engine(*this, *opened, std::move(*ids), params);
 
   auto made = make_executor(*this, files, std::min(num_prompt, kMaxPrefillChunk));
   if (!made.ok()) return report_error(made.status());

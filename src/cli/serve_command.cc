@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -86,26 +87,29 @@ struct ModelLoader {
                   const engine::ExecutorOptions& executor) {
     const auto start = Clock::now();
     spdlog::info("loading {}: model files, tokenizer and chat template", path);
-    PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(path));
     // Opened once: the frontend and the engine share the files and the tokenizer.
-    const auto files = std::make_shared<const ModelFiles>(std::move(opened));
+    PAGODA_ASSIGN_OR_RETURN(LoadedModel loaded, cmd.load.open(path, executor.load_format));
+    const std::shared_ptr<const ModelFiles> files = loaded.files;
     architecture = files->config.architecture;
-    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> loaded, load_model_tokenizer(*files));
-    const std::shared_ptr<const Tokenizer> tokenizer = std::move(loaded);
+    const std::shared_ptr<const Tokenizer> tokenizer = loaded.tokenizer;
     std::optional<ChatTemplate> chat_template;
-    auto loaded_template = load_model_chat_template(*files, cmd.chat_template_path);
+    auto loaded_template = load_model_chat_template(*loaded.tokenizer_files, cmd.chat_template_path);
     if (loaded_template.ok()) {
       chat_template = std::move(*loaded_template);
-    } else if (!cmd.chat_template_path.empty() || files->chat_template) {
+    } else if (!cmd.chat_template_path.empty() || loaded.tokenizer_files->chat_template) {
       return loaded_template.status();  // a template that exists but does not compile
     } else {
-      spdlog::warn("{}: no chat template; /v1/chat/completions will answer 400", path);
+      spdlog::warn("{}: no chat template; /v1/chat/completions will answer 400",
+                   loaded.tokenizer_files->path);
     }
+    engine::StartupReport startup;
+    startup.add("tokenizer", seconds_since(start));
 
     spdlog::info("loading weights onto {} and allocating the KV cache",
                  cmd.device.label(executor.device));
     engine::EngineOptions options{
         .model_path = path, .files = files, .tokenizer = tokenizer, .executor = executor};
+    options.startup = &startup;
     engine::EngineConfig& config = options.engine;
     config.scheduler.max_model_len = cmd.max_model_len;
     config.scheduler.max_num_seqs = cmd.max_num_seqs;
@@ -124,7 +128,13 @@ struct ModelLoader {
         api::ServedModel model,
         api::make_served_model(served_names(cmd, path), path, tokenizer, std::move(chat_template),
                                resolved.scheduler.max_model_len, files->generation));
+    // Token ids in requests are checked against the model's vocabulary, which may be larger
+    // than the tokenizer's (--tokenizer, padded embeddings); ids the tokenizer lacks decode to "".
+    if (files->config.vocab_size > 0) model.vocab_size = files->config.vocab_size;
     if (resolved.reasoning) model.reasoning = resolved.reasoning_effort_budgets;
+    // Bare lines, so scripts can grep '^startup:' and '^cuda graphs:'.
+    std::fprintf(stderr, "%s\n", startup.summary().c_str());
+    if (startup.graphs) std::fprintf(stderr, "%s\n", startup.graphs_summary().c_str());
     spdlog::info(
         "model ready in {:.1f}s on {}: {} KV blocks of {} tokens ({} tokens, sized by {}), "
         "max_model_len {}, max_num_seqs {}",
@@ -198,7 +208,9 @@ void drain(server::HttpServer& server, GrpcServerHandle* grpc_server, engine::En
 CLI::App* ServeCommand::add_to(CLI::App& parent) {
   app = parent.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API (GPU or CPU)");
   CLI::App* sub = app;
-  sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
+  sub->add_option("model", model,
+                  "A .gguf file or a Hugging Face model folder (default model); with "
+                  "--load-format dummy also a config.json file");
   sub->add_option("--config", config_path,
                   "YAML file of flags (max-num-seqs: 8 or max_num_seqs: 8); flags override it");
   sub->add_option("--host", host, "Address to listen on")->capture_default_str();
@@ -249,6 +261,7 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
       ->capture_default_str();
   sub->add_flag("--disable-log-requests", disable_log_requests, "No log line per finished request");
   device.add_to(*sub);
+  load.add_to(*sub);
   quantization.add_to(*sub);
   trace.add_to(*sub);
   reasoning.add_to(*sub);
@@ -282,6 +295,10 @@ int ServeCommand::run(const char* argv0) {
   // once rather than after /health has answered.
   engine::ExecutorOptions executor{.num_threads = threads};
   if (Status s = device.apply(quantization, executor); !s.ok()) return report_error(s);
+  if (Status s = load.apply(executor); !s.ok()) return report_error(s);
+  if (!load.tokenizer.empty() && !std::filesystem::exists(load.tokenizer)) {
+    return report_error(not_found("--tokenizer " + load.tokenizer + ": no such file or folder"));
+  }
   auto path = resolve_model_path(model, argv0);
   if (!path.ok()) return report_error(path.status());
   std::error_code ec;

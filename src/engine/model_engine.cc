@@ -1,6 +1,7 @@
 #include "engine/model_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <utility>
 
@@ -15,6 +16,21 @@ namespace pagoda::engine {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// An executor with its weights, before any KV cache or profiling.
+struct LoadedExecutor {
+  std::unique_ptr<ModelExecutor> executor;
+#if PAGODA_HAVE_CUDA
+  models::CudaModelExecutor* cuda = nullptr;  // the same executor, when it runs on CUDA
+#endif
+  std::string description;
+};
+
 #if PAGODA_HAVE_CUDA
 // The prefill attention kernel puts sequences on grid.z.
 constexpr std::int64_t kMaxCudaSeqsPerStep = 65535;
@@ -25,7 +41,7 @@ std::string gib(std::int64_t bytes) {
   return text;
 }
 
-StatusOr<OpenedExecutor> open_cuda_executor(std::shared_ptr<const ModelFiles> files,
+StatusOr<LoadedExecutor> load_cuda_executor(std::shared_ptr<const ModelFiles> files,
                                             const ExecutorOptions& options,
                                             const ExecutorLimits& limits) {
   if (limits.max_num_seqs > kMaxCudaSeqsPerStep) {
@@ -35,50 +51,68 @@ StatusOr<OpenedExecutor> open_cuda_executor(std::shared_ptr<const ModelFiles> fi
   }
   // Every device buffer that a step indexes (activations, step metadata, split-K workspace) is
   // sized here for the engine's own limits, so no batch the scheduler forms can overflow one.
-  PAGODA_ASSIGN_OR_RETURN(
-      std::unique_ptr<models::CudaModelExecutor> executor,
-      models::CudaModelExecutor::create(std::move(files),
-                                        {.dtype = options.dtype,
-                                         .max_num_batched_tokens = limits.max_num_batched_tokens,
-                                         .max_num_seqs = limits.max_num_seqs,
-                                         .max_model_len = limits.max_model_len}));
-  OpenedExecutor out;
-  PAGODA_ASSIGN_OR_RETURN(
-      out.max_kv_blocks,
-      executor->profile_num_kv_blocks(options.gpu_memory_utilization, limits.block_size));
+  const models::CudaExecutorOptions cuda_options{
+      .dtype = options.dtype,
+      .max_num_batched_tokens = limits.max_num_batched_tokens,
+      .max_num_seqs = limits.max_num_seqs,
+      .max_model_len = limits.max_model_len,
+      .enforce_eager = options.enforce_eager};
+  std::unique_ptr<models::CudaModelExecutor> executor;
+  if (options.load_format == LoadFormat::kDummy) {
+    auto created =
+        models::CudaModelExecutor::create_dummy(files->config, cuda_options, kDummyWeightsSeed);
+    if (!created.ok()) {
+      return Status(created.status().code(), files->path + ": " + created.status().message());
+    }
+    executor = std::move(*created);
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(executor,
+                            models::CudaModelExecutor::create(std::move(files), cuda_options));
+  }
+  LoadedExecutor out;
+  out.cuda = executor.get();
   out.description = "cuda, " + std::string(cuda::scalar_type_name(options.dtype));
   out.executor = std::move(executor);
   return out;
 }
 
-// The GPU pool: everything the profiling pass found room for, or --kv-cache-memory within it.
+// The GPU pool: everything the profiling pass found room for, or --kv-cache-memory within it,
+// shared with the draft model's pool (model_engine.h has the rule).
 Status size_gpu_kv_pool(std::int64_t max_blocks, const ModelExecutor& executor,
-                        double gpu_memory_utilization, EngineConfig& config) {
+                        const models::CudaModelExecutor* draft, double gpu_memory_utilization,
+                        EngineConfig& config) {
   const std::int64_t block_size = config.cache.block_size;
   const std::int64_t per_block = executor.kv_cache_bytes_per_block(block_size);
-  std::int64_t blocks = max_blocks;
+  const std::int64_t draft_per_block =
+      draft != nullptr ? draft->kv_cache_bytes_per_block(block_size) : 0;
+  const std::int64_t draft_graphs = draft != nullptr ? draft->graph_memory_reserve() : 0;
+  const std::int64_t budget = max_blocks * per_block - draft_graphs;
+  std::int64_t blocks = std::max<std::int64_t>(budget, 0) / (per_block + draft_per_block);
   if (config.kv_cache_memory_bytes) {
     if (*config.kv_cache_memory_bytes <= 0) {
       return invalid_argument("--kv-cache-memory must be a positive number of bytes");
     }
-    blocks = *config.kv_cache_memory_bytes / per_block;
-    if (blocks > max_blocks) {
+    const std::int64_t wanted = *config.kv_cache_memory_bytes / per_block;
+    if (wanted > blocks) {
       char utilization[16];
       std::snprintf(utilization, sizeof(utilization), "%.2f", gpu_memory_utilization);
-      return invalid_argument("--kv-cache-memory " + std::to_string(*config.kv_cache_memory_bytes) +
-                              " is more than the " + gib(max_blocks * per_block) +
-                              " --gpu-memory-utilization " + utilization +
-                              " leaves for the KV cache; lower it or raise "
-                              "--gpu-memory-utilization");
+      return invalid_argument(
+          "--kv-cache-memory " + std::to_string(*config.kv_cache_memory_bytes) +
+          " is more than the " + gib(blocks * per_block) + " --gpu-memory-utilization " +
+          utilization + " leaves for the KV cache" +
+          (draft != nullptr ? " beside the draft model's" : "") +
+          "; lower it or raise --gpu-memory-utilization");
     }
+    blocks = wanted;
   }
   const std::int64_t max_model_len = config.scheduler.max_model_len > 0
                                          ? config.scheduler.max_model_len
                                          : executor.info().max_model_len;
   if (blocks * block_size < max_model_len) {
     return invalid_argument("the GPU KV cache holds " + std::to_string(blocks * block_size) +
-                            " tokens (" + gib(blocks * per_block) + "), fewer than max_model_len " +
-                            std::to_string(max_model_len) +
+                            " tokens (" + gib(blocks * per_block) + ")" +
+                            (draft != nullptr ? " beside the draft model's" : "") +
+                            ", fewer than max_model_len " + std::to_string(max_model_len) +
                             "; raise --gpu-memory-utilization or lower --max-model-len");
   }
   config.cache.num_blocks = blocks;
@@ -86,13 +120,87 @@ Status size_gpu_kv_pool(std::int64_t max_blocks, const ModelExecutor& executor,
 }
 #endif
 
+// The executor with its weights on options.device; no profiling, no KV cache.
+StatusOr<LoadedExecutor> load_executor(std::shared_ptr<const ModelFiles> files,
+                                       const ExecutorOptions& options,
+                                       const ExecutorLimits& limits) {
+  PAGODA_RETURN_IF_ERROR(check_device_support(options.device, *files, options.quantization));
+  if (options.device == Device::kCuda) {
+    // Checked before the weights load, which can take minutes.
+    if (!(options.gpu_memory_utilization > 0.0 && options.gpu_memory_utilization <= 1.0)) {
+      return invalid_argument("--gpu-memory-utilization must be in (0, 1]");
+    }
+#if PAGODA_HAVE_CUDA
+    if (!cuda_available()) return resolve_device("cuda").status();
+    return load_cuda_executor(std::move(files), options, limits);
+#else
+    return resolve_device("cuda").status();
+#endif
+  }
+  const models::CpuExecutorOptions cpu_options{
+      .num_threads = options.num_threads,
+      .max_num_batched_tokens = limits.max_num_batched_tokens,
+      .max_model_len = limits.max_model_len,
+      .quantization = options.quantization,
+      .kv_cache_dtype = options.kv_cache_dtype};
+  std::unique_ptr<models::CpuModelExecutor> executor;
+  if (options.load_format == LoadFormat::kDummy) {
+    PAGODA_ASSIGN_OR_RETURN(executor, models::CpuModelExecutor::create_dummy(
+                                          std::move(files), cpu_options, kDummyWeightsSeed));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(executor,
+                            models::CpuModelExecutor::create(std::move(files), cpu_options));
+  }
+  LoadedExecutor out;
+  out.description = std::to_string(executor->num_threads()) + " threads";  // bench/peer parses it
+  out.executor = std::move(executor);
+  return out;
+}
+
 }  // namespace
 
+StatusOr<LoadFormat> parse_load_format(std::string_view text) {
+  if (text == "auto") return LoadFormat::kAuto;
+  if (text == "dummy") return LoadFormat::kDummy;
+  return invalid_argument("--load-format must be auto or dummy, got \"" + std::string(text) +
+                          "\"");
+}
+
+StatusOr<ModelFiles> open_model_for(const std::string& path, LoadFormat format) {
+  return format == LoadFormat::kDummy ? open_model_config(path) : open_model_files(path);
+}
+
+std::string StartupReport::summary() const {
+  std::string out = "startup:";
+  double total = 0.0;
+  char text[96];
+  for (const auto& [phase, seconds] : phases) {
+    std::snprintf(text, sizeof(text), " %.2f s,", seconds);
+    out += " " + phase + text;
+    total += seconds;
+  }
+  std::snprintf(text, sizeof(text), " total %.2f s", total);
+  return out + text;
+}
+
+std::string StartupReport::graphs_summary() const {
+  if (!graphs) return "";
+  if (graphs->enforce_eager) return "cuda graphs: off (--enforce-eager)";
+  char text[160];
+  std::snprintf(text, sizeof(text), "cuda graphs: %d sizes up to %lld in %.2f s, %lld MiB%s",
+                graphs->count, static_cast<long long>(graphs->max_num_seqs), graphs->seconds,
+                static_cast<long long>(graphs->bytes >> 20),
+                graphs->stopped_by_time_limit
+                    ? " (capture time limit reached; larger batches run eager)"
+                    : "");
+  return text;
+}
+
 Status check_device_support(Device device, const ModelFiles& files,
-                            quant::LoadTimeQuantization quantization, bool speculative) {
+                            quant::LoadTimeQuantization quantization) {
   if (device != Device::kCuda) return Status::ok_status();
   // The CUDA executor dequantizes weights into --dtype at upload; it has no load-time
-  // quantization, no act-order input permutation and no speculative step yet.
+  // quantization and no act-order input permutation yet.
   if (quantization != quant::LoadTimeQuantization::kNone) {
     return unimplemented("--quantization " +
                          std::string(quant::load_time_quantization_name(quantization)) +
@@ -103,59 +211,49 @@ Status check_device_support(Device device, const ModelFiles& files,
                          ": act-order GPTQ (desc_act) runs on the CPU only so far; add --device "
                          "cpu");
   }
-  if (speculative) {
-    return unimplemented(
-        "--speculative-config runs on the CPU engine only so far; add --device cpu");
-  }
   return Status::ok_status();
 }
 
 StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
                                        const ExecutorOptions& options,
                                        const ExecutorLimits& limits) {
-  PAGODA_RETURN_IF_ERROR(
-      check_device_support(options.device, *files, options.quantization, /*speculative=*/false));
-  if (options.device == Device::kCuda) {
-    // Checked before the weights load, which can take minutes.
-    if (!(options.gpu_memory_utilization > 0.0 && options.gpu_memory_utilization <= 1.0)) {
-      return invalid_argument("--gpu-memory-utilization must be in (0, 1]");
-    }
-#if PAGODA_HAVE_CUDA
-    if (!cuda_available()) return resolve_device("cuda").status();
-    return open_cuda_executor(std::move(files), options, limits);
-#else
-    return resolve_device("cuda").status();
-#endif
-  }
-  PAGODA_ASSIGN_OR_RETURN(
-      std::unique_ptr<models::CpuModelExecutor> executor,
-      models::CpuModelExecutor::create(std::move(files),
-                                       {.num_threads = options.num_threads,
-                                        .max_num_batched_tokens = limits.max_num_batched_tokens,
-                                        .max_model_len = limits.max_model_len,
-                                        .quantization = options.quantization,
-                                        .kv_cache_dtype = options.kv_cache_dtype}));
+  PAGODA_ASSIGN_OR_RETURN(LoadedExecutor loaded, load_executor(std::move(files), options, limits));
   OpenedExecutor out;
-  out.description = std::to_string(executor->num_threads()) + " threads";  // bench/peer parses it
-  out.executor = std::move(executor);
+#if PAGODA_HAVE_CUDA
+  if (loaded.cuda != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(out.max_kv_blocks,
+                            loaded.cuda->profile_num_kv_blocks(options.gpu_memory_utilization,
+                                                               limits.block_size));
+  }
+#endif
+  out.executor = std::move(loaded.executor);
+  out.description = std::move(loaded.description);
   return out;
 }
 
 StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
+  StartupReport discarded;
+  StartupReport& startup = options.startup != nullptr ? *options.startup : discarded;
+  auto phase_start = Clock::now();
+  const auto end_phase = [&](const char* phase) {
+    startup.add(phase, seconds_since(phase_start));
+    phase_start = Clock::now();
+  };
   std::shared_ptr<const ModelFiles> files = std::move(options.files);
   if (files == nullptr) {
-    PAGODA_ASSIGN_OR_RETURN(ModelFiles opened, open_model_files(options.model_path));
+    PAGODA_ASSIGN_OR_RETURN(ModelFiles opened,
+                            open_model_for(options.model_path, options.executor.load_format));
     files = std::make_shared<const ModelFiles>(std::move(opened));
   }
   EngineConfig& config = options.engine;
   // Refused before the tokenizer (when not given) and the weights load.
-  PAGODA_RETURN_IF_ERROR(check_device_support(options.executor.device, *files,
-                                              options.executor.quantization,
-                                              config.speculative.has_value()));
+  PAGODA_RETURN_IF_ERROR(
+      check_device_support(options.executor.device, *files, options.executor.quantization));
   std::shared_ptr<const Tokenizer> tokenizer = std::move(options.tokenizer);
   if (tokenizer == nullptr) {
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> loaded, load_model_tokenizer(*files));
     tokenizer = std::move(loaded);
+    end_phase("tokenizer");
   }
   // The primary EOS is the tokenizer's; the model's other EOS ids (generation_config) stop too.
   if (!config.eos_token_id) config.eos_token_id = tokenizer->eos_id();
@@ -166,35 +264,72 @@ StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
       extra.push_back(eos);
     }
   }
+  phase_start = Clock::now();
   PAGODA_ASSIGN_OR_RETURN(
-      OpenedExecutor target,
-      open_executor(files, options.executor,
+      LoadedExecutor target,
+      load_executor(files, options.executor,
                     {.max_num_batched_tokens = config.scheduler.max_num_batched_tokens,
                      .max_num_seqs = config.scheduler.max_num_seqs,
                      .max_model_len = config.scheduler.max_model_len,
                      .block_size = config.cache.block_size}));
-#if PAGODA_HAVE_CUDA
-  if (target.max_kv_blocks) {
-    PAGODA_RETURN_IF_ERROR(size_gpu_kv_pool(*target.max_kv_blocks, *target.executor,
-                                            options.executor.gpu_memory_utilization, config));
-  }
-#endif
+  end_phase("weights");
+  LoadedExecutor draft;
   if (config.speculative && config.speculative->method == spec::SpeculativeMethod::kDraftModel) {
-    // The draft runs on its own executor and cache; its vocabulary is checked against the
-    // target's when the speculator is built.
-    PAGODA_ASSIGN_OR_RETURN(ModelFiles draft_opened, open_model_files(config.speculative->model));
+    // The draft runs on its own executor and cache, loaded before the target's profiling pass
+    // so its weights count as held; its vocabulary is checked against the target's when the
+    // speculator is built.
+    PAGODA_ASSIGN_OR_RETURN(
+        ModelFiles draft_opened,
+        open_model_for(config.speculative->model, options.executor.load_format));
     ExecutorOptions draft_options = options.executor;
     draft_options.quantization = quant::LoadTimeQuantization::kNone;
     PAGODA_ASSIGN_OR_RETURN(
-        OpenedExecutor draft,
-        open_executor(std::make_shared<const ModelFiles>(std::move(draft_opened)), draft_options,
+        draft,
+        load_executor(std::make_shared<const ModelFiles>(std::move(draft_opened)), draft_options,
                       {.max_num_batched_tokens = config.scheduler.max_num_batched_tokens,
                        .max_num_seqs = config.scheduler.max_num_seqs,
                        .max_model_len = target.executor->info().max_model_len,
                        .block_size = config.cache.block_size}));
-    config.draft_executor = std::move(draft.executor);
+    end_phase("draft weights");
   }
-  return EngineClient::create(std::move(config), std::move(target.executor), std::move(tokenizer));
+#if PAGODA_HAVE_CUDA
+  if (target.cuda != nullptr) {
+    const double utilization = options.executor.gpu_memory_utilization;
+    if (draft.cuda != nullptr) {
+      // Claims the draft's activation peak and measures its graphs' memory; the count it
+      // returns is the whole budget, which the target's pass below splits instead.
+      PAGODA_RETURN_IF_ERROR(
+          draft.cuda->profile_num_kv_blocks(utilization, config.cache.block_size).status());
+    }
+    PAGODA_ASSIGN_OR_RETURN(
+        const std::int64_t max_blocks,
+        target.cuda->profile_num_kv_blocks(utilization, config.cache.block_size));
+    PAGODA_RETURN_IF_ERROR(
+        size_gpu_kv_pool(max_blocks, *target.executor, draft.cuda, utilization, config));
+    end_phase("kv profile");
+  }
+  const models::CudaModelExecutor* target_cuda = target.cuda;
+#endif
+  config.draft_executor = std::move(draft.executor);
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<EngineClient> client,
+                          EngineClient::create(std::move(config), std::move(target.executor),
+                                               std::move(tokenizer)));
+#if PAGODA_HAVE_CUDA
+  if (target_cuda != nullptr) {
+    // The engine owns the executor now; it lives as long as `client`.
+    end_phase(options.executor.enforce_eager ? "kv cache" : "kv cache + cuda graphs");
+    const models::DecodeGraphStats& g = target_cuda->decode_graph_stats();
+    startup.graphs = StartupReport::Graphs{.count = g.count,
+                                           .max_num_seqs = g.max_num_seqs,
+                                           .seconds = g.capture_seconds,
+                                           .bytes = g.device_bytes,
+                                           .stopped_by_time_limit = g.stopped_by_time_limit,
+                                           .enforce_eager = options.executor.enforce_eager};
+    return client;
+  }
+#endif
+  end_phase("kv cache");
+  return client;
 }
 
 }  // namespace pagoda::engine

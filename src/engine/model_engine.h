@@ -8,12 +8,20 @@
 //   blocks fit in gpu_memory_utilization x device memory, minus what is already held;
 //   --kv-cache-memory B given   floor(B / bytes_per_block), refused if more than that count
 //   otherwise                   that count
+// With a draft model (speculative decoding) its weights load before the target's profiling
+// pass, so they count as held; its pool has as many blocks as the target's, so one block of
+// the budget costs target + draft bytes, and the draft's CUDA graphs come off the budget too:
+//   blocks = (count x target_bytes_per_block - draft graph bytes)
+//            / (target_bytes_per_block + draft_bytes_per_block)
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/kv_cache_view.h"
 #include "backend/cuda/scalar_type.h"
@@ -28,6 +36,22 @@
 
 namespace pagoda::engine {
 
+/// Where the weights come from (vLLM's --load-format).
+enum class LoadFormat : std::uint8_t {
+  kAuto,   ///< the model's files
+  kDummy,  ///< random weights of the config's shapes (models/llama_weights.h)
+};
+
+/// "auto" or "dummy"; INVALID_ARGUMENT naming --load-format otherwise.
+StatusOr<LoadFormat> parse_load_format(std::string_view text);
+
+/// The seed of --load-format dummy weights: the same model gets the same weights every run.
+inline constexpr std::uint64_t kDummyWeightsSeed = 0;
+
+/// open_model_files for kAuto; for kDummy open_model_config (a config.json file, a folder
+/// holding one, or a .gguf file), so no weights need to exist.
+StatusOr<ModelFiles> open_model_for(const std::string& path, LoadFormat format);
+
 /// How to run a model on its device.
 struct ExecutorOptions {
   Device device = Device::kCpu;
@@ -38,6 +62,33 @@ struct ExecutorOptions {
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< CUDA: weights, activations, KV cache.
   double gpu_memory_utilization = 0.9;  ///< CUDA: share of device memory this process may hold.
+  LoadFormat load_format = LoadFormat::kAuto;  ///< `--load-format`
+  /// CUDA: `--enforce-eager`, no CUDA graphs (every decode step launches kernel by kernel).
+  bool enforce_eager = false;
+};
+
+/// What start-up took, phase by phase, for the one start-up line of serve and bench.
+struct StartupReport {
+  /// What the decode CUDA graphs took (CudaModelExecutor::decode_graph_stats).
+  struct Graphs {
+    int count = 0;
+    std::int64_t max_num_seqs = 0;
+    double seconds = 0.0;
+    std::int64_t bytes = 0;
+    bool stopped_by_time_limit = false;
+    bool enforce_eager = false;  ///< --enforce-eager: none captured on purpose
+  };
+  /// (phase, seconds) in the order they ran.
+  std::vector<std::pair<std::string, double>> phases;
+  /// Set on CUDA: the target's graphs (count 0 with --enforce-eager).
+  std::optional<Graphs> graphs;
+
+  void add(std::string phase, double seconds) { phases.emplace_back(std::move(phase), seconds); }
+  /// "startup: tokenizer 0.05 s, weights 3.1 s, ..., total 5.3 s".
+  std::string summary() const;
+  /// "cuda graphs: 35 sizes up to 256 in 0.7 s, 38 MiB" (or "off (--enforce-eager)"); empty
+  /// when graphs is unset.
+  std::string graphs_summary() const;
 };
 
 /// What one step may carry; a CUDA executor sizes its fixed device buffers from it.
@@ -59,12 +110,12 @@ struct OpenedExecutor {
 };
 
 /// UNIMPLEMENTED, naming the flag and saying "add --device cpu", for what the CUDA executor
-/// cannot run yet: load-time quantization, act-order GPTQ checkpoints, speculative decoding.
-/// OK on the CPU.
+/// cannot run yet: load-time quantization and act-order GPTQ checkpoints. OK on the CPU.
 Status check_device_support(Device device, const ModelFiles& files,
-                            quant::LoadTimeQuantization quantization, bool speculative);
+                            quant::LoadTimeQuantization quantization);
 
-/// Builds the executor for `files` on options.device (weights loaded; no KV cache yet).
+/// Builds the executor for `files` on options.device (weights loaded, or drawn for
+/// --load-format dummy; no KV cache yet).
 /// UNAVAILABLE for a CUDA device this build or machine lacks, UNIMPLEMENTED as
 /// check_device_support says, INVALID_ARGUMENT for limits the device cannot meet.
 StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
@@ -80,6 +131,9 @@ struct EngineOptions {
   std::shared_ptr<const Tokenizer> tokenizer;
   ExecutorOptions executor;
   EngineConfig engine;
+  /// When set, open_engine appends its phases (tokenizer when it loads it, weights, draft
+  /// weights, kv profile, kv cache) and on CUDA the graphs.
+  StartupReport* startup = nullptr;
 };
 
 /// An engine over `options.model_path`; NOT_FOUND / DATA_LOSS for unreadable models,

@@ -119,9 +119,18 @@ StatusOr<std::optional<std::string>> read_chat_template(const std::string& dir,
                           ": \"chat_template\" must be a string or a list of {name, template}");
 }
 
+Status read_tokenizer_files(const std::string& dir, HfDirectory& out) {
+  if (is_file(join(dir, "tokenizer.json"))) out.tokenizer_json_path = join(dir, "tokenizer.json");
+  if (is_file(join(dir, "tokenizer_config.json"))) {
+    out.tokenizer_config_path = join(dir, "tokenizer_config.json");
+  }
+  PAGODA_ASSIGN_OR_RETURN(out.chat_template, read_chat_template(dir, out.tokenizer_config_path));
+  return Status::ok_status();
+}
+
 }  // namespace
 
-StatusOr<HfDirectory> open_hf_directory(const std::string& dir) {
+StatusOr<HfDirectory> open_hf_directory(const std::string& dir, bool weights) {
   HfDirectory out;
   out.path = dir;
   const std::string config_path = join(dir, "config.json");
@@ -135,12 +144,17 @@ StatusOr<HfDirectory> open_hf_directory(const std::string& dir) {
     PAGODA_ASSIGN_OR_RETURN(out.generation,
                             generation_defaults_from_hf_json(text, generation_path, out.config));
   }
-  PAGODA_ASSIGN_OR_RETURN(out.shards, open_shards(dir));
-  if (is_file(join(dir, "tokenizer.json"))) out.tokenizer_json_path = join(dir, "tokenizer.json");
-  if (is_file(join(dir, "tokenizer_config.json"))) {
-    out.tokenizer_config_path = join(dir, "tokenizer_config.json");
+  if (weights) {
+    PAGODA_ASSIGN_OR_RETURN(out.shards, open_shards(dir));
   }
-  PAGODA_ASSIGN_OR_RETURN(out.chat_template, read_chat_template(dir, out.tokenizer_config_path));
+  PAGODA_RETURN_IF_ERROR(read_tokenizer_files(dir, out));
+  return out;
+}
+
+StatusOr<HfDirectory> open_hf_tokenizer_directory(const std::string& dir) {
+  HfDirectory out;
+  out.path = dir;
+  PAGODA_RETURN_IF_ERROR(read_tokenizer_files(dir, out));
   return out;
 }
 

@@ -31,7 +31,12 @@ struct HfDirectory {
   std::string tokenizer_config_path;
 };
 
-/// Opens the folder `dir`; every missing or malformed file is a Status naming it.
-StatusOr<HfDirectory> open_hf_directory(const std::string& dir);
+/// Opens the folder `dir`; every missing or malformed file is a Status naming it. Without
+/// `weights` the safetensors files are neither required nor opened (--load-format dummy).
+StatusOr<HfDirectory> open_hf_directory(const std::string& dir, bool weights = true);
+
+/// The tokenizer files of `dir` only (tokenizer.json, tokenizer_config.json, the chat template),
+/// as open_hf_directory finds them; no config.json needed (--tokenizer). `config` stays empty.
+StatusOr<HfDirectory> open_hf_tokenizer_directory(const std::string& dir);
 
 }  // namespace pagoda

@@ -2,7 +2,9 @@
 
 #include <filesystem>
 
+#include "common/mapped_file.h"
 #include "model/gguf_config.h"
+#include "model/hf_config.h"
 #include "model/hf_directory.h"
 
 namespace pagoda {
@@ -25,8 +27,8 @@ StatusOr<ModelFiles> open_gguf(const std::string& path) {
   return files;
 }
 
-StatusOr<ModelFiles> open_hf(const std::string& path) {
-  PAGODA_ASSIGN_OR_RETURN(HfDirectory dir, open_hf_directory(path));
+StatusOr<ModelFiles> open_hf(const std::string& path, bool weights = true) {
+  PAGODA_ASSIGN_OR_RETURN(HfDirectory dir, open_hf_directory(path, weights));
   ModelFiles files;
   files.format = ModelFormat::kHuggingFace;
   files.path = path;
@@ -76,6 +78,51 @@ StatusOr<ModelFiles> open_model_files(const std::string& path) {
     return open_hf(path);
   }
   return open_gguf(path);
+}
+
+StatusOr<ModelFiles> open_model_config(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    return not_found(path +
+                     ": no such file or folder; pass a config.json file, a folder holding one, or "
+                     "a .gguf file");
+  }
+  if (fs::is_directory(status)) {
+    if (!fs::is_regular_file(fs::path(path) / "config.json", ec)) {
+      return invalid_argument("path " + path + " is a folder without config.json");
+    }
+    return open_hf(path, /*weights=*/false);
+  }
+  if (fs::path(path).extension() != ".json") return open_gguf(path);
+  ModelFiles files;
+  files.format = ModelFormat::kHuggingFace;
+  files.path = path;
+  PAGODA_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  PAGODA_ASSIGN_OR_RETURN(files.config, model_config_from_hf_json(text, path));
+  return files;
+}
+
+StatusOr<ModelFiles> open_tokenizer_files(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    return not_found(path + ": no such file or folder; pass a .gguf file or a folder with "
+                            "tokenizer.json");
+  }
+  if (!fs::is_directory(status)) return open_gguf(path);
+  PAGODA_ASSIGN_OR_RETURN(HfDirectory dir, open_hf_tokenizer_directory(path));
+  if (dir.tokenizer_json_path.empty()) {
+    return not_found(path + " has no tokenizer.json; pass a .gguf file or a folder with "
+                            "tokenizer.json");
+  }
+  ModelFiles files;
+  files.format = ModelFormat::kHuggingFace;
+  files.path = path;
+  files.chat_template = std::move(dir.chat_template);
+  files.tokenizer_json_path = std::move(dir.tokenizer_json_path);
+  files.tokenizer_config_path = std::move(dir.tokenizer_config_path);
+  return files;
 }
 
 }  // namespace pagoda

@@ -64,4 +64,15 @@ struct ModelFiles {
 /// Opens a .gguf file or a folder holding config.json.
 StatusOr<ModelFiles> open_model_files(const std::string& path);
 
+/// What --load-format dummy needs: the config without weights. `path` is an HF config.json file
+/// (configs/models/*.json), a folder holding one (its tokenizer and chat template files are
+/// found as open_model_files finds them; no safetensors needed), or a .gguf file (its tensors
+/// are listed but unused). `tensors` is empty for the first two.
+StatusOr<ModelFiles> open_model_config(const std::string& path);
+
+/// Where a tokenizer and chat template come from (--tokenizer): a .gguf file (opened whole), or
+/// a folder holding tokenizer.json (config.json and weights not needed; `config` stays empty).
+/// NOT_FOUND for a missing path or a folder without tokenizer.json.
+StatusOr<ModelFiles> open_tokenizer_files(const std::string& path);
+
 }  // namespace pagoda

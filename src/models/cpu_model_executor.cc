@@ -10,9 +10,28 @@ namespace pagoda::models {
 
 StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create(
     std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options) {
-  const ModelConfig& c = files->config;
   PAGODA_ASSIGN_OR_RETURN(LlamaWeights weights,
                           load_llama_weights(*files, {.quantization = options.quantization}));
+  return finish(std::move(files), std::move(weights), options);
+}
+
+StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create_dummy(
+    std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options,
+    std::uint64_t seed) {
+  if (options.quantization != quant::LoadTimeQuantization::kNone) {
+    return invalid_argument("--quantization does not apply to --load-format dummy weights");
+  }
+  auto weights = dummy_llama_weights(files->config, seed);
+  if (!weights.ok()) {
+    return Status(weights.status().code(), files->path + ": " + weights.status().message());
+  }
+  return finish(std::move(files), std::move(*weights), options);
+}
+
+StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::finish(
+    std::shared_ptr<const ModelFiles> files, LlamaWeights weights,
+    const CpuExecutorOptions& options) {
+  const ModelConfig& c = files->config;
   if (options.max_num_batched_tokens <= 0) {
     return invalid_argument("max_num_batched_tokens must be positive");
   }

@@ -36,6 +36,11 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
   /// Loads and checks the weights of `files`, which the executor keeps alive.
   static StatusOr<std::unique_ptr<CpuModelExecutor>> create(std::shared_ptr<const ModelFiles> files,
                                                             const CpuExecutorOptions& options);
+  /// Random weights of `files`' config (--load-format dummy; dummy_llama_weights), its tensors
+  /// unused. options.quantization must be none.
+  static StatusOr<std::unique_ptr<CpuModelExecutor>> create_dummy(
+      std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options,
+      std::uint64_t seed);
 
   const ModelExecutorInfo& info() const override { return info_; }
   std::int64_t kv_cache_bytes_per_block(std::int64_t block_size) const override;
@@ -51,6 +56,9 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
   cpu::ThreadPool* sampling_pool() override { return &pool_; }
 
  private:
+  static StatusOr<std::unique_ptr<CpuModelExecutor>> finish(std::shared_ptr<const ModelFiles> files,
+                                                            LlamaWeights weights,
+                                                            const CpuExecutorOptions& options);
   CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,
                    const ModelExecutorInfo& info, int num_threads, cpu::KvDtype kv_dtype);
 

@@ -1,9 +1,12 @@
 #include "models/llama_weights.h"
 
+#include <cmath>
+#include <cstring>
 #include <string>
 
 #include "models/linear_weights.h"
 #include "models/weights.h"
+#include "sampling/random_draw.h"
 
 namespace pagoda::models {
 
@@ -57,16 +60,25 @@ StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c,
   return layer;
 }
 
-StatusOr<cpu::RopeScaling> rope_scaling(const ModelFiles& files) {
-  const RopeScaling& s = files.config.rope_scaling;
+// The config's scaling as the RoPE op takes it (yarn, refused by the callers, maps to none).
+cpu::RopeScaling cpu_rope_scaling(const RopeScaling& s) {
   cpu::RopeScaling out;
   out.factor = s.factor;
   out.low_freq_factor = s.low_freq_factor;
   out.high_freq_factor = s.high_freq_factor;
   out.original_max_position_embeddings = s.original_max_position_embeddings;
+  out.type = s.type == RopeScalingType::kLinear   ? cpu::RopeScalingType::kLinear
+             : s.type == RopeScalingType::kLlama3 ? cpu::RopeScalingType::kLlama3
+                                                  : cpu::RopeScalingType::kNone;
+  return out;
+}
+
+StatusOr<cpu::RopeScaling> rope_scaling(const ModelFiles& files) {
+  const RopeScaling& s = files.config.rope_scaling;
+  cpu::RopeScaling out = cpu_rope_scaling(s);
   switch (s.type) {
-    case RopeScalingType::kNone: out.type = cpu::RopeScalingType::kNone; return out;
-    case RopeScalingType::kLinear: out.type = cpu::RopeScalingType::kLinear; return out;
+    case RopeScalingType::kNone:
+    case RopeScalingType::kLinear: return out;
     case RopeScalingType::kLlama3:
       // A GGUF file carries llama3 scaling as the rope_freqs tensor instead (see below).
       out.type = files.format == ModelFormat::kGguf ? cpu::RopeScalingType::kNone
@@ -148,6 +160,95 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
   weights.rope_style = rope_style(files);
   PAGODA_ASSIGN_OR_RETURN(weights.rope_inv_freq, rope_inv_freq(files, root));
   return weights;
+}
+
+namespace {
+
+// Counter-based draws (tensor seed, element index), so a tensor does not depend on the order
+// the others were drawn in.
+class DummyDraws {
+ public:
+  explicit DummyDraws(std::uint64_t seed) : next_seed_(seed) {}
+
+  std::vector<float> uniform(std::int64_t n, float low, float high) {
+    const std::uint64_t key = sampling::mix64(next_seed_++);
+    std::vector<float> out(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t bits = sampling::mix64(key ^ static_cast<std::uint64_t>(i));
+      const float u = static_cast<float>(bits >> 40) * 0x1.0p-24f;  // [0, 1)
+      out[static_cast<std::size_t>(i)] = low + (high - low) * u;
+    }
+    return out;
+  }
+
+  // A bf16 [rows, cols] matrix in `storage`, viewed.
+  cpu::TensorView matrix(std::int64_t rows, std::int64_t cols, float bound, LlamaWeights& w) {
+    const std::vector<float> values = uniform(rows * cols, -bound, bound);
+    auto stored = std::make_shared<std::vector<std::uint16_t>>(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) (*stored)[i] = to_bf16(values[i]);
+    w.dummy_storage.push_back(stored);
+    return cpu::dense_view(stored->data(), DType::kBF16, rows, cols);
+  }
+
+ private:
+  static std::uint16_t to_bf16(float value) {  // round to nearest even; values are finite
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    return static_cast<std::uint16_t>(bits >> 16);
+  }
+
+  std::uint64_t next_seed_;
+};
+
+}  // namespace
+
+StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t seed) {
+  PAGODA_RETURN_IF_ERROR(c.validate());
+  const std::string& arch = c.architecture;
+  if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
+    return unimplemented("architecture \"" + arch +
+                         "\" is not supported; Pagoda runs llama, mistral and qwen2 models");
+  }
+  if (c.rope_scaling.type == RopeScalingType::kYarn) {
+    return unimplemented("rope scaling type \"yarn\" is not supported yet");
+  }
+  if (c.rope_scaling.type == RopeScalingType::kLlama3 &&
+      c.rope_scaling.original_max_position_embeddings <= 0) {
+    return invalid_argument("llama3 rope scaling needs original_max_position_embeddings");
+  }
+  const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const std::int64_t kv_dim = c.num_key_value_heads * c.head_dim;
+  const auto bound = [](std::int64_t cols) { return 1.0f / std::sqrt(static_cast<float>(cols)); };
+  DummyDraws draw(seed);
+  LlamaWeights w;
+  w.embed_tokens = draw.matrix(c.vocab_size, c.hidden_size, 1.0f, w);
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    LlamaLayerWeights layer;
+    layer.input_layernorm = draw.uniform(c.hidden_size, 0.9f, 1.1f);
+    layer.q_proj = draw.matrix(q_dim, c.hidden_size, bound(c.hidden_size), w);
+    layer.k_proj = draw.matrix(kv_dim, c.hidden_size, bound(c.hidden_size), w);
+    layer.v_proj = draw.matrix(kv_dim, c.hidden_size, bound(c.hidden_size), w);
+    if (c.attention_bias) {
+      layer.q_bias = draw.uniform(q_dim, -0.1f, 0.1f);
+      layer.k_bias = draw.uniform(kv_dim, -0.1f, 0.1f);
+      layer.v_bias = draw.uniform(kv_dim, -0.1f, 0.1f);
+    }
+    layer.o_proj = draw.matrix(c.hidden_size, q_dim, bound(q_dim), w);
+    layer.post_attention_layernorm = draw.uniform(c.hidden_size, 0.9f, 1.1f);
+    layer.gate_proj = draw.matrix(c.intermediate_size, c.hidden_size, bound(c.hidden_size), w);
+    layer.up_proj = draw.matrix(c.intermediate_size, c.hidden_size, bound(c.hidden_size), w);
+    layer.down_proj =
+        draw.matrix(c.hidden_size, c.intermediate_size, bound(c.intermediate_size), w);
+    w.layers.push_back(std::move(layer));
+  }
+  w.norm = draw.uniform(c.hidden_size, 0.9f, 1.1f);
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens
+                                    : draw.matrix(c.vocab_size, c.hidden_size,
+                                                  bound(c.hidden_size), w);
+  w.rope_style = cpu::RopeStyle::kRotateHalf;
+  w.rope_inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
+  return w;
 }
 
 }  // namespace pagoda::models

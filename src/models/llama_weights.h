@@ -45,6 +45,8 @@ struct LlamaWeights {
   /// The matrices repacked or quantized at load (GPTQ, AWQ, FP8, --quantization) that some
   /// views above point into; empty when every matrix is used in place from the file.
   std::vector<std::shared_ptr<const quant::QuantizedMatrix>> repacked;
+  /// The bf16 matrices of dummy_llama_weights that the views above point into.
+  std::vector<std::shared_ptr<const std::vector<std::uint16_t>>> dummy_storage;
 };
 
 /// How to load the weights.
@@ -57,5 +59,11 @@ struct LlamaLoadOptions {
 /// Finds and checks every weight of `files` (which must outlive the result).
 StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
                                           const LlamaLoadOptions& options = {});
+
+/// Random weights of `config`'s shapes (`--load-format dummy` on the CPU), drawn as the CUDA
+/// executor's dummy_llama_weights draws them: matrices uniform in +-1/sqrt(columns) stored as
+/// bf16, the embedding in [-1, 1), norm weights in [0.9, 1.1), biases in +-0.1, HF rotate-half
+/// RoPE with the config's scaling. The same seed gives the same weights.
+StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& config, std::uint64_t seed);
 
 }  // namespace pagoda::models

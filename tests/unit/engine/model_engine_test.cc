@@ -57,30 +57,21 @@ TEST(EngineResolveDeviceTest, CudaWithoutAGpuIsUnavailable) {
 TEST(EngineDeviceSupportTest, CpuRunsEverything) {
   ModelFiles files;
   files.quantization.desc_act = true;
-  EXPECT_TRUE(check_device_support(Device::kCpu, files, quant::LoadTimeQuantization::kInt4,
-                                   /*speculative=*/true)
-                  .ok());
+  EXPECT_TRUE(check_device_support(Device::kCpu, files, quant::LoadTimeQuantization::kInt4).ok());
 }
 
 TEST(EngineDeviceSupportTest, CudaRefusesWhatItLacksNamingTheFlag) {
   ModelFiles files;
-  EXPECT_TRUE(check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kNone,
-                                   /*speculative=*/false)
-                  .ok());
+  EXPECT_TRUE(check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kNone).ok());
 
-  Status s = check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kFp8, false);
+  Status s = check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kFp8);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_THAT(s.message(), HasSubstr("--quantization fp8"));
   EXPECT_THAT(s.message(), HasSubstr("add --device cpu"));
 
-  s = check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kNone, true);
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(s.message(), HasSubstr("--speculative-config"));
-  EXPECT_THAT(s.message(), HasSubstr("add --device cpu"));
-
   files.path = "gptq-model";
   files.quantization.desc_act = true;
-  s = check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kNone, false);
+  s = check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kNone);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_THAT(s.message(), HasSubstr("act-order"));
   EXPECT_THAT(s.message(), HasSubstr("add --device cpu"));
@@ -125,14 +116,14 @@ class OpenEngineTest : public ::testing::Test {
   }
 };
 
-// The refusal comes from the shared check, so it holds with or without a GPU.
-TEST_F(OpenEngineTest, CudaRefusesSpeculationBeforeLoading) {
+// Speculative decoding runs on CUDA too: without a GPU the only refusal is the missing device.
+TEST_F(OpenEngineTest, CudaTakesSpeculation) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is visible (tests/gpu/speculative_gpu_test.cc)";
   EngineOptions o = options(Device::kCuda);
   o.engine.speculative = spec::SpeculativeConfig{};
   auto client = open_engine(std::move(o));
   ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.status().code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(client.status().message(), HasSubstr("add --device cpu"));
+  EXPECT_EQ(client.status().code(), StatusCode::kUnavailable);
 }
 
 TEST_F(OpenEngineTest, CudaWithoutAGpuIsUnavailable) {
