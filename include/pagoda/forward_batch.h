@@ -8,6 +8,16 @@
 
 namespace pagoda {
 
+/// Overlapped steps: an input token the host does not know yet, because the step that samples it
+/// was launched but not collected when this one was planned. The executor takes it from the
+/// sampled tokens of the step launched just before this one (ModelExecutor::launch_step).
+struct PreviousToken {
+  std::int32_t token_row = 0;     ///< Row of ForwardBatch::token_ids to fill.
+  std::int32_t previous_row = 0;  ///< Row of the previous step's SamplingBatch (and StepOutput).
+};
+// Laid out as the [num, 2] int32 pairs a device gather kernel reads.
+static_assert(sizeof(PreviousToken) == 2 * sizeof(std::int32_t));
+
 /// The flattened tokens of every scheduled sequence and the paged-cache bookkeeping they need.
 /// Vectors keep their capacity when a runner refills the same ForwardBatch each step.
 ///
@@ -23,6 +33,10 @@ namespace pagoda {
 ///   slot_mapping       30    31    8  |  37         block_tables[s][p / bs] * bs + p % bs
 ///   logits_indices   [ 2, 3 ]                       rows whose logits come back, in order
 ///
+/// With overlapped steps, seq 1's input x may still be in flight (sampled by the previous step,
+/// not yet on the host): token_ids[3] then holds kTokenInFlight and from_previous_step names
+/// {3, row of seq 1 in the previous step's sampling}.
+///
 /// Invariants: each sequence's new tokens are its last (seq_len - q_len .. seq_len - 1)
 /// positions, contiguous; slot_mapping < 0 marks a padding row whose K/V is not stored.
 struct ForwardBatch {
@@ -34,6 +48,13 @@ struct ForwardBatch {
   std::int64_t max_blocks_per_seq = 0;        ///< Columns of block_tables.
   std::vector<std::int64_t> slot_mapping;     ///< [num_tokens], KV slot of each token.
   std::vector<std::int32_t> logits_indices;   ///< [num_logits], token rows that need logits.
+  /// Rows whose id comes from the previous launched step's samples (launch_step resolves them;
+  /// forward() and execute() take batches where this is empty).
+  std::vector<PreviousToken> from_previous_step;
+
+  /// What token_ids holds at a row listed in from_previous_step: a valid id, so batch checks
+  /// pass, that the executor overwrites before the embedding reads it.
+  static constexpr std::int32_t kTokenInFlight = 0;
 
   /// Tokens in the batch.
   std::int64_t num_tokens() const { return static_cast<std::int64_t>(token_ids.size()); }
@@ -52,6 +73,7 @@ struct ForwardBatch {
     max_blocks_per_seq = 0;
     slot_mapping.clear();
     logits_indices.clear();
+    from_previous_step.clear();
   }
 };
 

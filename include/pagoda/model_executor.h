@@ -3,11 +3,26 @@
 // (pagoda/step_sampling.h), so only token ids and asked-for logprobs reach the host. The CPU
 // executor (src/models/cpu_model_executor.h) and the CUDA one sit behind the same calls; both
 // sample through the same rules, the CPU sampler (src/sampling/host_sampler.h) being the oracle.
+//
+// Overlapped steps (--async-scheduling) split execute() in two: launch_step starts a step and
+// collect_step waits for the oldest launched one, so the host plans step N+1 while the device
+// runs step N:
+//
+//   host    schedule N+1 | launch N+1 | collect N, outputs of N | schedule N+2 | launch N+2 ...
+//   device  ...... step N ............| step N+1 ...............................| step N+2
+//
+// At most kMaxStepsInFlight (2) steps are launched and not collected; the engine launches N+1
+// while N is in flight, then collects N. Steps run and are collected in launch order, each step
+// done with the KV cache before the next one touches it (one stream). A decode row of N+1 whose
+// input is the token N samples names it in ForwardBatch::from_previous_step.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pagoda/forward_batch.h"
 #include "pagoda/step_sampling.h"
@@ -93,8 +108,68 @@ class ModelExecutor {
   virtual Status execute(const ForwardBatch& batch, const SamplingBatch& sampling,
                          StepOutput& out) = 0;
 
+  /// Steps launched and not yet collected, at most.
+  static constexpr std::size_t kMaxStepsInFlight = 2;
+
+  /// Starts execute(batch, sampling) and returns without waiting for its tokens. The rows in
+  /// batch.from_previous_step take their ids from the tokens the previous launched step sampled
+  /// (collected or not). Neither argument is read after the call returns. FAILED_PRECONDITION
+  /// with kMaxStepsInFlight steps uncollected; an error means the step was not launched.
+  /// This default runs execute() at once (a host executor has nothing to overlap with) and
+  /// keeps its output for collect_step; a device executor overrides both halves.
+  virtual Status launch_step(const ForwardBatch& batch, const SamplingBatch& sampling) {
+    if (launched_.size() >= kMaxStepsInFlight) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "launch_step: " + std::to_string(launched_.size()) +
+                        " steps are already in flight; collect one first");
+    }
+    const ForwardBatch* run = &batch;
+    if (!batch.from_previous_step.empty()) {
+      resolved_ = batch;
+      resolved_.from_previous_step.clear();
+      for (const PreviousToken& p : batch.from_previous_step) {
+        if (p.token_row < 0 || p.token_row >= batch.num_tokens() || p.previous_row < 0 ||
+            static_cast<std::size_t>(p.previous_row) >= previous_tokens_.size() ||
+            previous_tokens_[static_cast<std::size_t>(p.previous_row)] < 0) {
+          return invalid_argument("launch_step: token row " + std::to_string(p.token_row) +
+                                  " takes previous row " + std::to_string(p.previous_row) +
+                                  ", which the previous step did not sample");
+        }
+        resolved_.token_ids[static_cast<std::size_t>(p.token_row)] =
+            previous_tokens_[static_cast<std::size_t>(p.previous_row)];
+      }
+      run = &resolved_;
+    }
+    StepOutput& out = launched_.emplace_back();
+    if (Status s = execute(*run, sampling, out); !s.ok()) {
+      launched_.pop_back();
+      previous_tokens_.clear();
+      return s;
+    }
+    previous_tokens_ = out.token_ids;
+    return Status::ok_status();
+  }
+
+  /// Waits for the oldest launched step and hands back its output (as execute() would have).
+  /// FAILED_PRECONDITION when none is in flight; an error from the step itself otherwise (the
+  /// step is gone either way).
+  virtual Status collect_step(StepOutput& out) {
+    if (launched_.empty()) {
+      return Status(StatusCode::kFailedPrecondition, "collect_step: no step is in flight");
+    }
+    std::swap(out, launched_.front());  // both keep their capacity
+    launched_.pop_front();
+    return Status::ok_status();
+  }
+
   /// Device busy and idle time over the steps so far (zeros where there is no device).
   virtual DeviceTimeStats device_time() const { return {}; }
+
+ private:
+  // State of the default launch_step / collect_step only.
+  std::deque<StepOutput> launched_;           // outputs not yet collected, oldest first
+  std::vector<std::int32_t> previous_tokens_;  // the last launched step's sampled ids
+  ForwardBatch resolved_;                      // a batch with its in-flight ids filled in
 };
 
 }  // namespace pagoda

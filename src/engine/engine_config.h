@@ -60,6 +60,11 @@ struct EngineConfig {
   /// and its order of arrival. Unset: a random server seed.
   std::optional<std::uint64_t> seed;
 
+  /// Overlapped steps (--async-scheduling): the host plans and launches step N+1 before it
+  /// collects step N (engine_core.h). Ignored with speculative decoding, which needs each
+  /// step's tokens on the host before the next is planned.
+  bool async_scheduling = false;
+
   /// Speculative decoding (--speculative-config); unset: off.
   std::optional<spec::SpeculativeConfig> speculative;
   /// The draft model's executor when speculative->method is draft_model (its KV cache gets as

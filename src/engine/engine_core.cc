@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <random>
 #include <utility>
@@ -46,6 +47,8 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(
   std::unique_ptr<EngineCore> core(
       new EngineCore(config, std::move(executor), std::move(tokenizer)));
   core->speculator_ = std::move(speculator);
+  // Drafts are proposed from each step's tokens, so speculation keeps the synchronous loop.
+  core->overlap_ = config.async_scheduling && core->speculator_ == nullptr;
   core->publish_stats();
   {
     std::lock_guard lock(core->mutex_);
@@ -128,12 +131,16 @@ EngineStats EngineCore::stats() const {
 
 void EngineCore::run() {
   while (wait_for_work()) {
-    if (!scheduler_.has_unfinished_requests()) continue;
+    if (!scheduler_.has_unfinished_requests() && !in_flight_) {
+      gap_start_.reset();  // idle: the next launch has no gap to count
+      continue;
+    }
     try {
       step();
     } catch (const std::exception& e) {
       // Last resort (allocation failure): nothing may escape the loop, and no request may be
       // left without a final output.
+      drop_in_flight();
       abort_all(internal_error(std::string("engine step failed: ") + e.what()));
       scheduler_.reset_prefix_cache();
     }
@@ -151,7 +158,8 @@ bool EngineCore::wait_for_work() {
   {
     std::unique_lock lock(mutex_);
     wake_.wait(lock, [this] {
-      return !commands_.empty() || stop_requested_ || scheduler_.has_unfinished_requests();
+      return !commands_.empty() || stop_requested_ || scheduler_.has_unfinished_requests() ||
+             in_flight_;
     });
     commands.swap(commands_);
     stop = stop_requested_;
@@ -161,6 +169,7 @@ bool EngineCore::wait_for_work() {
   if (!commands.empty()) publish_stats();
   if (!stop || (drain && scheduler_.has_unfinished_requests())) return true;
 
+  finish_in_flight();
   abort_all(engine_stopped());
   std::vector<Command> late;
   {
@@ -207,7 +216,10 @@ void EngineCore::add(EngineCoreRequest& r) {
     r.channel->push({r.index, unregistered_final(r), status});
     return;
   }
-  if (static_cast<std::size_t>(slot) >= live_.size()) live_.resize(slot + 1);
+  if (static_cast<std::size_t>(slot) >= live_.size()) {
+    live_.resize(slot + 1);
+    slot_last_step_.resize(slot + 1, 0);
+  }
   LiveRequest& l = live(slot);
   l.request_id = r.request_id;
   l.index = r.index;
@@ -252,6 +264,8 @@ void EngineCore::add(EngineCoreRequest& r) {
   }
   auto request = std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options);
   request->set_slot(slot);
+  // A budget's forced tokens depend on the text so far: such a request waits for its tokens.
+  request->set_schedules_ahead(overlap_ && !r.max_reasoning_tokens);
   status = scheduler_.add_request(std::move(request));
   if (!status.ok()) abort(slot, status);
 }
@@ -276,6 +290,7 @@ void EngineCore::abort_all(const Status& error) {
 
 // The five calls of a step; each callee hides its own bookkeeping.
 void EngineCore::step() {
+  if (overlap_) return overlapped_step();
   if (speculator_) speculator_->propose(scheduler_);
   const SchedulerOutput scheduled = scheduler_.schedule();
   SampledTokens sampled;
@@ -283,18 +298,129 @@ void EngineCore::step() {
   emit(scheduler_.update_from_output(scheduled, sampled));
 }
 
-bool EngineCore::execute(const SchedulerOutput& scheduled, SampledTokens& sampled) {
+// Step N+1 is planned and launched while N may still run; then N is collected and processed:
+//
+//   schedule N+1   requests whose N token is in flight run it as a placeholder
+//   launch N+1     the device queues it behind N
+//   complete N     tokens of N appended, stop checks, outputs; a request that ends here
+//                  keeps its slot and blocks until N+1 is collected (its N+1 row is dropped)
+void EngineCore::overlapped_step() {
+  SchedulerOutput next = scheduler_.schedule();
+  // A preemption freed blocks that `next` may reuse while the step in flight still writes them.
+  if (!next.preempted_slots.empty()) finish_in_flight();
+  std::optional<InFlightStep> previous = std::exchange(in_flight_, std::nullopt);
+  for (const ScheduledRequest& s : next.requests) {
+    slot_last_step_[static_cast<std::size_t>(s.slot)] = next.step_id;
+  }
+  prepare(next);
+  bool launched = false;
+  begin_launch();
+  Status status = runner_.launch(&launched);
+  if (launched && status.ok()) {
+    end_launch();
+    in_flight_ = InFlightStep{std::move(next), runner_.first_rows()};
+  }
+  if (previous) complete(*previous);
+  if (!status.ok()) fail_step(next, status);
+}
+
+void EngineCore::prepare(const SchedulerOutput& scheduled) {
   outputs_.record_scheduled(scheduled, now());
   tracer_.begin_step(num_steps_ + 1, static_cast<std::int64_t>(scheduled.requests.size()));
   tracer_.scheduled(scheduled, scheduler_, now());
   runner_.prepare(scheduled);
   fill_sampling_rows(scheduled);
+}
+
+bool EngineCore::execute(const SchedulerOutput& scheduled, SampledTokens& sampled) {
+  for (const ScheduledRequest& s : scheduled.requests) {
+    slot_last_step_[static_cast<std::size_t>(s.slot)] = scheduled.step_id;
+  }
+  prepare(scheduled);
+  begin_launch();
   if (Status s = runner_.run(); !s.ok()) {
     fail_step(scheduled, s);
     return false;
   }
-  collect(scheduled, sampled);
+  end_launch();
+  step_done(scheduled.step_id);
+  collect(scheduled, runner_.first_rows(), runner_.step_output(), sampled);
   return true;
+}
+
+void EngineCore::complete(const InFlightStep& step) {
+  const auto wait_start = std::chrono::steady_clock::now();
+  Status status = runner_.collect(collected_);
+  gap_waited_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  if (!status.ok()) {
+    fail_step(step.scheduled, status);
+    return;
+  }
+  SampledTokens sampled;
+  collect(step.scheduled, step.first_row, collected_, sampled);
+  emit(scheduler_.update_from_output(step.scheduled, sampled));
+  step_done(step.scheduled.step_id);
+}
+
+void EngineCore::finish_in_flight() {
+  if (!in_flight_) return;
+  const InFlightStep step = std::move(*in_flight_);
+  in_flight_.reset();
+  complete(step);
+}
+
+void EngineCore::drop_in_flight() {
+  if (!in_flight_) return;
+  StepOutput unused;
+  (void)runner_.collect(unused);  // its error, if any, changes nothing: the step is dropped
+  const std::int64_t step_id = in_flight_->scheduled.step_id;
+  in_flight_.reset();
+  scheduler_.step_done(step_id);
+  step_done(step_id);
+}
+
+void EngineCore::step_done(std::int64_t step_id) {
+  done_step_id_ = std::max(done_step_id_, step_id);
+  std::erase_if(deferred_slots_, [this](std::int32_t slot) {
+    if (slot_last_step_[static_cast<std::size_t>(slot)] > done_step_id_) return false;
+    free_slot(slot);
+    return true;
+  });
+}
+
+void EngineCore::begin_launch() {
+  if (!gap_start_ || runner_.batch().num_tokens() == 0) return;
+  const double gap =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - *gap_start_).count();
+  host_gap_.add(std::max(0.0, gap - gap_waited_seconds_));
+}
+
+void EngineCore::end_launch() {
+  if (runner_.batch().num_tokens() == 0) return;
+  gap_start_ = std::chrono::steady_clock::now();
+  gap_waited_seconds_ = 0.0;
+}
+
+void EngineCore::HostGapHistogram::add(double seconds) {
+  ++steps;
+  total_seconds += seconds;
+  // Bucket b holds [1us * 1.05^b, 1us * 1.05^(b+1)); the first also everything below.
+  const double b = seconds > 1e-6 ? std::log(seconds / 1e-6) / std::log(1.05) : 0.0;
+  counts[std::clamp(static_cast<int>(b), 0, kBuckets - 1)] += 1;
+}
+
+HostGapStats EngineCore::HostGapHistogram::stats() const {
+  HostGapStats s{.steps = steps, .total_seconds = total_seconds};
+  std::int64_t seen = 0;
+  for (int b = 0; b < kBuckets && steps > 0; ++b) {
+    seen += counts[b];
+    if (2 * seen >= steps) {
+      s.p50_seconds = 1e-6 * std::pow(1.05, b + 0.5);
+      break;
+    }
+  }
+  return s;
 }
 
 // Each sampling row is its request's settings plus this step's draw position, a forced token
@@ -305,9 +431,7 @@ void EngineCore::fill_sampling_rows(const SchedulerOutput& scheduled) {
     const std::span<SamplingRow> rows = runner_.rows_for(i);
     if (rows.empty()) continue;
     LiveRequest& l = live(s.slot);
-    // Output tokens so far: the scheduled tokens end at the last known one (drafts aside).
-    const Request* request = scheduler_.find_request(s.request_id);
-    const std::int64_t position = request != nullptr ? request->num_output_tokens() : 0;
+    const std::int64_t position = s.output_index;
     for (std::size_t j = 0; j < rows.size(); ++j) {
       SamplingRow& row = rows[j];
       row = l.row;
@@ -322,20 +446,22 @@ void EngineCore::fill_sampling_rows(const SchedulerOutput& scheduled) {
 
 // The step's tokens by scheduled request: the executor's sample, or for drafts the verifier's
 // answer over the raw logits (then the executor's penalty counts learn the accepted tokens).
-void EngineCore::collect(const SchedulerOutput& scheduled, SampledTokens& sampled) {
-  const StepOutput& out = runner_.step_output();
+void EngineCore::collect(const SchedulerOutput& scheduled, std::span<const std::int32_t> first_row,
+                         const StepOutput& out, SampledTokens& sampled) {
   const std::size_t n = scheduled.requests.size();
   sampled.token_ids.resize(n);
   if (step_logprobs_.size() < live_.size()) step_logprobs_.resize(live_.size());
   for (std::size_t i = 0; i < n; ++i) {
     const ScheduledRequest& s = scheduled.requests[i];
     step_logprobs_[static_cast<std::size_t>(s.slot)] = nullptr;
-    const std::int32_t row = runner_.first_row(i);
+    const std::int32_t row = first_row[i];
     if (row < 0) continue;
     const auto r = static_cast<std::size_t>(row);
     LiveRequest& l = live(s.slot);
-    const Request* request = scheduler_.find_request(s.request_id);
-    const std::int64_t index = request != nullptr ? request->num_output_tokens() : 0;
+    // Ended after this step was launched (overlapped steps): its token is dropped. Its slot was
+    // not handed out again meanwhile, so the live request there is still it or none.
+    if (l.request_id != s.request_id) continue;
+    const std::int64_t index = s.output_index;
     if (s.num_spec_tokens > 0) {
       const std::size_t vocab = static_cast<std::size_t>(out.vocab_size);
       const std::span<const float> logits(out.logits(r).data(),
@@ -406,7 +532,15 @@ void EngineCore::follow_reasoning(const std::vector<ReasoningProgress>& progress
 // blocks without being in this step fail too (rare: only when the budget left them out).
 void EngineCore::fail_step(const SchedulerOutput& scheduled, const Status& error) {
   ++num_failed_steps_;
+  // A step launched after it (overlapped steps) ran on the failed step's tokens: it fails too.
+  std::optional<InFlightStep> later = in_flight_;
+  drop_in_flight();
+  scheduler_.step_done(scheduled.step_id);
+  step_done(scheduled.step_id);
   for (const ScheduledRequest& s : scheduled.requests) abort(s.slot, error);
+  if (later) {
+    for (const ScheduledRequest& s : later->scheduled.requests) abort(s.slot, error);
+  }
   std::vector<std::int32_t> holding;
   for (std::size_t i = 0; i < scheduler_.running().size(); ++i) {
     holding.push_back(scheduler_.running()[i]->slot());
@@ -430,12 +564,21 @@ void EngineCore::deliver(std::int32_t slot, RequestOutput output, Status error) 
 void EngineCore::release_slot(std::int32_t slot) {
   LiveRequest& l = live(slot);
   if (l.request_id.empty()) return;
-  executor_->close_sampling_slot(slot);
   if (l.drafts) speculator_->remove(slot);
   tracer_.release(slot);
   outputs_.release(slot);
   slot_of_.erase(l.request_id);
   l = LiveRequest{};
+  // A launched step still samples for this slot: it stays taken until that step is collected.
+  if (slot_last_step_[static_cast<std::size_t>(slot)] > done_step_id_) {
+    deferred_slots_.push_back(slot);
+  } else {
+    free_slot(slot);
+  }
+}
+
+void EngineCore::free_slot(std::int32_t slot) {
+  executor_->close_sampling_slot(slot);
   slots_.release(slot);
 }
 
@@ -454,6 +597,7 @@ void EngineCore::publish_stats() {
   stats_.num_generated_tokens = num_generated_tokens_;
   if (speculator_) stats_.spec_decode = speculator_->stats();
   stats_.device_time = executor_->device_time();
+  stats_.host_gap = host_gap_.stats();
   const trace::TraceSinkStats trace = tracer_.sink_stats();
   stats_.trace_events_written = trace.events_written;
   stats_.trace_events_dropped = trace.events_dropped;

@@ -14,6 +14,15 @@
 // finished). Client ids map to slots once, in slot_of_ (aborts name ids).
 // Nothing here throws across the loop: an executor error fails the step's requests with an error
 // output and the loop goes on. With no work the thread sleeps on a condition variable.
+//
+// Overlapped steps (EngineConfig::async_scheduling): the step is launched on the executor, and
+// the one before it collected and processed only then, so the device runs step N+1 while the
+// host turns N's tokens into outputs and plans N+2 (ModelExecutor::launch_step has the
+// timeline). A request that ends while a later launched step still names it keeps its slot
+// (and the scheduler its blocks) until that step is collected; its row there is dropped.
+// The synchronous loop stays the reference: speculative decoding runs only there, and a request
+// with a reasoning budget is never scheduled ahead of its token in flight (the host decides its
+// forced tokens from the text).
 #pragma once
 
 #include <chrono>
@@ -24,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +73,17 @@ struct EngineCoreRequest {
   std::optional<std::int64_t> max_reasoning_tokens;
 };
 
+/// Host time between steps that the device waits through: from a step's launch returning (its
+/// output, in the synchronous loop) to the next launch, less the time blocked collecting a step.
+/// In the synchronous loop that is device idle time; with overlapped steps it is what the
+/// device's step must hide. Gaps across an idle engine are not counted.
+struct HostGapStats {
+  std::int64_t steps = 0;     ///< Gaps measured.
+  double total_seconds = 0.0;
+  double p50_seconds = 0.0;   ///< From a log-scale histogram (within 5%).
+  double mean_seconds() const { return steps > 0 ? total_seconds / static_cast<double>(steps) : 0.0; }
+};
+
 /// Gauges and counters, copied out after every step.
 struct EngineStats {
   std::int64_t num_running = 0;
@@ -85,6 +106,8 @@ struct EngineStats {
   SpecDecodeStats spec_decode;
   /// The executor's device busy / idle time (zeros on the CPU).
   DeviceTimeStats device_time;
+  /// Host time between steps (the engine's side of device idle).
+  HostGapStats host_gap;
 };
 
 /// The loop thread and everything it owns.
@@ -151,22 +174,55 @@ class EngineCore {
   // abort() of every live request.
   void abort_all(const Status& error);
 
+  // A step launched and not yet collected (overlapped steps).
+  struct InFlightStep {
+    SchedulerOutput scheduled;
+    std::vector<std::int32_t> first_row;  // the runner's first_rows() for it
+  };
+  // A log-scale histogram of host gaps (HostGapStats): 5% wide buckets from 1 us.
+  struct HostGapHistogram {
+    static constexpr int kBuckets = 400;
+    std::int64_t counts[kBuckets] = {};
+    std::int64_t steps = 0;
+    double total_seconds = 0.0;
+    void add(double seconds);
+    HostGapStats stats() const;
+  };
+
   void step();
+  // The step of the overlapped loop: schedule and launch N+1, then collect and process N.
+  void overlapped_step();
+  // Builds the step's batch and sampling rows (runner.prepare + rows) and the tracer's view.
+  void prepare(const SchedulerOutput& scheduled);
   // Runs the step on the executor (forward and sample) and collects its tokens; false after a
   // failed step (its requests are failed then).
   bool execute(const SchedulerOutput& scheduled, SampledTokens& sampled);
+  // Collects the oldest launched step and processes its tokens (overlapped steps).
+  void complete(const InFlightStep& step);
+  // complete() of the step in flight, if any.
+  void finish_in_flight();
   void fill_sampling_rows(const SchedulerOutput& scheduled);
-  void collect(const SchedulerOutput& scheduled, SampledTokens& sampled);
+  void collect(const SchedulerOutput& scheduled, std::span<const std::int32_t> first_row,
+               const StepOutput& out, SampledTokens& sampled);
   void emit(const std::vector<RequestUpdate>& updates);
   void follow_reasoning(const std::vector<ReasoningProgress>& progress);
   void fail_step(const SchedulerOutput& scheduled, const Status& error);
+  // Waits for the step in flight, if any, and drops its output; every step so far is done.
+  void drop_in_flight();
+  // Steps up to `step_id` are over: slots they named may go back to the allocator.
+  void step_done(std::int64_t step_id);
+  // Host gap bookkeeping around a launch (HostGapStats).
+  void begin_launch();
+  void end_launch();
   // Sends an output to the channel of the request at `slot`; a final one releases the slot.
   void deliver(std::int32_t slot, RequestOutput output, Status error = Status::ok_status());
   // The live request at `slot`.
   LiveRequest& live(std::int32_t slot) { return live_[static_cast<std::size_t>(slot)]; }
   // Ends a request's life in the engine: its slot on the executor, in the speculator, the
-  // tracer and the output processor, and here.
+  // tracer and the output processor, and here. The slot itself (and the executor's sampling
+  // state) goes back once no launched step names it.
   void release_slot(std::int32_t slot);
+  void free_slot(std::int32_t slot);
   void publish_stats();
 
   EngineConfig config_;
@@ -188,6 +244,20 @@ class EngineCore {
   // Seeds of requests that bring none: a server seed and a counter.
   std::uint64_t server_seed_ = 0;
   std::uint64_t num_unseeded_ = 0;
+  // Overlapped steps are on (async_scheduling, no speculator).
+  bool overlap_ = false;
+  std::optional<InFlightStep> in_flight_;
+  StepOutput collected_;  // the output of the step complete() collects; capacity kept
+  // The last step that named each slot, by slot; slots of ended requests wait in
+  // deferred_slots_ until done_step_id_ reaches it.
+  std::vector<std::int64_t> slot_last_step_;
+  std::vector<std::int32_t> deferred_slots_;
+  std::int64_t done_step_id_ = 0;
+  // Host gaps: since when the host has been working towards the next launch (unset: idle),
+  // and how long of that it waited for the device.
+  std::optional<std::chrono::steady_clock::time_point> gap_start_;
+  double gap_waited_seconds_ = 0.0;
+  HostGapHistogram host_gap_;
   std::int64_t num_steps_ = 0;
   std::int64_t num_failed_steps_ = 0;
   std::int64_t num_generated_tokens_ = 0;

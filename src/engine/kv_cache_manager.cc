@@ -68,7 +68,8 @@ std::optional<std::vector<std::int32_t>> KvCacheManager::allocate_slots(
   PAGODA_CHECK(computed.block_ids.empty() || fresh)
       << request.request_id() << ": prefix hits for a request that already holds blocks";
   const std::int64_t num_computed = request.num_computed_tokens() + computed.num_tokens;
-  PAGODA_CHECK_LE(num_computed + num_new_tokens, request.num_tokens());
+  PAGODA_CHECK_LE(num_computed + num_new_tokens,
+                  request.num_tokens() + request.num_samples_in_flight());
 
   const std::int64_t num_required =
       num_blocks_for(num_computed + num_new_tokens + num_lookahead_tokens);
@@ -131,10 +132,12 @@ std::int64_t KvCacheManager::fork(const Request& parent, Request& child) {
 
 void KvCacheManager::cache_full_blocks(Request& request, std::int64_t num_tokens) {
   if (!enable_prefix_caching_) return;
-  const std::int64_t num_full = num_tokens / block_size_;
   const std::vector<BlockHash>& hashes = request.block_hashes();
-  PAGODA_CHECK(static_cast<std::int64_t>(hashes.size()) >= num_full)
+  PAGODA_CHECK(static_cast<std::int64_t>(hashes.size()) >= request.num_tokens() / block_size_)
       << request.request_id() << ": block hashes not updated";
+  // Only known tokens have keys: a block a token in flight fills is keyed by a later step.
+  const std::int64_t num_full =
+      std::min(num_tokens, request.num_tokens()) / block_size_;
   const std::vector<std::int32_t>& table = request.block_ids();
   for (std::int64_t i = request.num_cached_blocks(); i < num_full; ++i) {
     pool_.cache_block(table[i], hashes[i]);

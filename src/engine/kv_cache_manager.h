@@ -8,7 +8,8 @@
 // A block gets its key when the step that fills it is scheduled (allocate_slots), so a request
 // admitted later in the same step can already hit it. That relies on the executor storing every
 // batch token's K/V for a layer before that layer's attention reads the cache, as
-// ModelExecutor::forward documents.
+// ModelExecutor::forward documents. Keys cover known tokens only: a block that a token still
+// in flight completes (overlapped steps) is keyed by the request's next allocate_slots.
 #pragma once
 
 #include <cstdint>

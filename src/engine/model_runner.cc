@@ -29,6 +29,12 @@ Status ModelRunner::run() {
   return executor_.execute(batch_, sampling_, step_output_);
 }
 
+Status ModelRunner::launch(bool* launched) {
+  *launched = batch_.num_tokens() > 0;
+  if (!*launched) return Status::ok_status();
+  return executor_.launch_step(batch_, sampling_);
+}
+
 const std::vector<std::int32_t>* ModelRunner::block_table(std::int32_t slot) const {
   if (slot < 0 || static_cast<std::size_t>(slot) >= states_.size()) return nullptr;
   const RequestState& s = states_[static_cast<std::size_t>(slot)];
@@ -62,6 +68,7 @@ void ModelRunner::update_states(const SchedulerOutput& output) {
       state.block_table = s.block_ids;
       state.num_computed_tokens = s.num_computed_tokens;
       state.num_spec_tokens = 0;
+      state.last_sample_row = -1;
     } else {
       PAGODA_CHECK(state.live) << s.request_id << " is running but the runner lost it";
       PAGODA_CHECK(s.num_computed_tokens >= state.num_computed_tokens &&
@@ -102,6 +109,15 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     const std::int64_t seq_len = start + s.num_scheduled_tokens();
     PAGODA_CHECK_LE(seq_len, static_cast<std::int64_t>(table.size()) * block_size_)
         << s.request_id << ": block table too short for its tokens";
+    if (s.last_token_in_flight) {
+      // Sampled by the previous launched step, which sampled for it at state.last_sample_row.
+      PAGODA_CHECK(state.last_sample_row >= 0 && state.last_sample_batch == num_batches_)
+          << s.request_id << ": its input is in flight but the last step did not sample for it";
+      batch_.from_previous_step.push_back(
+          {.token_row = static_cast<std::int32_t>(batch_.num_tokens() + s.num_scheduled_tokens() - 1),
+           .previous_row = state.last_sample_row});
+    }
+    state.last_sample_row = -1;
     for (std::int64_t t = 0; t < s.num_scheduled_tokens(); ++t) {
       const std::int64_t pos = start + t;
       batch_.token_ids.push_back(s.token_ids[static_cast<std::size_t>(t)]);
@@ -117,6 +133,8 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     if (s.needs_sample) {
       first_row_[i] = static_cast<std::int32_t>(batch_.num_logits());
       num_rows_[i] = static_cast<std::int32_t>(1 + s.num_spec_tokens);
+      state.last_sample_row = first_row_[i];
+      state.last_sample_batch = num_batches_ + 1;
       for (std::int64_t r = s.num_spec_tokens; r >= 0; --r) {
         batch_.logits_indices.push_back(static_cast<std::int32_t>(batch_.num_tokens() - 1 - r));
         sampling_.rows.push_back({.slot = s.slot});
@@ -125,6 +143,7 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     state.num_computed_tokens = seq_len - s.num_spec_tokens;
     state.num_spec_tokens = s.num_spec_tokens;
   }
+  if (batch_.num_tokens() > 0) ++num_batches_;
 }
 
 }  // namespace pagoda::engine

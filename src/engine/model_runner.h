@@ -10,8 +10,14 @@
 //   preempted / finished     (dropped)
 //
 // A step is prepare() (state changes, the batch, one default SamplingRow per logits row), the
-// caller filling rows_for(i), then run(). The vectors keep their capacity, so a steady decode
-// allocates nothing per step.
+// caller filling rows_for(i), then run(), or launch() and later collect() for overlapped steps.
+// A row whose input token is still in flight takes it from the previous launched step's row of
+// the same request (ForwardBatch::from_previous_step), which the runner remembers by slot:
+//
+//   step N     rows A B C       sampling rows  A:0  B:1  C:2
+//   step N+1   rows B' A'       from_previous_step {0, 1} {1, 0}   (B' <- B's sample, A' <- A's)
+//
+// The vectors keep their capacity, so a steady decode allocates nothing per step.
 #pragma once
 
 #include <cstdint>
@@ -42,11 +48,18 @@ class ModelRunner {
   /// Runs the prepared step. An executor error comes back as is; the caller then aborts the
   /// scheduled requests, whose state goes with the next step's finished_slots.
   Status run();
+  /// Overlapped steps: launches the prepared step (nothing when it has no tokens) without
+  /// waiting; false in *launched when there was nothing to launch.
+  Status launch(bool* launched);
+  /// Waits for the oldest launched step's output.
+  Status collect(StepOutput& out) { return executor_.collect_step(out); }
 
   /// What the last run() sampled; request i's rows start at first_row(i).
   const StepOutput& step_output() const { return step_output_; }
   /// Index of output.requests[i]'s first row in step_output(), or -1.
   std::int32_t first_row(std::size_t i) const { return first_row_[i]; }
+  /// first_row(i) for every i of the last prepare().
+  const std::vector<std::int32_t>& first_rows() const { return first_row_; }
 
   /// The batch the last prepare() built (for tests and tracing).
   const ForwardBatch& batch() const { return batch_; }
@@ -65,6 +78,9 @@ class ModelRunner {
     // accepted (0..num_spec_tokens).
     std::int64_t num_computed_tokens = 0;
     std::int64_t num_spec_tokens = 0;
+    // Its sampling row in the last step that sampled for it, or -1 (overlapped steps).
+    std::int32_t last_sample_row = -1;
+    std::int64_t last_sample_batch = 0;  // which batch that row is in (num_batches_ numbering)
   };
 
   RequestState& state(std::int32_t slot);
@@ -76,6 +92,7 @@ class ModelRunner {
   std::int64_t block_size_;
   std::vector<RequestState> states_;  // by slot
   std::size_t num_live_ = 0;
+  std::int64_t num_batches_ = 0;  // non-empty batches prepared: each is launched or run
   ForwardBatch batch_;
   SamplingBatch sampling_;
   StepOutput step_output_;

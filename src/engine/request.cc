@@ -15,9 +15,15 @@ Request::Request(std::string request_id, std::vector<std::int32_t> prompt_token_
       options_(std::move(options)) {}
 
 void Request::set_num_computed_tokens(std::int64_t n) {
-  PAGODA_CHECK(n >= 0 && n <= num_tokens())
-      << request_id_ << ": num_computed_tokens " << n << " outside [0, " << num_tokens() << "]";
+  PAGODA_CHECK(n >= 0 && n <= num_tokens() + num_samples_in_flight_)
+      << request_id_ << ": num_computed_tokens " << n << " outside [0, "
+      << num_tokens() + num_samples_in_flight_ << "]";
   num_computed_tokens_ = n;
+}
+
+void Request::remove_sample_in_flight() {
+  PAGODA_CHECK(num_samples_in_flight_ > 0) << request_id_ << ": no sample in flight";
+  --num_samples_in_flight_;
 }
 
 void Request::resolve_max_tokens(std::int64_t max_model_len) {

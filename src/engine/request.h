@@ -8,6 +8,13 @@
 //
 // The scheduler advances num_computed_tokens when it schedules tokens (the step that computes
 // them runs before anything else looks), and appends a sampled token after the step.
+//
+// Overlapped steps: a step that samples for the request counts one sample in flight from its
+// schedule() to its update_from_output(). While one is in flight, the next schedule() may run
+// the token it will bring (a placeholder the executor fills in) if the request allows it:
+//
+//   token_ids():  [ prompt ......... | output .... ] [?]      ? = sampled by the step in flight
+//                 |<------ num_computed_tokens ------->|       after scheduling ? as well
 #pragma once
 
 #include <cstdint>
@@ -80,7 +87,23 @@ class Request {
   /// Set by the engine's speculator between steps; cleared by the scheduler.
   void set_spec_token_ids(std::vector<std::int32_t> ids) { spec_token_ids_ = std::move(ids); }
 
-  /// Tokens whose K/V is (or, during a step, is being) written to the cache.
+  /// Steps scheduled to sample for this request whose tokens have not been appended yet: 0
+  /// between synchronous steps; up to 2 with overlapped steps.
+  std::int64_t num_samples_in_flight() const { return num_samples_in_flight_; }
+  void add_sample_in_flight() { ++num_samples_in_flight_; }
+  /// A scheduled sample came back (or its step failed).
+  void remove_sample_in_flight();
+  /// Whether the scheduler may run the token still in flight (overlapped steps); false for a
+  /// request whose next input the host must see first (a reasoning budget forces tokens).
+  bool schedules_ahead() const { return schedules_ahead_; }
+  void set_schedules_ahead(bool on) { schedules_ahead_ = on; }
+  /// The last schedule() that gave it tokens (SchedulerOutput::step_id), 0 for none: its
+  /// blocks may be freed only once that step is done.
+  std::int64_t last_step_id() const { return last_step_id_; }
+  void set_last_step_id(std::int64_t id) { last_step_id_ = id; }
+
+  /// Tokens whose K/V is (or, during a step, is being) written to the cache; at most
+  /// num_tokens() + num_samples_in_flight().
   std::int64_t num_computed_tokens() const { return num_computed_tokens_; }
   /// Set by the scheduler (advance on schedule, 0 on preemption) and the KV manager (prefix hit).
   void set_num_computed_tokens(std::int64_t n);
@@ -144,6 +167,9 @@ class Request {
   std::vector<BlockHash> block_hashes_;
   std::int64_t num_cached_prompt_tokens_ = 0;
   std::int64_t num_preemptions_ = 0;
+  std::int64_t num_samples_in_flight_ = 0;
+  bool schedules_ahead_ = false;
+  std::int64_t last_step_id_ = 0;
 };
 
 }  // namespace pagoda::engine

@@ -6,6 +6,7 @@
 
 #include "common/check.h"
 #include "engine/stop_checker.h"
+#include "pagoda/forward_batch.h"
 
 namespace pagoda::engine {
 namespace {
@@ -93,6 +94,7 @@ Status Scheduler::add_request(std::unique_ptr<Request> request) {
 
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
+  out.step_id = ++last_step_id_;
   out.finished_request_ids.swap(finished_in_batch_);
   out.finished_slots.swap(finished_slots_in_batch_);
   TokenBudget budget(config_.max_num_batched_tokens, config_.long_prefill_token_threshold);
@@ -105,13 +107,17 @@ bool Scheduler::schedule_running(TokenBudget& budget, SchedulerOutput& out) {
   bool preempted = false;
   for (std::size_t i = 0; i < running_.size() && !budget.exhausted(); ++i) {
     Request& request = *running_[i];
-    const std::int64_t num_new = budget.grant(request.num_tokens() - request.num_computed_tokens());
+    const std::int64_t ahead = tokens_ahead(request);
+    if (ahead < 0) continue;  // waiting for its sampled token
+    const std::int64_t num_new =
+        budget.grant(request.num_tokens() + ahead - request.num_computed_tokens());
     if (num_new <= 0) continue;  // waiting for its sampled token
     std::optional<std::vector<std::int32_t>> blocks;
     // Drafts only behind the last known token, within the budget, and only if their slots are
     // free now: a guess never preempts anyone.
     std::int64_t num_spec = 0;
-    if (num_new == 1 && request.num_tokens() - request.num_computed_tokens() == 1) {
+    if (ahead == 0 && num_new == 1 &&
+        request.num_tokens() - request.num_computed_tokens() == 1) {
       num_spec = std::min(
           static_cast<std::int64_t>(request.spec_token_ids().size()),
           budget.grant(1 + static_cast<std::int64_t>(request.spec_token_ids().size())) - 1);
@@ -136,6 +142,8 @@ void Scheduler::schedule_waiting(TokenBudget& budget, SchedulerOutput& out) {
   while (!waiting_.empty() && !budget.exhausted() &&
          static_cast<std::int64_t>(running_.size()) < config_.max_num_seqs) {
     Request& request = *waiting_.front();
+    // Preempted while its sample was in flight: it resumes once that token is known.
+    if (request.num_samples_in_flight() > 0) break;
     const ComputedBlocks computed = kv_.get_computed_blocks(request);
     const std::int64_t num_new = budget.grant(request.num_tokens() - computed.num_tokens);
     std::optional<std::vector<std::int32_t>> blocks =
@@ -159,8 +167,13 @@ void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
   s.is_new = is_new;
   s.resumed_from_preemption = is_new && request.num_preemptions() > 0;
   s.num_computed_tokens = request.num_computed_tokens();
-  const auto tokens = request.token_ids().subspan(s.num_computed_tokens, num_tokens);
+  // Tokens past the known ones are in flight (overlapped steps): placeholders the executor fills.
+  const std::int64_t num_known =
+      std::clamp<std::int64_t>(request.num_tokens() - s.num_computed_tokens, 0, num_tokens);
+  const auto tokens = request.token_ids().subspan(s.num_computed_tokens, num_known);
   s.token_ids.assign(tokens.begin(), tokens.end());
+  s.token_ids.resize(num_tokens, ForwardBatch::kTokenInFlight);
+  s.last_token_in_flight = num_known < num_tokens;
   const std::vector<std::int32_t>& drafts = request.spec_token_ids();
   s.token_ids.insert(s.token_ids.end(), drafts.begin(), drafts.begin() + num_spec_tokens);
   s.num_spec_tokens = num_spec_tokens;
@@ -168,7 +181,10 @@ void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
   // A new request's returned blocks are its whole table (it held none before the call).
   s.block_ids = std::move(blocks);
   const std::int64_t computed_after = s.num_computed_tokens + num_tokens;
-  s.needs_sample = computed_after == request.num_tokens();
+  s.needs_sample = computed_after == request.num_tokens() + request.num_samples_in_flight();
+  s.output_index = request.num_output_tokens() + request.num_samples_in_flight();
+  if (s.needs_sample) request.add_sample_in_flight();
+  request.set_last_step_id(out.step_id);
   // Advanced now, not after the step: the step runs before anything else reads it, and the
   // next schedule() must not hand out these tokens again.
   request.set_num_computed_tokens(computed_after);
@@ -194,14 +210,22 @@ std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& 
                                                          const SampledTokens& sampled) {
   PAGODA_CHECK_EQ(sampled.token_ids.size(), output.requests.size())
       << "sampled tokens must align with the scheduled requests";
+  step_done(output.step_id);
   std::vector<RequestUpdate> updates;
   for (std::size_t i = 0; i < output.requests.size(); ++i) {
     const ScheduledRequest& scheduled = output.requests[i];
-    if (!scheduled.needs_sample || sampled.token_ids[i].empty()) continue;
+    if (!scheduled.needs_sample) continue;
+    // Gone since it was scheduled: aborted, or finished by the step before (overlapped steps).
+    // The slot tells a new request that reuses the id apart: a slot named by a step in flight
+    // is not handed out again before that step is done.
     const auto it = requests_.find(scheduled.request_id);
-    if (it == requests_.end()) continue;  // aborted after it was scheduled
+    if (it == requests_.end() || it->second->slot() != scheduled.slot) continue;
     Request& request = *it->second;
-    PAGODA_CHECK(request.status() == RequestStatus::kRunning)
+    request.remove_sample_in_flight();
+    if (sampled.token_ids[i].empty()) continue;
+    // Preempted by the schedule that overlapped this step: the token is still its next one.
+    PAGODA_CHECK(request.status() == RequestStatus::kRunning ||
+                 request.status() == RequestStatus::kPreempted)
         << request.request_id() << " got tokens while " << request_status_name(request.status());
     const std::vector<std::int32_t>& tokens = sampled.token_ids[i];
     if (scheduled.num_spec_tokens > 0) check_verified(scheduled, tokens);
@@ -227,12 +251,18 @@ std::vector<RequestUpdate> Scheduler::update_from_output(const SchedulerOutput& 
     update.num_prompt_tokens = request.num_prompt_tokens();
     update.num_cached_prompt_tokens = request.num_cached_prompt_tokens();
     update.num_output_tokens = request.num_output_tokens();
-    if (update.finished()) {
-      finish(request, update.status);
-      requests_.erase(it);
-    }
+    if (update.finished()) finish(it, update.status);
   }
   return updates;
+}
+
+void Scheduler::step_done(std::int64_t step_id) {
+  last_done_step_id_ = std::max(last_done_step_id_, step_id);
+  std::erase_if(retiring_, [this](std::unique_ptr<Request>& request) {
+    if (request->last_step_id() > last_done_step_id_) return false;
+    kv_.free(*request);
+    return true;
+  });
 }
 
 bool Scheduler::set_spec_token_ids(std::string_view request_id,
@@ -246,12 +276,12 @@ bool Scheduler::set_spec_token_ids(std::string_view request_id,
 bool Scheduler::abort_request(std::string_view request_id) {
   const auto it = requests_.find(request_id);
   if (it == requests_.end()) return false;
-  finish(*it->second, RequestStatus::kFinishedAborted);
-  requests_.erase(it);
+  finish(it, RequestStatus::kFinishedAborted);
   return true;
 }
 
-void Scheduler::finish(Request& request, RequestStatus status) {
+void Scheduler::finish(RequestMap::iterator it, RequestStatus status) {
+  Request& request = *it->second;
   if (request.status() == RequestStatus::kRunning) {
     running_.remove(&request);
     finished_in_batch_.push_back(request.request_id());
@@ -259,8 +289,26 @@ void Scheduler::finish(Request& request, RequestStatus status) {
   } else {
     waiting_.remove(&request);
   }
-  kv_.free(request);
   request.set_status(status);
+  // A step still in flight may write its blocks: they go back when that step is done.
+  if (request.last_step_id() > last_done_step_id_) {
+    retiring_.push_back(std::move(it->second));
+  } else {
+    kv_.free(request);
+  }
+  requests_.erase(it);
+}
+
+std::int64_t Scheduler::tokens_ahead(const Request& request) const {
+  const std::int64_t in_flight = request.num_samples_in_flight();
+  if (in_flight == 0) return 0;
+  if (!request.schedules_ahead()) return -1;
+  // Its end is known ahead: the token in flight is its last one.
+  if (request.num_output_tokens() + in_flight >= request.max_tokens() ||
+      request.num_tokens() + in_flight >= config_.max_model_len) {
+    return -1;
+  }
+  return in_flight;
 }
 
 const Request* Scheduler::find_request(std::string_view request_id) const {

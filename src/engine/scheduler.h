@@ -22,6 +22,20 @@
 //                    (reused by the next steps, freed with the request) and are keyed for the
 //                    prefix cache only once real tokens fill them.
 //
+// Overlapped steps (--async-scheduling) ride on it too. While step N is in flight, its sampled
+// token is not known; schedule() for N+1 may still run it, as a placeholder the executor fills
+// from N's samples (Request::num_samples_in_flight, ScheduledRequest::last_token_in_flight):
+//
+//   schedule N    A: t[n-1] at n-1         A has a sample in flight; num_computed = n
+//   schedule N+1  A: ? at n                placeholder; num_computed = n + 1, 2 in flight
+//   update N      A: append t[n]           1 in flight
+//   update N+1    A: append t[n+1]         or dropped, if t[n] finished A
+//
+// A request is not run past its known end (max_tokens, max_model_len). One that finishes while
+// a later step in flight still names it keeps its blocks until that step is done (step_done):
+// the device may still write them. A preempted request loses its blocks at once, so the engine
+// waits for the step in flight before it launches a step that preempted (the blocks may move).
+//
 // Owned by the engine loop: single-threaded, no exceptions. The named pieces live apart:
 // admission/preemption order (scheduling_policy.h, request_queue.h), budget (token_budget.h),
 // finish rules (stop_checker.h), blocks (kv_cache_manager.h).
@@ -70,9 +84,14 @@ class Scheduler {
   SchedulerOutput schedule();
 
   /// Appends the sampled tokens of the step `output` planned, finishes requests that stop
-  /// (freeing their blocks at once) and reports every request that got tokens.
+  /// (freeing their blocks once no step in flight names them) and reports every request that
+  /// got tokens. Steps are updated in the order they were scheduled; update marks it done.
   std::vector<RequestUpdate> update_from_output(const SchedulerOutput& output,
                                                 const SampledTokens& sampled);
+
+  /// The step `step_id` (and every earlier one) is over: ended requests it named give their
+  /// blocks back. update_from_output calls it; the engine calls it for a failed step.
+  void step_done(std::int64_t step_id);
 
   /// Sets the drafts `request_id` carries into the next schedule() (speculative decoding); false
   /// when the id is unknown. Only a running request with exactly one token to compute uses them.
@@ -110,7 +129,10 @@ class Scheduler {
   void add_scheduled(Request& request, std::int64_t num_tokens, std::vector<std::int32_t> blocks,
                      bool is_new, SchedulerOutput& out, std::int64_t num_spec_tokens = 0);
   void preempt_last_running(SchedulerOutput& out);
-  void finish(Request& request, RequestStatus status);
+  // Ends the request and drops it from requests_ (into retiring_ while a step in flight names it).
+  void finish(RequestMap::iterator it, RequestStatus status);
+  // Tokens in flight schedule() may run after the known ones; -1 when it must wait for them.
+  std::int64_t tokens_ahead(const Request& request) const;
 
   SchedulerConfig config_;
   KvCacheManager kv_;
@@ -122,6 +144,10 @@ class Scheduler {
   // Requests the runner holds state for that ended since the last schedule().
   std::vector<std::string> finished_in_batch_;
   std::vector<std::int32_t> finished_slots_in_batch_;
+  // Ended requests whose blocks a step in flight may still write; freed by step_done.
+  std::vector<std::unique_ptr<Request>> retiring_;
+  std::int64_t last_step_id_ = 0;       // of the latest schedule()
+  std::int64_t last_done_step_id_ = 0;  // steps up to it are over
   std::uint64_t next_arrival_seq_ = 0;
   std::int64_t num_preemptions_ = 0;
 };

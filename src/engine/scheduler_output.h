@@ -41,9 +41,14 @@ struct ScheduledRequest {
   std::int64_t num_spec_tokens = 0;
   /// Whole table (is_new) or appended blocks, in position order.
   std::vector<std::int32_t> block_ids;
-  /// This step reaches the request's last known token, so the last row's logits are sampled.
+  /// This step reaches the request's last token, so the last row's logits are sampled.
   /// False for a prefill chunk that stops short of the end of the prompt.
   bool needs_sample = false;
+  /// Overlapped steps: the last of token_ids is the token the step in flight samples for this
+  /// request (ForwardBatch::kTokenInFlight here; the executor fills it in).
+  bool last_token_in_flight = false;
+  /// Output index of the first token this step samples: the draw's position.
+  std::int64_t output_index = 0;
 
   /// Tokens scheduled this step.
   std::int64_t num_scheduled_tokens() const { return static_cast<std::int64_t>(token_ids.size()); }
@@ -51,6 +56,8 @@ struct ScheduledRequest {
 
 /// The whole step.
 struct SchedulerOutput {
+  /// 1, 2, ... in schedule() order (Scheduler::step_done).
+  std::int64_t step_id = 0;
   /// Running requests first (policy order), then newly admitted ones.
   std::vector<ScheduledRequest> requests;
   /// Sum of num_scheduled_tokens(); at most max_num_batched_tokens.
