@@ -112,22 +112,44 @@ struct RadixItem {
 /// most significant first, each narrowing the prefix to one of 256 buckets. When rounding leaves
 /// the target out of reach, the smallest key with weight (everything is kept); 0 when nothing has
 /// weight. Every thread must call, and gets the result.
+/// The per-warp histograms of radix_select: one shared array per kernel, whichever instances
+/// of radix_select (one per lambda) the kernel holds.
+template <int kWarps, int kBins>
+__device__ __forceinline__ float (*radix_warp_histograms())[kBins] {
+  __shared__ float histograms[kWarps][kBins];
+  return histograms;
+}
+
 template <int kThreads, typename ItemAt>
 __device__ std::uint32_t radix_select(ItemAt item_at, int n, float target) {
   constexpr int kBins = 256;
+  constexpr int kWarps = kThreads / 32;
+  // One histogram per warp: a whole row's elements fall into a handful of buckets on the first
+  // pass (probabilities share few exponents), and 512 threads adding into the same few shared
+  // floats serialized the pass. The warps' histograms are then summed in warp order.
+  float(*warp_histogram)[kBins] = radix_warp_histograms<kWarps, kBins>();
   __shared__ float histogram[kBins];
   __shared__ std::uint32_t shared_prefix;
   __shared__ float shared_above;
+  const int warp_id = static_cast<int>(threadIdx.x) / 32;
   std::uint32_t prefix = 0;
   std::uint32_t mask = 0;
   float above = 0.0f;  // weight of the elements above the current bucket
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < kBins; b += kThreads) histogram[b] = 0.0f;
+    for (int b = threadIdx.x; b < kWarps * kBins; b += kThreads) (&warp_histogram[0][0])[b] = 0.0f;
     __syncthreads();
-    batched_row_loop<kThreads>(n, item_at, [&](int, const RadixItem& item) {
-      if (item.weight <= 0.0f || (item.key & mask) != prefix) return;
-      atomicAdd(&histogram[(item.key >> shift) & 0xffu], item.weight);
-    });
+    for (int i = threadIdx.x; i < n; i += kThreads) {
+      const RadixItem item = item_at(i);
+      if (item.weight <= 0.0f || (item.key & mask) != prefix) continue;
+      atomicAdd(&warp_histogram[warp_id][(item.key >> shift) & 0xffu], item.weight);
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < kBins; b += kThreads) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) sum += warp_histogram[w][b];
+      histogram[b] = sum;
+    }
     __syncthreads();
     // Warp 0 picks the bucket: lane l owns buckets [8l, 8l + 8); suffix sums over lanes find the
     // lane where the running weight (from the top bucket down) crosses the target, and that lane
