@@ -5,6 +5,7 @@
 //
 //   gpu_bench kernels                     B, F and each kernel against its goal, the sampler of
 //                                         execute() per batch x vocab ("sampler ..." lines)
+//   gpu_bench kernels [GROUP...]          GROUP: decode, prefill, elementwise, sampler, skinny
 //   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy)
 //                   [--dtype bf16] [--batch 1,64,128] [--context 512] [--steps 32]
 //                                         through forward() and through execute(), and the bytes
@@ -508,7 +509,11 @@ void bench_skinny_gemm(const Ceilings& ceil, cuda::BlasLt& blas) {
   }
 }
 
-int run_kernels() {
+// `groups` empty: all; else any of decode, prefill, elementwise, sampler, skinny.
+int run_kernels(const std::vector<std::string>& groups) {
+  const auto wanted = [&](const char* group) {
+    return groups.empty() || std::find(groups.begin(), groups.end(), group) != groups.end();
+  };
   auto props = cuda::current_device_properties();
   if (!props.ok()) die(props.status(), "device");
   std::printf("device: %s, %d SMs, L2 %lld MB, %.1f GiB\n", props->name.c_str(), props->num_sms,
@@ -517,17 +522,19 @@ int run_kernels() {
   auto blas = cuda::BlasLt::create(32u << 20);
   if (!blas.ok()) die(blas.status(), "cublasLt");
   const Ceilings ceil = measure_ceilings(**blas);
-  bench_decode_attention(ceil, props->num_sms, 64, 2048, "G1 decode attn b64 ctx2048", ">= 0.75 B",
-                         {1, 2, 4});
-  bench_decode_attention(ceil, props->num_sms, 64, 512, "G2 decode attn b64 ctx512", ">= 0.60 B",
-                         {1, 2});
-  bench_decode_attention(ceil, props->num_sms, 1, 16384, "G3 decode attn b1 ctx16k", ">= 0.70 B",
-                         {32, 64, 128});
-  bench_decode_attention(ceil, props->num_sms, 16, 4096, "decode attn b16 ctx4096", "(info)");
-  bench_prefill_attention(ceil);
-  bench_elementwise(ceil);
-  bench_sampler(ceil);
-  bench_skinny_gemm(ceil, **blas);
+  if (wanted("decode")) {
+    bench_decode_attention(ceil, props->num_sms, 64, 2048, "G1 decode attn b64 ctx2048",
+                           ">= 0.75 B", {1, 2, 4});
+    bench_decode_attention(ceil, props->num_sms, 64, 512, "G2 decode attn b64 ctx512", ">= 0.60 B",
+                           {1, 2});
+    bench_decode_attention(ceil, props->num_sms, 1, 16384, "G3 decode attn b1 ctx16k", ">= 0.70 B",
+                           {32, 64, 128});
+    bench_decode_attention(ceil, props->num_sms, 16, 4096, "decode attn b16 ctx4096", "(info)");
+  }
+  if (wanted("prefill")) bench_prefill_attention(ceil);
+  if (wanted("elementwise")) bench_elementwise(ceil);
+  if (wanted("sampler")) bench_sampler(ceil);
+  if (wanted("skinny")) bench_skinny_gemm(ceil, **blas);
   return 0;
 }
 
@@ -756,7 +763,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "kernels") return bench::run_kernels();
+  if (mode == "kernels") return bench::run_kernels(std::vector<std::string>(argv + 2, argv + argc));
   if (mode == "model") {
     std::string config;
     std::string dtype_name = "bf16";
