@@ -306,13 +306,13 @@ void EngineCore::step() {
 //                  keeps its slot and blocks until N+1 is collected (its N+1 row is dropped)
 void EngineCore::overlapped_step() {
   SchedulerOutput next = scheduler_.schedule();
-  // A preemption freed blocks that `next` may reuse while the step in flight still writes them.
-  if (!next.preempted_slots.empty()) finish_in_flight();
-  std::optional<InFlightStep> previous = std::exchange(in_flight_, std::nullopt);
   for (const ScheduledRequest& s : next.requests) {
     slot_last_step_[static_cast<std::size_t>(s.slot)] = next.step_id;
   }
-  prepare(next);
+  prepare(next);  // while every request in `next` is still live
+  // A preemption freed blocks that `next` may reuse while the step in flight still writes them.
+  if (!next.preempted_slots.empty()) finish_in_flight();
+  std::optional<InFlightStep> previous = std::exchange(in_flight_, std::nullopt);
   bool launched = false;
   begin_launch();
   Status status = runner_.launch(&launched);
@@ -595,6 +595,7 @@ void EngineCore::publish_stats() {
   stats_.num_steps = num_steps_;
   stats_.num_failed_steps = num_failed_steps_;
   stats_.num_generated_tokens = num_generated_tokens_;
+  stats_.num_slots_in_use = slots_.num_used();
   if (speculator_) stats_.spec_decode = speculator_->stats();
   stats_.device_time = executor_->device_time();
   stats_.host_gap = host_gap_.stats();

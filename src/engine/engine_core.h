@@ -96,6 +96,7 @@ struct EngineStats {
   std::int64_t num_steps = 0;
   std::int64_t num_failed_steps = 0;  ///< Steps whose forward pass returned an error.
   std::int64_t num_generated_tokens = 0;
+  std::int64_t num_slots_in_use = 0;  ///< Slots held by live (or retiring) requests.
   // Reasoning traces (zeros without a trace sink).
   std::int64_t trace_events_written = 0;
   std::int64_t trace_events_dropped = 0;

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <algorithm>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "models/forward_batch_check.h"
@@ -50,6 +52,45 @@ class FakeModelExecutor final : public sampling::HostSamplingExecutor {
   }
   /// forward() calls so far.
   std::int64_t num_calls() const { return calls_; }
+  /// Sampling slots open now (opened and not closed).
+  std::int64_t num_open_slots() const {
+    std::lock_guard lock(count_mutex_);
+    return static_cast<std::int64_t>(open_slots_.size());
+  }
+  /// Most steps launched and not yet collected at once, and launches with tokens in flight.
+  std::int64_t max_steps_in_flight() const { return max_in_flight_; }
+  std::int64_t num_launches_with_previous_tokens() const { return launches_with_previous_; }
+
+  Status open_sampling_slot(std::int32_t slot, const SlotSamplingConfig& config) override {
+    Status s = HostSamplingExecutor::open_sampling_slot(slot, config);
+    std::lock_guard lock(count_mutex_);
+    if (s.ok()) open_slots_.insert(slot);
+    return s;
+  }
+  void close_sampling_slot(std::int32_t slot) override {
+    HostSamplingExecutor::close_sampling_slot(slot);
+    std::lock_guard lock(count_mutex_);
+    open_slots_.erase(slot);
+  }
+  Status launch_step(const ForwardBatch& batch, const SamplingBatch& sampling) override {
+    for (const PreviousToken& p : batch.from_previous_step) {
+      // The engine's placeholder reaches the executor, which alone fills it in.
+      if (batch.token_ids[static_cast<std::size_t>(p.token_row)] != ForwardBatch::kTokenInFlight) {
+        return internal_error("a token in flight arrived with an id");
+      }
+    }
+    Status s = HostSamplingExecutor::launch_step(batch, sampling);
+    if (s.ok()) {
+      max_in_flight_ = std::max<std::int64_t>(max_in_flight_, ++in_flight_);
+      if (!batch.from_previous_step.empty()) ++launches_with_previous_;
+    }
+    return s;
+  }
+  Status collect_step(StepOutput& out) override {
+    Status s = HostSamplingExecutor::collect_step(out);
+    if (s.ok()) --in_flight_;
+    return s;
+  }
 
   const ModelExecutorInfo& info() const override { return info_; }
   std::int64_t kv_cache_bytes_per_block(std::int64_t block_size) const override {
@@ -124,6 +165,11 @@ class FakeModelExecutor final : public sampling::HostSamplingExecutor {
   std::condition_variable released_;
   bool held_ = false;
   std::int64_t hold_at_ = -1;
+  mutable std::mutex count_mutex_;
+  std::set<std::int32_t> open_slots_;
+  std::atomic<std::int64_t> in_flight_{0};
+  std::atomic<std::int64_t> max_in_flight_{0};
+  std::atomic<std::int64_t> launches_with_previous_{0};
 };
 
 }  // namespace pagoda::engine::testing
