@@ -246,6 +246,8 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-num-seqs", max_num_seqs, "Most requests running at once")
       ->capture_default_str();
+  sub->add_flag("--async-scheduling", async_scheduling,
+                "Plan and launch each step while the previous one runs (overlapped steps)");
   sub->add_option("--max-num-batched-tokens", max_num_batched_tokens, "Token budget per step")
       ->capture_default_str();
   sub->add_option("--kv-cache-memory", kv_cache_memory,
@@ -298,6 +300,7 @@ int BenchCommand::run(const char* argv0) const {
   options.tokenizer = loaded->tokenizer;
   options.engine.scheduler.max_num_seqs = max_num_seqs;
   options.engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
+  options.engine.async_scheduling = async_scheduling;
   // Each round draws its own prompts (seed + 1000 per round), so a later round does not hit the
   // prefix cache an earlier one filled; round 1's are those of a single run.
   std::vector<RoundPrompts> round_prompts;
@@ -402,6 +405,14 @@ int BenchCommand::run(const char* argv0) const {
   }
   auto batch = compare("concurrent", prompts);
   if (!batch.ok()) return report_error(batch.status());
+  {
+    // Host time between steps, what the device waits through (engine_core.h, HostGapStats).
+    const engine::HostGapStats gap = settled_stats(**client).host_gap;
+    std::printf("host gap per step: mean %.1f us, p50 %.1f us over %lld steps "
+                "(async scheduling %s)\n",
+                gap.mean_seconds() * 1e6, gap.p50_seconds * 1e6, static_cast<long long>(gap.steps),
+                async_scheduling ? "on" : "off");
+  }
   if (options.engine.trace_sink) {
     const engine::EngineStats stats = (*client)->stats();
     std::printf("trace: %lld events written, %lld dropped, %lld bytes, engine time %.1f ms\n",

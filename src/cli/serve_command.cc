@@ -118,6 +118,7 @@ struct ModelLoader {
     config.kv_cache_memory_bytes = cmd.kv_cache_memory;
     config.max_waiting_requests = cmd.max_waiting_requests;
     config.seed = cmd.seed;
+    config.async_scheduling = cmd.async_scheduling;
     PAGODA_RETURN_IF_ERROR(cmd.trace.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.reasoning.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.speculative.apply(config));
@@ -230,6 +231,8 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
                   "Longest prompt + completion in tokens (default: the model's context length)");
   sub->add_option("--max-num-seqs", max_num_seqs, "Most requests running at once")
       ->capture_default_str();
+  sub->add_flag("--async-scheduling", async_scheduling,
+                "Plan and launch each step while the previous one runs (overlapped steps)");
   sub->add_option("--max-num-batched-tokens", max_num_batched_tokens,
                   "Token budget of one engine step")
       ->capture_default_str();
