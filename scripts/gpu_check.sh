@@ -14,7 +14,8 @@
 #                                  # binaries on PATH and its libraries on LD_LIBRARY_PATH, run CMD
 #                                  # (e.g. gpu_bench kernels, or one test with --gtest_filter)
 #
-# `run` takes GPU_CHECK_SANITIZER=0 (skip compute-sanitizer), GPU_CHECK_MODEL_BATCHES (1,64,128)
+# `run` takes GPU_CHECK_SANITIZER=0 (skip compute-sanitizer), GPU_CHECK_KERNEL_GROUPS (e.g.
+# "prefill elementwise": only those gpu_bench kernels groups), GPU_CHECK_MODEL_BATCHES (1,64,128)
 # and GPU_CHECK_MODEL_STEPS (24) for the Llama-3-8B dummy decode benchmark, to fit a short lease.
 #
 # PAGODA_GPU_BUNDLE=.gpu-bundle-x keeps a second bundle beside the default one (each helper or
@@ -148,7 +149,9 @@ run_all() {
   fi
 
   : >"$bench_log"
-  timeout 200 "$bin/gpu_bench" kernels >>"$bench_log" 2>&1 || echo "gpu_bench kernels failed rc=$?" >>"$bench_log"
+  # shellcheck disable=SC2086
+  timeout 200 "$bin/gpu_bench" kernels ${GPU_CHECK_KERNEL_GROUPS:-} >>"$bench_log" 2>&1 ||
+    echo "gpu_bench kernels failed rc=$?" >>"$bench_log"
   local config="$ROOT/configs/models/llama-3-8b.json"
   timeout 200 "$bin/gpu_bench" model --config "$config" --batch "${GPU_CHECK_MODEL_BATCHES:-1,64,128}" \
     --context 512 --steps "${GPU_CHECK_MODEL_STEPS:-24}" \

@@ -115,3 +115,8 @@ if [[ "${SKIP_SPEC:-0}" != 1 ]]; then
 fi
 echo "-- summary"
 cat "$SUMMARY"
+# The device tool brings back 8 files: the logs travel as one archive beside the summary.
+if [[ -n "${OUT:-}" ]]; then
+  cp "$SUMMARY" "$OUT/serve_bench_summary.txt"
+  tar -C "$OUT" -czf "$OUT/serve_bench.tgz" serve_bench && rm -rf "$LOGS"
+fi
