@@ -311,7 +311,11 @@ void EngineCore::overlapped_step() {
   }
   prepare(next);  // while every request in `next` is still live
   // A preemption freed blocks that `next` may reuse while the step in flight still writes them.
-  if (!next.preempted_slots.empty()) finish_in_flight();
+  if (!next.preempted_slots.empty() && in_flight_) {
+    const std::int64_t num_failed = num_failed_steps_;
+    finish_in_flight();
+    if (num_failed_steps_ != num_failed) return;  // it failed, and every request in `next` too
+  }
   std::optional<InFlightStep> previous = std::exchange(in_flight_, std::nullopt);
   bool launched = false;
   begin_launch();
@@ -535,8 +539,9 @@ void EngineCore::fail_step(const SchedulerOutput& scheduled, const Status& error
   // A step launched after it (overlapped steps) ran on the failed step's tokens: it fails too.
   std::optional<InFlightStep> later = in_flight_;
   drop_in_flight();
-  scheduler_.step_done(scheduled.step_id);
-  step_done(scheduled.step_id);
+  // Nothing runs now, and a step scheduled but not launched never will: every step is over.
+  scheduler_.step_done(scheduler_.last_step_id());
+  step_done(scheduler_.last_step_id());
   for (const ScheduledRequest& s : scheduled.requests) abort(s.slot, error);
   if (later) {
     for (const ScheduledRequest& s : later->scheduled.requests) abort(s.slot, error);

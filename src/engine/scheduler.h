@@ -93,6 +93,9 @@ class Scheduler {
   /// blocks back. update_from_output calls it; the engine calls it for a failed step.
   void step_done(std::int64_t step_id);
 
+  /// The step_id of the latest schedule().
+  std::int64_t last_step_id() const { return last_step_id_; }
+
   /// Sets the drafts `request_id` carries into the next schedule() (speculative decoding); false
   /// when the id is unknown. Only a running request with exactly one token to compute uses them.
   bool set_spec_token_ids(std::string_view request_id, std::vector<std::int32_t> token_ids);

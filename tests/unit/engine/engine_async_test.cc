@@ -245,6 +245,30 @@ TEST(EngineAsyncTest, ExecutorErrorWithAStepInFlightFailsItsRequestsAndTheEngine
   EXPECT_EQ(e.executor->num_open_slots(), 0);
 }
 
+TEST(EngineAsyncTest, ExecutorErrorsUnderPreemptionLeaveNothingBehind) {
+  // Failures at various steps of a preempting workload: some land while a preemption waits for
+  // the step in flight, some with two steps launched.
+  const std::vector<EngineRequest> requests = workload(16, 21);
+  for (const std::int64_t call : {1, 4, 7, 11, 16, 23}) {
+    Engine e = make_engine(tiny_pool(true));
+    e.executor->fail_at_call(call);
+    e.executor->hold(true);
+    std::vector<std::shared_ptr<OutputStream>> streams;
+    for (const EngineRequest& r : requests) {
+      auto s = e.client->submit(r);
+      ASSERT_TRUE(s.ok());
+      streams.push_back(*s);
+    }
+    e.executor->hold(false);
+    for (auto& s : streams) EXPECT_EQ(collect(*s).finals.size(), 1u) << "failing call " << call;
+    const EngineStats stats = settled_stats(*e.client);
+    EXPECT_EQ(stats.num_failed_steps, 1) << "failing call " << call;
+    EXPECT_EQ(stats.kv_cache_usage, 0.0) << "failing call " << call;
+    EXPECT_EQ(stats.num_slots_in_use, 0) << "failing call " << call;
+    EXPECT_EQ(e.executor->num_open_slots(), 0) << "failing call " << call;
+  }
+}
+
 // The base class's launch_step / collect_step over execute(): at most two steps in flight,
 // outputs in launch order, and rows in from_previous_step filled from the previous step's samples.
 TEST(ModelExecutorDefaultLaunchTest, ResolvesTokensInFlightFromThePreviousStep) {
