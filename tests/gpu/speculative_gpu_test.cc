@@ -9,6 +9,7 @@
 //
 // The model is found through PAGODA_SMOLLM2_GGUF (the GPU machine runs the binary away from the
 // source tree), else the build's source path; absent, or without a GPU, every test skips.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
