@@ -259,7 +259,8 @@ void bench_prefill_attention(const Ceilings& ceil) {
   const std::pair<PrefillKernel, const char*> variants[] = {
       {PrefillKernel::kReference, "G10 variant: CUDA-core reference"},
       {PrefillKernel::kMma16, "G10 variant: mma.sync 16 rows/warp"},
-      {PrefillKernel::kMma32, "G10 variant: mma.sync 32 rows/warp"}};
+      {PrefillKernel::kMma32, "G10 variant: mma.sync 32 rows/warp"},
+      {PrefillKernel::kMma32Keys64, "G10 variant: mma.sync 32 rows/warp, 64 keys"}};
   for (const auto& [kernel, name] : variants) {
     const bool slow = kernel == PrefillKernel::kReference;
     const double variant_ms = median_ms(

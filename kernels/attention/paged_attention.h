@@ -50,8 +50,10 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& params,
 /// when q, out and the cache are 16-byte aligned (q_row_stride a multiple of 8), else the
 /// CUDA-core reference kernel (always for f32). kMma16 / kMma32: the tensor-core kernel with 16
 /// or 32 query rows per warp (64 or 128 queries per CTA); unimplemented where it does not apply.
-/// The explicit choices exist for tests and benchmarks.
-enum class PrefillKernel { kAuto, kReference, kMma16, kMma32 };
+/// kMma32Keys64: 32 rows per warp with 64-key tiles at head_dim 128 (FA2's 128 x 64; kMma32 takes
+/// 32 keys there; at head_dim 64 both take 64). The explicit choices exist for tests and
+/// benchmarks.
+enum class PrefillKernel { kAuto, kReference, kMma16, kMma32, kMma32Keys64 };
 Status launch_paged_prefill_attention(const PagedAttentionParams& params,
                                       std::int64_t max_query_len, PrefillKernel kernel,
                                       cudaStream_t stream);

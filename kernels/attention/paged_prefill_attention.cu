@@ -22,11 +22,11 @@ extern template Status run_paged_prefill<__nv_bfloat16>(const PagedAttentionPara
 namespace prefill_mma {
 
 template <typename T>
-Status run_paged_prefill_mma(const PagedAttentionParams&, std::int64_t, int, cudaStream_t);
+Status run_paged_prefill_mma(const PagedAttentionParams&, std::int64_t, int, int, cudaStream_t);
 extern template Status run_paged_prefill_mma<__half>(const PagedAttentionParams&, std::int64_t, int,
-                                                     cudaStream_t);
+                                                     int, cudaStream_t);
 extern template Status run_paged_prefill_mma<__nv_bfloat16>(const PagedAttentionParams&,
-                                                            std::int64_t, int, cudaStream_t);
+                                                            std::int64_t, int, int, cudaStream_t);
 
 }  // namespace prefill_mma
 
@@ -69,9 +69,11 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
       p.query_start_loc != nullptr && p.seq_lens != nullptr && p.block_tables != nullptr, kOp);
   if (kernel == PrefillKernel::kAuto) {
     // 32 rows per warp (128 queries a CTA) once the prompt is long: 6% faster than 16 on the G10
-    // shape after the spill fix (H200, run 13); 16 below, where it gives twice the CTAs.
+    // shape after the spill fix (H200, run 13); 16 below, where it gives twice the CTAs. With
+    // 64-key tiles (FA2's 128 x 64): less shared-memory traffic per mma than 32 keys (to be
+    // measured: the G10 variant lines of gpu_bench compare both).
     kernel = !mma_applies(p)        ? PrefillKernel::kReference
-             : max_query_len >= 512 ? PrefillKernel::kMma32
+             : max_query_len >= 512 ? PrefillKernel::kMma32Keys64
                                     : PrefillKernel::kMma16;
   }
   if (kernel == PrefillKernel::kReference) {
@@ -83,12 +85,14 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
     return unimplemented(
         "paged prefill attention (mma): needs bf16 or f16 and 16-byte aligned q, out and cache");
   }
-  const int rows_per_warp = kernel == PrefillKernel::kMma32 ? 32 : 16;
+  const int rows_per_warp = kernel == PrefillKernel::kMma16 ? 16 : 32;
+  const int keys_per_tile = kernel == PrefillKernel::kMma32Keys64 ? 64 : 32;
   if (p.dtype == cuda::ScalarType::kBF16) {
     return prefill_mma::run_paged_prefill_mma<__nv_bfloat16>(p, max_query_len, rows_per_warp,
-                                                             stream);
+                                                             keys_per_tile, stream);
   }
-  return prefill_mma::run_paged_prefill_mma<__half>(p, max_query_len, rows_per_warp, stream);
+  return prefill_mma::run_paged_prefill_mma<__half>(p, max_query_len, rows_per_warp, keys_per_tile,
+                                                    stream);
 }
 
 }  // namespace pagoda::kernels

@@ -5,6 +5,6 @@
 namespace pagoda::kernels::prefill_mma {
 
 template Status run_paged_prefill_mma<__nv_bfloat16>(const PagedAttentionParams&, std::int64_t, int,
-                                                     cudaStream_t);
+                                                     int, cudaStream_t);
 
 }  // namespace pagoda::kernels::prefill_mma

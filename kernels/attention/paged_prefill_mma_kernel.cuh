@@ -4,7 +4,7 @@
 //
 // CTA = (q head, tile of kBlockM queries of one sequence). 4 warps; warp w owns kMTiles slices of
 // 16 whole query rows ("split-Q": the softmax of a row never leaves its warp). Per tile of
-// kBlockN keys (64; 32 for two m-tiles at d128, where 64 keys spill registers):
+// kBlockN keys (64; at d128 with two m-tiles 32 or 64, the latter FA2's 128 x 64):
 //
 //   K, V tile  <- cp.async gather from the paged cache (block table per key), double buffered
 //   S = Q K^T     mma.sync m16n8k16, fp32 accumulators (Q fragments via ldmatrix, K via ldmatrix)
@@ -303,114 +303,129 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
     const std::uint32_t v_stage_lane = stage * kKvTileBytes + v_lane;
     if constexpr (!kQInRegisters) asm volatile("" : "+r"(q_lane));  // same, for Q
 
-    float s[kMTiles][kNTiles][4];
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.0f;
-      }
-    }
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      std::uint32_t a[kMTiles][4];
+    // Causal: a key tile that starts past the last query position of this warp is masked whole
+    // for its rows (max unchanged, correction 1, P = 0), so the warp skips it and keeps the same
+    // bits; only the tiles on the CTA's diagonal can be. The branch is uniform over the warp.
+    const int k0 = j * kBlockN;
+    if (k0 <= context + q0 + warp_row0 + 16 * kMTiles - 1) {
+      float s[kMTiles][kNTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        if constexpr (kQInRegisters) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) a[mt][i] = q_frag[kk][i];
-        } else {
-          ldmatrix_x4(a[mt],
-                      q_smem + (q_lane ^ (kk << 5)) + mt * 16 * kRowBytes);
+        for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.0f;
         }
       }
 #pragma unroll
-      for (int np = 0; np < kNTiles / 2; ++np) {
-        std::uint32_t b[4];
-        ldmatrix_x4(b, k_smem + (k_stage_lane ^ (kk << 5)) + np * 16 * kRowBytes);
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        std::uint32_t a[kMTiles][4];
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
-          mma_16816<T>(s[mt][2 * np], a[mt], b[0], b[1]);
-          mma_16816<T>(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+          if constexpr (kQInRegisters) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[mt][i] = q_frag[kk][i];
+          } else {
+            ldmatrix_x4(a[mt], q_smem + (q_lane ^ (kk << 5)) + mt * 16 * kRowBytes);
+          }
+        }
+#pragma unroll
+        for (int np = 0; np < kNTiles / 2; ++np) {
+          std::uint32_t b[4];
+          ldmatrix_x4(b, k_smem + (k_stage_lane ^ (kk << 5)) + np * 16 * kRowBytes);
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            mma_16816<T>(s[mt][2 * np], a[mt], b[0], b[1]);
+            mma_16816<T>(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
         }
       }
-    }
 
-    // Causal mask, only where some key of the tile lies past the tile's first query position.
-    // Query row r sits at position context + q0 + r; rows past q_len see zero-filled keys only
-    // beyond key_end, which keeps their (discarded) results finite.
-    const int k0 = j * kBlockN;
-    if (k0 + kBlockN - 1 > context + q0) {
+      // Causal mask, only where some key of the tile lies past the tile's first query position.
+      // Query row r sits at position context + q0 + r; rows past q_len see zero-filled keys only
+      // beyond key_end, which keeps their (discarded) results finite.
+      if (k0 + kBlockN - 1 > context + q0) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int position = context + q0 + warp_row0 + mt * 16 + lane / 4 + h * 8;
+#pragma unroll
+            for (int nt = 0; nt < kNTiles; ++nt) {
+              const int key = k0 + nt * 8 + (lane % 4) * 2;
+              if (key > position) s[mt][nt][2 * h] = -INFINITY;
+              if (key + 1 > position) s[mt][nt][2 * h + 1] = -INFINITY;
+            }
+          }
+        }
+      }
+
+      // Online softmax. Key 0 is visible to every row and tile 0 comes first, so m is finite
+      // from the first tile on and exp2(-inf) = 0 handles both the first correction and masks.
+      std::uint32_t p[kMTiles][kPSteps][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
+        float correction_of[2];  // of the lane's two rows
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int position = context + q0 + warp_row0 + mt * 16 + lane / 4 + h * 8;
+          float tile_max = m[mt][h];
 #pragma unroll
           for (int nt = 0; nt < kNTiles; ++nt) {
-            const int key = k0 + nt * 8 + (lane % 4) * 2;
-            if (key > position) s[mt][nt][2 * h] = -INFINITY;
-            if (key + 1 > position) s[mt][nt][2 * h + 1] = -INFINITY;
+            tile_max = fmaxf(tile_max, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+          }
+          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+          const float correction = fast_exp2((m[mt][h] - tile_max) * scale_log2);
+          m[mt][h] = tile_max;
+          const float max_scaled = tile_max * scale_log2;
+          float sum = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float e = fast_exp2(fmaf(s[mt][nt][2 * h + i], scale_log2, -max_scaled));
+              s[mt][nt][2 * h + i] = e;
+              sum += e;
+            }
+          }
+          l[mt][h] = l[mt][h] * correction + sum;
+          correction_of[h] = correction;
+        }
+        // Rescale O only where the running max of some row of the slice grew. Past the first few
+        // tiles a row's max rarely grows, and this multiply (kHeadDim / 2 FMULs a lane per slice,
+        // per tile) is the largest ALU cost of the loop after the exponentials. A correction of
+        // exactly 1 (max unchanged) is the identity, so skipping it changes no bit; the branch is
+        // uniform over the warp.
+        if (__any_sync(0xffffffffu, correction_of[0] != 1.0f || correction_of[1] != 1.0f)) {
+#pragma unroll
+          for (int dt = 0; dt < kDTiles; ++dt) {
+            o[mt][dt][0] *= correction_of[0];
+            o[mt][dt][1] *= correction_of[0];
+            o[mt][dt][2] *= correction_of[1];
+            o[mt][dt][3] *= correction_of[1];
           }
         }
+        // The S accumulators of key tiles 2k and 2k+1 are exactly the A fragment of P V step k.
+#pragma unroll
+        for (int kp = 0; kp < kPSteps; ++kp) {
+          p[mt][kp][0] = pack2<T>(s[mt][2 * kp][0], s[mt][2 * kp][1]);
+          p[mt][kp][1] = pack2<T>(s[mt][2 * kp][2], s[mt][2 * kp][3]);
+          p[mt][kp][2] = pack2<T>(s[mt][2 * kp + 1][0], s[mt][2 * kp + 1][1]);
+          p[mt][kp][3] = pack2<T>(s[mt][2 * kp + 1][2], s[mt][2 * kp + 1][3]);
+        }
       }
-    }
 
-    // Online softmax. Key 0 is visible to every row and tile 0 comes first, so m is finite
-    // from the first tile on and exp2(-inf) = 0 handles both the first correction and masks.
-    std::uint32_t p[kMTiles][kPSteps][4];
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float tile_max = m[mt][h];
-#pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) {
-          tile_max = fmaxf(tile_max, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-        }
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const float correction = fast_exp2((m[mt][h] - tile_max) * scale_log2);
-        m[mt][h] = tile_max;
-        const float max_scaled = tile_max * scale_log2;
-        float sum = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const float e = fast_exp2(fmaf(s[mt][nt][2 * h + i], scale_log2, -max_scaled));
-            s[mt][nt][2 * h + i] = e;
-            sum += e;
-          }
-        }
-        l[mt][h] = l[mt][h] * correction + sum;
-#pragma unroll
-        for (int dt = 0; dt < kDTiles; ++dt) {
-          o[mt][dt][2 * h] *= correction;
-          o[mt][dt][2 * h + 1] *= correction;
-        }
-      }
-      // The S accumulators of key tiles 2k and 2k+1 are exactly the A fragment of P V step k.
 #pragma unroll
       for (int kp = 0; kp < kPSteps; ++kp) {
-        p[mt][kp][0] = pack2<T>(s[mt][2 * kp][0], s[mt][2 * kp][1]);
-        p[mt][kp][1] = pack2<T>(s[mt][2 * kp][2], s[mt][2 * kp][3]);
-        p[mt][kp][2] = pack2<T>(s[mt][2 * kp + 1][0], s[mt][2 * kp + 1][1]);
-        p[mt][kp][3] = pack2<T>(s[mt][2 * kp + 1][2], s[mt][2 * kp + 1][3]);
-      }
-    }
-
 #pragma unroll
-    for (int kp = 0; kp < kPSteps; ++kp) {
+        for (int dp = 0; dp < kDTiles / 2; ++dp) {
+          std::uint32_t b[4];
+          ldmatrix_x4_trans(b, v_smem + (v_stage_lane ^ (dp << 5)) + kp * 16 * kRowBytes);
 #pragma unroll
-      for (int dp = 0; dp < kDTiles / 2; ++dp) {
-        std::uint32_t b[4];
-        ldmatrix_x4_trans(b, v_smem + (v_stage_lane ^ (dp << 5)) + kp * 16 * kRowBytes);
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          mma_16816<T>(o[mt][2 * dp], p[mt][kp], b[0], b[1]);
-          mma_16816<T>(o[mt][2 * dp + 1], p[mt][kp], b[2], b[3]);
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            mma_16816<T>(o[mt][2 * dp], p[mt][kp], b[0], b[1]);
+            mma_16816<T>(o[mt][2 * dp + 1], p[mt][kp], b[2], b[3]);
+          }
         }
       }
     }
@@ -465,19 +480,25 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
   return cuda::check_launch("paged_prefill_mma_kernel");
 }
 
-/// The entry for one dtype (bf16 or f16); `rows_per_warp` 16 or 32. Instantiated in
-/// paged_prefill_mma_<dtype>.cu.
+/// The entry for one dtype (bf16 or f16); `rows_per_warp` 16 or 32; `keys_per_tile` 32 or 64 picks
+/// the key tile of 32 rows per warp at d128 (d64 and 16 rows per warp always take 64). Instantiated
+/// in paged_prefill_mma_<dtype>.cu.
 template <typename T>
 Status run_paged_prefill_mma(const PagedAttentionParams& p, std::int64_t max_query_len,
-                             int rows_per_warp, cudaStream_t stream) {
+                             int rows_per_warp, int keys_per_tile, cudaStream_t stream) {
   const bool two = rows_per_warp == 32;
   switch (p.cache.head_dim) {
     case 64:
       return two ? launch_instance<T, 64, 2, 64>(p, max_query_len, stream)
                  : launch_instance<T, 64, 1, 64>(p, max_query_len, stream);
     case 128:
-      return two ? launch_instance<T, 128, 2, 32>(p, max_query_len, stream)
-                 : launch_instance<T, 128, 1, 64>(p, max_query_len, stream);
+      // 128 x 64 is FA2's tile on the A100/H100: each K/V tile in shared memory serves twice the
+      // queries of 64 x 64 and Q is re-read half as often per key as at 128 x 32 (ldmatrix and
+      // cp.async traffic per mma 1.5 against 1.75 and 2.5 shared-memory cycles); it fits the 255
+      // registers of 2 CTAs per SM only with the conditional O rescale (ptxas: 255, no spills).
+      if (!two) return launch_instance<T, 128, 1, 64>(p, max_query_len, stream);
+      return keys_per_tile == 64 ? launch_instance<T, 128, 2, 64>(p, max_query_len, stream)
+                                 : launch_instance<T, 128, 2, 32>(p, max_query_len, stream);
     default: return unimplemented("paged prefill attention (mma): head_dim must be 64 or 128");
   }
 }

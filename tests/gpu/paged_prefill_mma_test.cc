@@ -1,4 +1,5 @@
-// The tensor-core prefill attention (PrefillKernel::kMma16 and kMma32) against the CPU oracle
+// The tensor-core prefill attention (PrefillKernel::kMma16, kMma32 and kMma32Keys64, whose warps
+// also skip the diagonal's key tiles that lie wholly past their rows) against the CPU oracle
 // (cpu::paged_attention_reference, in double) and against the CUDA-core reference kernel, on
 // fresh random q/K/V with shuffled block tables and NaN-poisoned outputs, at the awkward sizes:
 // query lengths 1, 15, 16, 17, 63, 64, 65, 511, 513, mixed lengths in one batch, cached prefixes
@@ -58,8 +59,11 @@ TEST(GpuPagedPrefillMma, MatchesCpuOracleAndReferenceKernel) {
       ASSERT_TRUE(batch.run_prefill(PrefillKernel::kReference, &ref).ok()) << what;
       const double ref_err = batch.worst_error(ref, batch.want(), what + " reference");
       EXPECT_LE(ref_err, tol_ref) << what << " reference";
-      for (PrefillKernel kernel : {PrefillKernel::kMma16, PrefillKernel::kMma32}) {
-        const char* name = kernel == PrefillKernel::kMma16 ? "mma16" : "mma32";
+      for (PrefillKernel kernel :
+           {PrefillKernel::kMma16, PrefillKernel::kMma32, PrefillKernel::kMma32Keys64}) {
+        const char* name = kernel == PrefillKernel::kMma16   ? "mma16"
+                           : kernel == PrefillKernel::kMma32 ? "mma32"
+                                                             : "mma32x64";
         std::vector<float> got, again;
         const Status s = batch.run_prefill(kernel, &got);
         ASSERT_TRUE(s.ok()) << what << " " << name << ": " << s.to_string();
@@ -89,6 +93,17 @@ TEST(GpuPagedPrefillMma, AutoDispatch) {
     ASSERT_TRUE(batch.run_prefill(PrefillKernel::kAuto, &a).ok());
     ASSERT_TRUE(batch.run_prefill(PrefillKernel::kMma16, &b).ok());
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  }
+  {
+    // A long prompt (512+ queries) at d128: kAuto is 128 x 64 tiles (kMma32Keys64), bit for bit.
+    const AttentionCase long_prompt{{{520, 600}}, 128, 8, 2, 16};
+    AttentionBatch batch(long_prompt, ScalarType::kBF16, rng);
+    std::vector<float> a, b;
+    ASSERT_TRUE(batch.run_prefill(PrefillKernel::kAuto, &a).ok());
+    ASSERT_TRUE(batch.run_prefill(PrefillKernel::kMma32Keys64, &b).ok());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+    EXPECT_LE(batch.worst_error(a, batch.want(), "bf16 long auto"),
+              3 * gpu_test::unit_roundoff(ScalarType::kBF16) + 2e-5);
   }
   {
     // f32: only the reference kernel applies.
