@@ -30,10 +30,10 @@ BUILD_DIR="${PAGODA_GPU_BUILD_DIR:-$ROOT/build-gpu-check}"
 UNPACKED=/tmp/pagoda-gpu-bundle
 TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
          gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
-         gpu_speculative_test gpu_bench)
+         gpu_speculative_test gpu_dummy_weights_test gpu_bench)
 TESTS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
        gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
-       gpu_speculative_test)
+       gpu_speculative_test gpu_dummy_weights_test)
 
 build() {
   local jobs="$1"

@@ -2,11 +2,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
+#include "backend/random_fill_draw.h"
 #include "models/linear_weights.h"
 #include "models/weights.h"
-#include "sampling/random_draw.h"
 
 namespace pagoda::models {
 
@@ -164,41 +165,69 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
 
 namespace {
 
-// Counter-based draws (tensor seed, element index), so a tensor does not depend on the order
-// the others were drawn in.
+// The CUDA executor's dummy draw (models/cuda_llama_weights.cc) on the host: one seed per
+// device tensor in its order (fused QKV and gate/up included), each element from
+// random_fill_value, rounded to bf16 as the device's default dtype is. The CPU then computes in
+// fp32 with the very weights a bf16 GPU run has.
 class DummyDraws {
  public:
-  explicit DummyDraws(std::uint64_t seed) : next_seed_(seed) {}
+  explicit DummyDraws(std::uint64_t seed, LlamaWeights& w) : next_seed_(seed), w_(w) {}
 
-  std::vector<float> uniform(std::int64_t n, float low, float high) {
-    const std::uint64_t key = sampling::mix64(next_seed_++);
+  // `n` values in [low, high), bf16-rounded, as fp32 (norm weights, biases).
+  std::vector<float> vector(std::int64_t n, float low, float high) {
+    const std::uint16_t* bits = draw(n, low, high);
     std::vector<float> out(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::uint64_t bits = sampling::mix64(key ^ static_cast<std::uint64_t>(i));
-      const float u = static_cast<float>(bits >> 40) * 0x1.0p-24f;  // [0, 1)
-      out[static_cast<std::size_t>(i)] = low + (high - low) * u;
-    }
+    for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = from_bf16(bits[i]);
     return out;
   }
 
-  // A bf16 [rows, cols] matrix in `storage`, viewed.
-  cpu::TensorView matrix(std::int64_t rows, std::int64_t cols, float bound, LlamaWeights& w) {
-    const std::vector<float> values = uniform(rows * cols, -bound, bound);
-    auto stored = std::make_shared<std::vector<std::uint16_t>>(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) (*stored)[i] = to_bf16(values[i]);
-    w.dummy_storage.push_back(stored);
-    return cpu::dense_view(stored->data(), DType::kBF16, rows, cols);
+  // One bf16 [sum(rows), cols] tensor, uniform in +-1/sqrt(cols), viewed as row blocks of
+  // `rows` (q/k/v of the fused QKV, gate/up).
+  std::vector<cpu::TensorView> matrices(std::initializer_list<std::int64_t> rows,
+                                        std::int64_t cols) {
+    std::int64_t total = 0;
+    for (const std::int64_t r : rows) total += r;
+    const float bound = 1.0f / std::sqrt(static_cast<float>(cols));
+    const std::uint16_t* bits = draw(total * cols, -bound, bound);
+    std::vector<cpu::TensorView> views;
+    for (const std::int64_t r : rows) {
+      views.push_back(cpu::dense_view(bits, DType::kBF16, r, cols));
+      bits += r * cols;
+    }
+    return views;
+  }
+  cpu::TensorView matrix(std::int64_t rows, std::int64_t cols) { return matrices({rows}, cols)[0]; }
+  // The embedding: uniform in [-1, 1).
+  cpu::TensorView embedding(std::int64_t rows, std::int64_t cols) {
+    return cpu::dense_view(draw(rows * cols, -1.0f, 1.0f), DType::kBF16, rows, cols);
   }
 
  private:
+  const std::uint16_t* draw(std::int64_t n, float low, float high) {
+    const std::uint64_t seed = next_seed_++;
+    auto stored = std::make_shared<std::vector<std::uint16_t>>(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      (*stored)[static_cast<std::size_t>(i)] =
+          to_bf16(random_fill_value(seed, static_cast<std::uint64_t>(i), low, high - low));
+    }
+    w_.dummy_storage.push_back(stored);
+    return stored->data();
+  }
   static std::uint16_t to_bf16(float value) {  // round to nearest even; values are finite
     std::uint32_t bits = 0;
     std::memcpy(&bits, &value, sizeof(bits));
     bits += 0x7FFFu + ((bits >> 16) & 1u);
     return static_cast<std::uint16_t>(bits >> 16);
   }
+  static float from_bf16(std::uint16_t value) {
+    const std::uint32_t bits = std::uint32_t{value} << 16;
+    float out = 0.0f;
+    std::memcpy(&out, &bits, sizeof(out));
+    return out;
+  }
 
   std::uint64_t next_seed_;
+  LlamaWeights& w_;
 };
 
 }  // namespace
@@ -217,35 +246,35 @@ StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t s
       c.rope_scaling.original_max_position_embeddings <= 0) {
     return invalid_argument("llama3 rope scaling needs original_max_position_embeddings");
   }
+  const std::int64_t hidden = c.hidden_size;
   const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
   const std::int64_t kv_dim = c.num_key_value_heads * c.head_dim;
-  const auto bound = [](std::int64_t cols) { return 1.0f / std::sqrt(static_cast<float>(cols)); };
-  DummyDraws draw(seed);
   LlamaWeights w;
-  w.embed_tokens = draw.matrix(c.vocab_size, c.hidden_size, 1.0f, w);
+  DummyDraws draw(seed, w);
+  w.embed_tokens = draw.embedding(c.vocab_size, hidden);
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     LlamaLayerWeights layer;
-    layer.input_layernorm = draw.uniform(c.hidden_size, 0.9f, 1.1f);
-    layer.q_proj = draw.matrix(q_dim, c.hidden_size, bound(c.hidden_size), w);
-    layer.k_proj = draw.matrix(kv_dim, c.hidden_size, bound(c.hidden_size), w);
-    layer.v_proj = draw.matrix(kv_dim, c.hidden_size, bound(c.hidden_size), w);
+    layer.input_layernorm = draw.vector(hidden, 0.9f, 1.1f);
+    const auto qkv = draw.matrices({q_dim, kv_dim, kv_dim}, hidden);
+    layer.q_proj = qkv[0];
+    layer.k_proj = qkv[1];
+    layer.v_proj = qkv[2];
     if (c.attention_bias) {
-      layer.q_bias = draw.uniform(q_dim, -0.1f, 0.1f);
-      layer.k_bias = draw.uniform(kv_dim, -0.1f, 0.1f);
-      layer.v_bias = draw.uniform(kv_dim, -0.1f, 0.1f);
+      std::vector<float> bias = draw.vector(q_dim + 2 * kv_dim, -0.1f, 0.1f);
+      layer.q_bias.assign(bias.begin(), bias.begin() + q_dim);
+      layer.k_bias.assign(bias.begin() + q_dim, bias.begin() + q_dim + kv_dim);
+      layer.v_bias.assign(bias.begin() + q_dim + kv_dim, bias.end());
     }
-    layer.o_proj = draw.matrix(c.hidden_size, q_dim, bound(q_dim), w);
-    layer.post_attention_layernorm = draw.uniform(c.hidden_size, 0.9f, 1.1f);
-    layer.gate_proj = draw.matrix(c.intermediate_size, c.hidden_size, bound(c.hidden_size), w);
-    layer.up_proj = draw.matrix(c.intermediate_size, c.hidden_size, bound(c.hidden_size), w);
-    layer.down_proj =
-        draw.matrix(c.hidden_size, c.intermediate_size, bound(c.intermediate_size), w);
+    layer.o_proj = draw.matrix(hidden, q_dim);
+    layer.post_attention_layernorm = draw.vector(hidden, 0.9f, 1.1f);
+    const auto gate_up = draw.matrices({c.intermediate_size, c.intermediate_size}, hidden);
+    layer.gate_proj = gate_up[0];
+    layer.up_proj = gate_up[1];
+    layer.down_proj = draw.matrix(hidden, c.intermediate_size);
     w.layers.push_back(std::move(layer));
   }
-  w.norm = draw.uniform(c.hidden_size, 0.9f, 1.1f);
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens
-                                    : draw.matrix(c.vocab_size, c.hidden_size,
-                                                  bound(c.hidden_size), w);
+  w.norm = draw.vector(hidden, 0.9f, 1.1f);
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : draw.matrix(c.vocab_size, hidden);
   w.rope_style = cpu::RopeStyle::kRotateHalf;
   w.rope_inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
   return w;

@@ -60,10 +60,11 @@ struct LlamaLoadOptions {
 StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
                                           const LlamaLoadOptions& options = {});
 
-/// Random weights of `config`'s shapes (`--load-format dummy` on the CPU), drawn as the CUDA
-/// executor's dummy_llama_weights draws them: matrices uniform in +-1/sqrt(columns) stored as
-/// bf16, the embedding in [-1, 1), norm weights in [0.9, 1.1), biases in +-0.1, HF rotate-half
-/// RoPE with the config's scaling. The same seed gives the same weights.
+/// Random weights of `config`'s shapes (`--load-format dummy` on the CPU): the CUDA executor's
+/// dummy_llama_weights for the same seed, bit for bit at its default bf16 (random_fill_value,
+/// one seed per device tensor in the same order): matrices uniform in +-1/sqrt(columns), the
+/// embedding in [-1, 1), norm weights in [0.9, 1.1), biases in +-0.1, all bf16-rounded; HF
+/// rotate-half RoPE with the config's scaling.
 StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& config, std::uint64_t seed);
 
 }  // namespace pagoda::models

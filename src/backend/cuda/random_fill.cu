@@ -3,21 +3,11 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/random_fill.h"
+#include "backend/random_fill_draw.h"
 
 namespace pagoda::cuda {
 
 namespace {
-
-// SplitMix64's finalizer: a strong 64-bit mix, enough for weights that only need to be non-zero
-// and unstructured.
-__device__ std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
 
 template <typename T>
 __device__ T from_float(float x);
@@ -40,9 +30,7 @@ __global__ void fill_uniform_kernel(T* dst, std::int64_t n, float low, float sca
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += stride) {
-    const std::uint64_t bits = mix64(seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(i));
-    const float unit = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);  // [0, 1), 24 bits
-    dst[i] = from_float<T>(low + scale * unit);
+    dst[i] = from_float<T>(random_fill_value(seed, static_cast<std::uint64_t>(i), low, scale));
   }
 }
 

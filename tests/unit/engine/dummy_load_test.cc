@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -84,9 +85,21 @@ TEST(LoadFormatTest, DummyWeightsAreSeededAndBounded) {
   const std::int64_t n = a->layers[1].q_proj.num_rows * a->layers[1].q_proj.num_cols;
   EXPECT_TRUE(std::equal(qa, qa + n, qb));
   EXPECT_FALSE(std::equal(qa, qa + n, qc));
+  // The CUDA executor's layout: q, k and v are row blocks of one fused QKV draw.
+  const models::LlamaLayerWeights& layer = a->layers[1];
+  EXPECT_EQ(layer.k_proj.data, static_cast<const std::uint16_t*>(layer.q_proj.data) +
+                                   layer.q_proj.num_rows * layer.q_proj.num_cols);
+  EXPECT_EQ(layer.v_proj.data, static_cast<const std::uint16_t*>(layer.k_proj.data) +
+                                   layer.k_proj.num_rows * layer.k_proj.num_cols);
+  EXPECT_EQ(layer.up_proj.data, static_cast<const std::uint16_t*>(layer.gate_proj.data) +
+                                    layer.gate_proj.num_rows * layer.gate_proj.num_cols);
+  // [0.9, 1.1) rounded to bf16, as the device stores them.
   for (const float w : a->layers[0].input_layernorm) {
-    EXPECT_GE(w, 0.9f);
-    EXPECT_LT(w, 1.1f);
+    EXPECT_GE(w, 0.8984375f);
+    EXPECT_LE(w, 1.1015625f);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &w, sizeof(bits));
+    EXPECT_EQ(bits & 0xFFFFu, 0u) << w;
   }
   EXPECT_EQ(a->rope_inv_freq.size(), 8u);  // head_dim 16
 }

@@ -1,0 +1,101 @@
+// --load-format dummy gives both executors the same weights: the CUDA executor's bf16 tensors,
+// drawn on the device, against the CPU's (models/llama_weights.h), drawn on the host from the
+// same seed with the same per-element hash (backend/random_fill_draw.h). Bit for bit, fused
+// QKV and gate/up included, so a CPU run of a dummy config is the oracle of the GPU's.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "model/hf_config.h"
+#include "models/cuda_llama_weights.h"
+#include "models/llama_weights.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace pagoda::models {
+namespace {
+
+// Qwen2-shaped (QKV bias), untied, with llama3 RoPE scaling: every tensor kind is drawn.
+ModelConfig tiny_config() {
+  auto config = model_config_from_hf_json(R"({
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+    "hidden_size": 96, "intermediate_size": 160, "num_hidden_layers": 2,
+    "num_attention_heads": 6, "num_key_value_heads": 2, "vocab_size": 1000,
+    "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                     "high_freq_factor": 4.0, "original_max_position_embeddings": 256},
+    "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2
+  })",
+                                           "tiny.json");
+  EXPECT_TRUE(config.ok()) << config.status().to_string();
+  return config.ok() ? *config : ModelConfig{};
+}
+
+std::vector<std::uint16_t> to_host(const cuda::DeviceBuffer& buffer) {
+  std::vector<std::uint16_t> out(buffer.bytes() / sizeof(std::uint16_t));
+  EXPECT_EQ(cudaMemcpy(out.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return out;
+}
+
+// The host matrices `views`, concatenated (they are row blocks of one device tensor).
+std::vector<std::uint16_t> rows_of(std::initializer_list<cpu::TensorView> views) {
+  std::vector<std::uint16_t> out;
+  for (const cpu::TensorView& v : views) {
+    const auto* data = static_cast<const std::uint16_t*>(v.data);
+    out.insert(out.end(), data, data + v.num_rows * v.num_cols);
+  }
+  return out;
+}
+
+// A host fp32 vector holding bf16 values, as bf16 bits.
+std::vector<std::uint16_t> bf16_bits(std::initializer_list<const std::vector<float>*> parts) {
+  std::vector<std::uint16_t> out;
+  for (const std::vector<float>* part : parts) {
+    for (const float x : *part) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &x, sizeof(bits));
+      EXPECT_EQ(bits & 0xFFFFu, 0u) << x << " is not a bf16 value";
+      out.push_back(static_cast<std::uint16_t>(bits >> 16));
+    }
+  }
+  return out;
+}
+
+TEST(DummyWeightsGpuTest, CudaBf16WeightsAreTheCpusBitForBit) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  const ModelConfig config = tiny_config();
+  constexpr std::uint64_t kSeed = 11;
+  auto host = dummy_llama_weights(config, kSeed);
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
+  auto device = dummy_llama_weights(config, cuda::ScalarType::kBF16, kSeed);
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
+  EXPECT_EQ(to_host(device->embed_tokens), rows_of({host->embed_tokens}));
+  ASSERT_EQ(device->layers.size(), host->layers.size());
+  for (std::size_t i = 0; i < host->layers.size(); ++i) {
+    const LlamaLayerWeights& h = host->layers[i];
+    const CudaLayerWeights& d = device->layers[i];
+    EXPECT_EQ(to_host(d.input_layernorm), bf16_bits({&h.input_layernorm})) << "layer " << i;
+    EXPECT_EQ(to_host(d.qkv_proj), rows_of({h.q_proj, h.k_proj, h.v_proj})) << "layer " << i;
+    EXPECT_EQ(to_host(d.qkv_bias), bf16_bits({&h.q_bias, &h.k_bias, &h.v_bias})) << "layer " << i;
+    EXPECT_EQ(to_host(d.o_proj), rows_of({h.o_proj})) << "layer " << i;
+    EXPECT_EQ(to_host(d.post_attention_layernorm), bf16_bits({&h.post_attention_layernorm}))
+        << "layer " << i;
+    EXPECT_EQ(to_host(d.gate_up_proj), rows_of({h.gate_proj, h.up_proj})) << "layer " << i;
+    EXPECT_EQ(to_host(d.down_proj), rows_of({h.down_proj})) << "layer " << i;
+  }
+  EXPECT_EQ(to_host(device->norm), bf16_bits({&host->norm}));
+  EXPECT_EQ(to_host(device->lm_head), rows_of({host->lm_head}));
+  std::vector<float> inv_freq(host->rope_inv_freq.size());
+  ASSERT_EQ(device->inv_freq.bytes(), inv_freq.size() * sizeof(float));
+  ASSERT_EQ(cudaMemcpy(inv_freq.data(), device->inv_freq.data(), device->inv_freq.bytes(),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(inv_freq, host->rope_inv_freq);
+}
+
+}  // namespace
+}  // namespace pagoda::models
