@@ -99,7 +99,9 @@ EOF
 
 say "== gpu_serve_bench $(date -u +%Y-%m-%dT%H:%M:%SZ): $(basename "$CONFIG") dummy, $NUM_PROMPTS prompts x ($INPUT_LEN in + $OUTPUT_LEN out), concurrency $CONCURRENCY"
 serve_run sync
-if pagoda serve --help 2>&1 | grep -q -- '--async-scheduling'; then
+# (Not `pagoda serve --help | grep -q`: with pipefail, grep's early exit fails the pipeline.)
+serve_help=$(pagoda serve --help 2>&1)
+if [[ "$serve_help" == *--async-scheduling* ]]; then
   serve_run async --async-scheduling
 fi
 

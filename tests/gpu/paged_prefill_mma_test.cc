@@ -95,12 +95,12 @@ TEST(GpuPagedPrefillMma, AutoDispatch) {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
   }
   {
-    // A long prompt (512+ queries) at d128: kAuto is 128 x 64 tiles (kMma32Keys64), bit for bit.
+    // A long prompt (512+ queries) at d128: kAuto is 32 rows per warp (kMma32), bit for bit.
     const AttentionCase long_prompt{{{520, 600}}, 128, 8, 2, 16};
     AttentionBatch batch(long_prompt, ScalarType::kBF16, rng);
     std::vector<float> a, b;
     ASSERT_TRUE(batch.run_prefill(PrefillKernel::kAuto, &a).ok());
-    ASSERT_TRUE(batch.run_prefill(PrefillKernel::kMma32Keys64, &b).ok());
+    ASSERT_TRUE(batch.run_prefill(PrefillKernel::kMma32, &b).ok());
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
     EXPECT_LE(batch.worst_error(a, batch.want(), "bf16 long auto"),
               3 * gpu_test::unit_roundoff(ScalarType::kBF16) + 2e-5);
