@@ -127,3 +127,26 @@ def test_generate_and_bench_take_the_flags(run_pagoda, config_path):
                       "--output-len", "4", "--no-single-stream", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("startup:") == 1, proc.stderr
+
+
+def test_speculation_on_dummy_weights_keeps_greedy_output(run_pagoda, config_path):
+    # The draft model may be the config itself: with --load-format dummy it gets the target's
+    # random weights (same seed), so it drafts what the target would say.
+    def generate(*extra):
+        proc = run_pagoda("generate", config_path, "--load-format", "dummy", "--tokenizer",
+                          DEFAULT_MODEL, "--device", "cpu", "--prompt",
+                          "one two three one two three one two", "--max-tokens", "24",
+                          "--ignore-eos", "--temperature", "0", "--max-model-len", "128", *extra,
+                          timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+    plain = generate()
+    ngram = generate("--speculative-config",
+                     '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":1}')
+    draft = generate("--speculative-config", json.dumps(
+        {"method": "draft_model", "model": str(config_path), "num_speculative_tokens": 3}))
+    assert ngram.stdout == plain.stdout
+    assert draft.stdout == plain.stdout
+    assert "speculation:" in draft.stderr
+    accepted = draft.stderr.split("speculation:")[1]
+    assert " 0 accepted" not in accepted, draft.stderr
