@@ -29,7 +29,7 @@ ModelConfig tiny_config() {
                      "high_freq_factor": 4.0, "original_max_position_embeddings": 256},
     "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2
   })",
-                                           "tiny.json");
+                                          "tiny.json");
   EXPECT_TRUE(config.ok()) << config.status().to_string();
   return config.ok() ? *config : ModelConfig{};
 }
