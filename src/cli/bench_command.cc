@@ -307,9 +307,9 @@ int BenchCommand::run(const char* argv0) const {
   std::int64_t longest = input_len;
   for (std::int64_t r = 0; r < rounds; ++r) {
     const std::uint64_t s = seed + 1000 * static_cast<std::uint64_t>(r);
-    auto batch = workload == "grounded"
-                     ? grounded_prompts(*loaded->tokenizer_files, *loaded->tokenizer, num_prompts, s)
-                     : random_prompts(num_prompts, input_len, s);
+    auto batch = workload == "grounded" ? grounded_prompts(*loaded->tokenizer_files,
+                                                           *loaded->tokenizer, num_prompts, s)
+                                        : random_prompts(num_prompts, input_len, s);
     if (!batch.ok()) return report_error(batch.status());
     auto single = workload == "grounded"
                       ? grounded_prompts(*loaded->tokenizer_files, *loaded->tokenizer, 1, s + 2)
@@ -403,15 +403,30 @@ int BenchCommand::run(const char* argv0) const {
     Status s = run_rounds(**client, round_prompts, !no_single_stream, output_len, ignore_eos);
     return s.ok() ? 0 : report_error(s);
   }
+  const DeviceTimeStats device_before = settled_stats(**client).device_time;
   auto batch = compare("concurrent", prompts);
   if (!batch.ok()) return report_error(batch.status());
   {
+    // The GPU's own view of the same run (CUDA events; nothing on the CPU).
+    const DeviceTimeStats after = settled_stats(**client).device_time;
+    const auto steps = after.steps - device_before.steps;
+    const double busy = after.busy_seconds - device_before.busy_seconds;
+    const double idle = after.idle_seconds - device_before.idle_seconds;
+    if (steps > 0) {
+      std::printf("GPU per step: busy %.3f ms, idle %.3f ms (%.2f%% idle) over %lld steps\n",
+                  busy / steps * 1e3, idle / steps * 1e3,
+                  busy + idle > 0 ? 100.0 * idle / (busy + idle) : 0.0,
+                  static_cast<long long>(steps));
+    }
+  }
+  {
     // Host time between steps, what the device waits through (engine_core.h, HostGapStats).
     const engine::HostGapStats gap = settled_stats(**client).host_gap;
-    std::printf("host gap per step: mean %.1f us, p50 %.1f us over %lld steps "
-                "(async scheduling %s)\n",
-                gap.mean_seconds() * 1e6, gap.p50_seconds * 1e6, static_cast<long long>(gap.steps),
-                async_scheduling ? "on" : "off");
+    std::printf(
+        "host gap per step: mean %.1f us, p50 %.1f us over %lld steps "
+        "(async scheduling %s)\n",
+        gap.mean_seconds() * 1e6, gap.p50_seconds * 1e6, static_cast<long long>(gap.steps),
+        async_scheduling ? "on" : "off");
   }
   if (options.engine.trace_sink) {
     const engine::EngineStats stats = (*client)->stats();
