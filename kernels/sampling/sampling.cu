@@ -56,10 +56,10 @@ struct Race {
   }
 };
 
-// Index of the largest value, lowest index on ties (all -inf: 0).
-__device__ int block_argmax(const float* __restrict__ x, int n) {
-  float best = -INFINITY;
-  int best_id = kNoId;
+// This thread's best (value, id) over its share of x, lowest id on ties.
+__device__ void thread_argmax(const float* __restrict__ x, int n, float& best, int& best_id) {
+  best = -INFINITY;
+  best_id = kNoId;
   batched_row_loop<kThreads>(
       n, [&](int i) { return x[i]; },
       [&](int i, float v) {
@@ -68,6 +68,13 @@ __device__ int block_argmax(const float* __restrict__ x, int n) {
           best_id = i;
         }
       });
+}
+
+// Index of the largest value, lowest index on ties (all -inf: 0).
+__device__ int block_argmax(const float* __restrict__ x, int n) {
+  float best;
+  int best_id;
+  thread_argmax(x, n, best, best_id);
   return block_best<kThreads>(best, best_id);
 }
 
@@ -216,14 +223,7 @@ __device__ void sample_full_row(const float* __restrict__ x, int n, const RowRec
   int best_x_id = kNoId;
   float s_max = 0.0f;
   if (use_p) {
-    batched_row_loop<kThreads>(
-        n, [&](int i) { return x[i]; },
-        [&](int i, float v) {
-          if (better(v, i, best_x, best_x_id)) {
-            best_x = v;
-            best_x_id = i;
-          }
-        });
+    thread_argmax(x, n, best_x, best_x_id);
     const int top = block_best<kThreads>(best_x, best_x_id);
     s_max = scaled(x[top], inv_t);
     if (!isfinite(s_max)) {

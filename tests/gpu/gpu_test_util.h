@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,6 +24,19 @@ namespace pagoda::gpu_test {
   } while (0)
 
 /// Unit roundoff of a dtype (half an ulp at 1): the size of one rounding, relative.
+/// The environment variable `name`, or `fallback` when it is unset or empty.
+inline std::string env_or(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
+}
+
+/// The default model for the real-model GPU tests: PAGODA_SMOLLM2_GGUF, else the checkout's copy
+/// (the tests skip when it is not there).
+inline std::string smollm2_gguf_path() {
+  return env_or("PAGODA_SMOLLM2_GGUF",
+                std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+}
+
 inline double unit_roundoff(cuda::ScalarType type) {
   switch (type) {
     case cuda::ScalarType::kF32: return 0x1p-24;

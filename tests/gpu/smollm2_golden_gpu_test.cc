@@ -29,14 +29,9 @@
 namespace pagoda::models {
 namespace {
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
+using gpu_test::env_or;
 
-const std::string kModelPath =
-    env_or("PAGODA_SMOLLM2_GGUF",
-           std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+const std::string kModelPath = gpu_test::smollm2_gguf_path();
 const std::string kGoldenPath =
     env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA_DIR) + "/forward/smollm2_greedy.json";
 constexpr std::int64_t kChunk = 512;  // chunked prefill on the 1100-1300 token prompts

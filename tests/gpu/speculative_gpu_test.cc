@@ -28,14 +28,7 @@
 namespace pagoda::engine {
 namespace {
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
-
-const std::string kModelPath =
-    env_or("PAGODA_SMOLLM2_GGUF",
-           std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+const std::string kModelPath = gpu_test::smollm2_gguf_path();
 
 const char* const kPassages[] = {
     "The library kept its rare maps in a cool room on the third floor. Visitors had to wear "
@@ -107,14 +100,16 @@ class SpeculativeGpuTest : public ::testing::Test {
     EXPECT_TRUE(tokenizer.ok()) << tokenizer.status().to_string();
     std::vector<std::vector<std::int32_t>> out;
     for (const char* passage : kPassages) {
-      out.push_back((*tokenizer)->encode(
-          std::string("<|im_start|>user\nRepeat the following text exactly:\n\n") + passage +
-              "<|im_end|>\n<|im_start|>assistant\n",
-          {.add_special_tokens = false, .parse_special = true}));
+      out.push_back(
+          (*tokenizer)
+              ->encode(std::string("<|im_start|>user\nRepeat the following text exactly:\n\n") +
+                           passage + "<|im_end|>\n<|im_start|>assistant\n",
+                       {.add_special_tokens = false, .parse_special = true}));
     }
     for (int seed = 0; seed < 2; ++seed) {
       std::vector<std::int32_t> phrase;
-      for (int i = 0; i < 9 + seed; ++i) phrase.push_back(1000 + (seed * 7919 + i * 104729) % 20000);
+      for (int i = 0; i < 9 + seed; ++i)
+        phrase.push_back(1000 + (seed * 7919 + i * 104729) % 20000);
       std::vector<std::int32_t> p;
       while (p.size() < 60) p.push_back(phrase[p.size() % phrase.size()]);
       out.push_back(std::move(p));
@@ -163,8 +158,7 @@ class SpeculativeGpuTest : public ::testing::Test {
     return results;
   }
 
-  static void expect_same_as_plain(const spec::SpeculativeConfig& config,
-                                   double min_acceptance) {
+  static void expect_same_as_plain(const spec::SpeculativeConfig& config, double min_acceptance) {
     const auto work = prompts();
     std::vector<Result> plain;
     {
@@ -184,8 +178,8 @@ class SpeculativeGpuTest : public ::testing::Test {
     const SpecDecodeStats stats = client->stats().spec_decode;
     EXPECT_GT(stats.num_drafts, 0);
     ASSERT_GT(stats.num_draft_tokens, 0);
-    const double acceptance =
-        static_cast<double>(stats.num_accepted_tokens) / static_cast<double>(stats.num_draft_tokens);
+    const double acceptance = static_cast<double>(stats.num_accepted_tokens) /
+                              static_cast<double>(stats.num_draft_tokens);
     EXPECT_GE(acceptance, min_acceptance)
         << stats.num_accepted_tokens << " of " << stats.num_draft_tokens << " drafts accepted";
   }
@@ -228,8 +222,8 @@ TEST_F(SpeculativeGpuTest, StartupReportCountsTheDraftAndTheGraphs) {
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   std::vector<std::string> phases;
   for (const auto& [phase, seconds] : startup.phases) phases.push_back(phase);
-  EXPECT_EQ(phases, (std::vector<std::string>{"tokenizer", "weights", "draft weights",
-                                              "kv profile", "kv cache + cuda graphs"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"tokenizer", "weights", "draft weights", "kv profile",
+                                              "kv cache + cuda graphs"}));
   ASSERT_TRUE(startup.graphs.has_value());
   EXPECT_GT(startup.graphs->count, 0);
   EXPECT_EQ(startup.graphs->max_num_seqs, 8);
