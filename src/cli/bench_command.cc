@@ -248,6 +248,7 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--async-scheduling", async_scheduling,
                 "Plan and launch each step while the previous one runs (overlapped steps)");
+  sub->add_option("--step-time-target-ms", step_time_target_ms, cli::kStepTimeTargetHelp);
   sub->add_option("--max-num-batched-tokens", max_num_batched_tokens, "Token budget per step")
       ->capture_default_str();
   sub->add_option("--kv-cache-memory", kv_cache_memory,
@@ -301,6 +302,11 @@ int BenchCommand::run(const char* argv0) const {
   options.engine.scheduler.max_num_seqs = max_num_seqs;
   options.engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
   options.engine.async_scheduling = async_scheduling;
+  {
+    auto target = cli::step_time_target_seconds(step_time_target_ms, options.executor.device);
+    if (!target.ok()) return report_error(target.status());
+    options.engine.step_time_target_seconds = *target;
+  }
   // Each round draws its own prompts (seed + 1000 per round), so a later round does not hit the
   // prefix cache an earlier one filled; round 1's are those of a single run.
   std::vector<RoundPrompts> round_prompts;

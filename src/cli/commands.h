@@ -91,7 +91,8 @@ struct BenchCommand {
   std::int64_t output_len = 64;
   std::int64_t max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 2048;
-  bool async_scheduling = false;  ///< --async-scheduling: overlapped steps
+  bool async_scheduling = false;              ///< --async-scheduling: overlapped steps
+  std::optional<double> step_time_target_ms;  ///< --step-time-target-ms; unset: per device
   std::optional<std::int64_t> kv_cache_memory;
   std::uint64_t seed = 0;
   int threads = 0;
@@ -139,7 +140,8 @@ struct ServeCommand {
   std::int64_t max_model_len = 0;
   std::int64_t max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 2048;
-  bool async_scheduling = false;  ///< --async-scheduling: overlapped steps
+  bool async_scheduling = false;              ///< --async-scheduling: overlapped steps
+  std::optional<double> step_time_target_ms;  ///< --step-time-target-ms; unset: per device
   std::int64_t max_waiting_requests = 1024;
   std::int64_t block_size = 16;
   std::optional<std::int64_t> kv_cache_memory;

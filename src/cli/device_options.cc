@@ -1,5 +1,7 @@
 #include "cli/device_options.h"
 
+#include <cmath>
+
 namespace pagoda::cli {
 
 namespace {
@@ -51,6 +53,14 @@ Status DeviceOptions::apply(const QuantizationOptions& quantization,
   options.quantization = precision.quantization;
   options.kv_cache_dtype = precision.kv_cache_dtype;
   return Status::ok_status();
+}
+
+StatusOr<double> step_time_target_seconds(std::optional<double> ms, engine::Device device) {
+  if (!ms) return device == engine::Device::kCpu ? kDefaultCpuStepTimeTargetMs / 1e3 : 0.0;
+  if (!(*ms >= 0.0) || !std::isfinite(*ms)) {
+    return invalid_argument("--step-time-target-ms must be a number of milliseconds >= 0 (0: off)");
+  }
+  return *ms / 1e3;
 }
 
 std::string DeviceOptions::label(engine::Device chosen) const {

@@ -1,8 +1,10 @@
-// --device, --dtype, --gpu-memory-utilization and --enforce-eager: where `generate`, `serve` and `bench` run the
-// model (also PAGODA_DEVICE etc. and the YAML config's keys on serve, as every flag).
+// --device, --dtype, --gpu-memory-utilization and --enforce-eager: where `generate`, `serve` and
+// `bench` run the model (also PAGODA_DEVICE etc. and the YAML config's keys on serve, as every
+// flag).
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 
 #include "cli/quantization_options.h"
@@ -28,5 +30,16 @@ struct DeviceOptions {
   /// "cpu" or "cuda (bf16)": the device apply() chose, for startup lines and bench headers.
   std::string label(engine::Device chosen) const;
 };
+
+/// --step-time-target-ms on serve and bench, in seconds: the value given (>= 0; 0 turns it off),
+/// else the default for `device`, kDefaultCpuStepTimeTargetMs on the CPU (whose steps take
+/// seconds at the full token budget) and off on CUDA (a step there is milliseconds).
+/// INVALID_ARGUMENT for a negative or non-finite value.
+StatusOr<double> step_time_target_seconds(std::optional<double> ms, engine::Device device);
+inline constexpr double kDefaultCpuStepTimeTargetMs = 250.0;
+inline constexpr const char* kStepTimeTargetHelp =
+    "Keep each engine step near this many milliseconds by sizing its token budget from the "
+    "measured cost of a token (below --max-num-batched-tokens), so long prompts prefill in "
+    "chunks beside the running requests; 0: off (default: 250 on the CPU, off on CUDA)";
 
 }  // namespace pagoda::cli

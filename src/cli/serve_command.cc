@@ -93,7 +93,8 @@ struct ModelLoader {
     architecture = files->config.architecture;
     const std::shared_ptr<const Tokenizer> tokenizer = loaded.tokenizer;
     std::optional<ChatTemplate> chat_template;
-    auto loaded_template = load_model_chat_template(*loaded.tokenizer_files, cmd.chat_template_path);
+    auto loaded_template =
+        load_model_chat_template(*loaded.tokenizer_files, cmd.chat_template_path);
     if (loaded_template.ok()) {
       chat_template = std::move(*loaded_template);
     } else if (!cmd.chat_template_path.empty() || loaded.tokenizer_files->chat_template) {
@@ -119,6 +120,9 @@ struct ModelLoader {
     config.max_waiting_requests = cmd.max_waiting_requests;
     config.seed = cmd.seed;
     config.async_scheduling = cmd.async_scheduling;
+    PAGODA_ASSIGN_OR_RETURN(
+        config.step_time_target_seconds,
+        cli::step_time_target_seconds(cmd.step_time_target_ms, executor.device));
     PAGODA_RETURN_IF_ERROR(cmd.trace.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.reasoning.apply(config));
     PAGODA_RETURN_IF_ERROR(cmd.speculative.apply(config));
@@ -233,6 +237,7 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
       ->capture_default_str();
   sub->add_flag("--async-scheduling", async_scheduling,
                 "Plan and launch each step while the previous one runs (overlapped steps)");
+  sub->add_option("--step-time-target-ms", step_time_target_ms, cli::kStepTimeTargetHelp);
   sub->add_option("--max-num-batched-tokens", max_num_batched_tokens,
                   "Token budget of one engine step")
       ->capture_default_str();

@@ -65,6 +65,13 @@ struct EngineConfig {
   /// step's tokens on the host before the next is planned.
   bool async_scheduling = false;
 
+  /// Step-time target in seconds (--step-time-target-ms; the CLI's default on the CPU 250 ms,
+  /// 0 on CUDA): each step's token budget follows the measured cost of a token on this machine
+  /// (step_time_budget.h), so long prompts prefill in chunks that keep a step near the target
+  /// and no request waits seconds behind another's prefill. 0: the budget is
+  /// --max-num-batched-tokens. Synchronous steps only.
+  double step_time_target_seconds = 0.0;
+
   /// Speculative decoding (--speculative-config); unset: off.
   std::optional<spec::SpeculativeConfig> speculative;
   /// The draft model's executor when speculative->method is draft_model (its KV cache gets as

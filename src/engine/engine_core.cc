@@ -49,6 +49,11 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(
   core->speculator_ = std::move(speculator);
   // Drafts are proposed from each step's tokens, so speculation keeps the synchronous loop.
   core->overlap_ = config.async_scheduling && core->speculator_ == nullptr;
+  if (config.step_time_target_seconds > 0.0 && !core->overlap_) {
+    core->step_budget_.emplace(config.step_time_target_seconds, kMinStepBudgetTokens,
+                               config.scheduler.max_num_batched_tokens);
+    core->scheduler_.set_step_token_budget(core->step_budget_->budget());
+  }
   core->publish_stats();
   {
     std::lock_guard lock(core->mutex_);
@@ -342,9 +347,16 @@ bool EngineCore::execute(const SchedulerOutput& scheduled, SampledTokens& sample
   }
   prepare(scheduled);
   begin_launch();
+  const auto run_start = std::chrono::steady_clock::now();
   if (Status s = runner_.run(); !s.ok()) {
     fail_step(scheduled, s);
     return false;
+  }
+  if (step_budget_) {
+    step_budget_->observe(
+        scheduled.total_num_scheduled_tokens,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
+    scheduler_.set_step_token_budget(step_budget_->budget());
   }
   end_launch();
   step_done(scheduled.step_id);
@@ -468,8 +480,8 @@ void EngineCore::collect(const SchedulerOutput& scheduled, std::span<const std::
     const std::int64_t index = s.output_index;
     if (s.num_spec_tokens > 0) {
       const std::size_t vocab = static_cast<std::size_t>(out.vocab_size);
-      const std::span<const float> logits(out.logits(r).data(),
-                                          (1 + static_cast<std::size_t>(s.num_spec_tokens)) * vocab);
+      const std::span<const float> logits(
+          out.logits(r).data(), (1 + static_cast<std::size_t>(s.num_spec_tokens)) * vocab);
       std::vector<std::int32_t> verified = speculator_->verify(s, logits);
       executor_->accept_tokens(s.slot, verified);
       if (tracer_.is_traced(s.slot)) {

@@ -49,6 +49,7 @@
 #include "engine/scheduler.h"
 #include "engine/slot_allocator.h"
 #include "engine/speculator.h"
+#include "engine/step_time_budget.h"
 #include "pagoda/model_executor.h"
 #include "pagoda/sampling_params.h"
 #include "pagoda/step_sampling.h"
@@ -78,10 +79,12 @@ struct EngineCoreRequest {
 /// In the synchronous loop that is device idle time; with overlapped steps it is what the
 /// device's step must hide. Gaps across an idle engine are not counted.
 struct HostGapStats {
-  std::int64_t steps = 0;     ///< Gaps measured.
+  std::int64_t steps = 0;  ///< Gaps measured.
   double total_seconds = 0.0;
-  double p50_seconds = 0.0;   ///< From a log-scale histogram (within 5%).
-  double mean_seconds() const { return steps > 0 ? total_seconds / static_cast<double>(steps) : 0.0; }
+  double p50_seconds = 0.0;  ///< From a log-scale histogram (within 5%).
+  double mean_seconds() const {
+    return steps > 0 ? total_seconds / static_cast<double>(steps) : 0.0;
+  }
 };
 
 /// Gauges and counters, copied out after every step.
@@ -247,6 +250,9 @@ class EngineCore {
   std::uint64_t num_unseeded_ = 0;
   // Overlapped steps are on (async_scheduling, no speculator).
   bool overlap_ = false;
+  // The step-time target's token budget (EngineConfig::step_time_target_seconds); unset: off.
+  std::optional<StepTimeBudget> step_budget_;
+  static constexpr std::int64_t kMinStepBudgetTokens = 32;
   std::optional<InFlightStep> in_flight_;
   StepOutput collected_;  // the output of the step complete() collects; capacity kept
   // The last step that named each slot, by slot; slots of ended requests wait in

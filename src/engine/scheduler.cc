@@ -97,7 +97,19 @@ SchedulerOutput Scheduler::schedule() {
   out.step_id = ++last_step_id_;
   out.finished_request_ids.swap(finished_in_batch_);
   out.finished_slots.swap(finished_slots_in_batch_);
-  TokenBudget budget(config_.max_num_batched_tokens, config_.long_prefill_token_threshold);
+  // A step-time budget below the cap still leaves every running decode its token and a prefill
+  // chunk beside them, so it only ever slows the long prompts.
+  const std::int64_t tokens = std::min(
+      config_.max_num_batched_tokens,
+      std::max(step_token_budget_, static_cast<std::int64_t>(running_.size()) + kMinPrefillChunk));
+  // Under a step-time budget a prompt mid-prefill would take all of every step and keep the
+  // waiting requests out until it is done: while any wait, one request gets at most half.
+  std::int64_t threshold = config_.long_prefill_token_threshold;
+  if (tokens < config_.max_num_batched_tokens && !waiting_.empty()) {
+    const std::int64_t half = std::max<std::int64_t>(1, tokens / 2);
+    threshold = threshold > 0 ? std::min(threshold, half) : half;
+  }
+  TokenBudget budget(tokens, threshold);
   // After a preemption the pool is known to be short; admitting now would only thrash.
   if (!schedule_running(budget, out)) schedule_waiting(budget, out);
   return out;
@@ -105,19 +117,25 @@ SchedulerOutput Scheduler::schedule() {
 
 bool Scheduler::schedule_running(TokenBudget& budget, SchedulerOutput& out) {
   bool preempted = false;
+  const bool step_budget_active = step_token_budget_ < config_.max_num_batched_tokens;
   for (std::size_t i = 0; i < running_.size() && !budget.exhausted(); ++i) {
     Request& request = *running_[i];
     const std::int64_t ahead = tokens_ahead(request);
     if (ahead < 0) continue;  // waiting for its sampled token
-    const std::int64_t num_new =
+    std::int64_t num_new =
         budget.grant(request.num_tokens() + ahead - request.num_computed_tokens());
+    if (step_budget_active) {
+      // A prefill chunk leaves a token for each request after it, so a tight step budget
+      // never skips a decode that stands later in the policy order.
+      const auto later = static_cast<std::int64_t>(running_.size() - i - 1);
+      num_new = std::min(num_new, std::max<std::int64_t>(1, budget.remaining() - later));
+    }
     if (num_new <= 0) continue;  // waiting for its sampled token
     std::optional<std::vector<std::int32_t>> blocks;
     // Drafts only behind the last known token, within the budget, and only if their slots are
     // free now: a guess never preempts anyone.
     std::int64_t num_spec = 0;
-    if (ahead == 0 && num_new == 1 &&
-        request.num_tokens() - request.num_computed_tokens() == 1) {
+    if (ahead == 0 && num_new == 1 && request.num_tokens() - request.num_computed_tokens() == 1) {
       num_spec = std::min(
           static_cast<std::int64_t>(request.spec_token_ids().size()),
           budget.grant(1 + static_cast<std::int64_t>(request.spec_token_ids().size())) - 1);

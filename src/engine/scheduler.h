@@ -43,6 +43,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -82,6 +83,11 @@ class Scheduler {
 
   /// Plans one step and advances num_computed_tokens of every scheduled request.
   SchedulerOutput schedule();
+  /// The token budget of the next steps, below the --max-num-batched-tokens cap (the engine's
+  /// step-time target, step_time_budget.h); the running requests' decodes plus
+  /// kMinPrefillChunk tokens are always allowed.
+  void set_step_token_budget(std::int64_t tokens) { step_token_budget_ = tokens; }
+  static constexpr std::int64_t kMinPrefillChunk = 16;
 
   /// Appends the sampled tokens of the step `output` planned, finishes requests that stop
   /// (freeing their blocks once no step in flight names them) and reports every request that
@@ -148,6 +154,7 @@ class Scheduler {
   std::vector<std::string> finished_in_batch_;
   std::vector<std::int32_t> finished_slots_in_batch_;
   // Ended requests whose blocks a step in flight may still write; freed by step_done.
+  std::int64_t step_token_budget_ = std::numeric_limits<std::int64_t>::max();
   std::vector<std::unique_ptr<Request>> retiring_;
   std::int64_t last_step_id_ = 0;       // of the latest schedule()
   std::int64_t last_done_step_id_ = 0;  // steps up to it are over
