@@ -181,8 +181,12 @@ def start_server(pagoda_bin, default_model):
 
 @pytest.fixture(scope="session")
 def server(start_server):
-    """The shared server: the default model, a short context so the KV pool is small."""
+    """The shared server: the default model, a short context so the KV pool is small. Its step
+    budget is the fixed one (--step-time-target-ms 0): the tests that hold another server's
+    greedy answers to this one's bit for bit need the same prefill chunks on both, and a
+    step-time budget chunks by what each server measured (test_step_time_target.py covers it)."""
     return start_server("--max-model-len", "1024", "--served-model-name", "smollm2",
+                        "--step-time-target-ms", "0",
                         "--served-model-name", "SmolLM2-135M-Instruct")
 
 

@@ -18,6 +18,7 @@ PROMPTS = [
 @pytest.fixture(scope="module")
 def async_server(start_server):
     return start_server("--max-model-len", "1024", "--served-model-name", "smollm2",
+                        "--step-time-target-ms", "0",
                         "--async-scheduling")
 
 

@@ -20,6 +20,7 @@ PASSAGE = ("The library kept its rare maps in a cool room on the third floor. Vi
 @pytest.fixture(scope="module")
 def spec_server(start_server):
     return start_server("--max-model-len", "1024", "--served-model-name", "smollm2",
+                        "--step-time-target-ms", "0",
                         "--speculative-config", json.dumps(NGRAM))
 
 
