@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "pagoda/forward_batch.h"
-#include "pagoda/step_sampling.h"
 #include "pagoda/status.h"
+#include "pagoda/step_sampling.h"
 
 namespace pagoda {
 
@@ -167,7 +167,7 @@ class ModelExecutor {
 
  private:
   // State of the default launch_step / collect_step only.
-  std::deque<StepOutput> launched_;           // outputs not yet collected, oldest first
+  std::deque<StepOutput> launched_;            // outputs not yet collected, oldest first
   std::vector<std::int32_t> previous_tokens_;  // the last launched step's sampled ids
   ForwardBatch resolved_;                      // a batch with its in-flight ids filled in
 };

@@ -20,13 +20,13 @@ constexpr int kUnroll = 4;
 // What the kernel reads and writes; the launcher fills it from RopeKvCacheParams.
 template <typename T>
 struct RopeArgs {
-  T* qkv;                             // [num_tokens, qkv_row_stride]
-  std::int64_t qkv_row_stride;        // elements
-  const std::int32_t* positions;      // [num_tokens]
-  const std::int64_t* slot_mapping;   // [num_tokens]; < 0: padding
-  const float* inv_freq;              // [head_dim / 2]
-  T* k_cache;                         // [num_blocks, num_kv_heads, block_size, head_dim]
-  T* v_cache;                         // same layout
+  T* qkv;                            // [num_tokens, qkv_row_stride]
+  std::int64_t qkv_row_stride;       // elements
+  const std::int32_t* positions;     // [num_tokens]
+  const std::int64_t* slot_mapping;  // [num_tokens]; < 0: padding
+  const float* inv_freq;             // [head_dim / 2]
+  T* k_cache;                        // [num_blocks, num_kv_heads, block_size, head_dim]
+  T* v_cache;                        // same layout
   std::int64_t block_size;
   int num_tokens;
   int num_heads;
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<
     T* dst[kUnroll];
     int local[kUnroll];
     int pair0[kUnroll];  // first pair index of the item; -1: a v copy
-    // Phase 1: every load of the batch in flight before any use.
+                         // Phase 1: every load of the batch in flight before any use.
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int item = base + u * kThreads;
@@ -223,9 +223,8 @@ Status launch_rope_kv_cache(const RopeKvCacheParams& p, cudaStream_t stream) {
   PAGODA_KERNEL_REQUIRE(p.num_heads > 0 && c.num_kv_heads > 0, kOp);
   PAGODA_KERNEL_REQUIRE(c.num_blocks > 0 && c.block_size > 0, kOp);
   PAGODA_KERNEL_REQUIRE(p.qkv_row_stride >= (p.num_heads + 2 * c.num_kv_heads) * c.head_dim, kOp);
-  PAGODA_KERNEL_REQUIRE((p.num_heads + 2 * c.num_kv_heads) * c.head_dim * kMaxTokensPerCta <=
-                            0x7fffffff,
-                        kOp);
+  PAGODA_KERNEL_REQUIRE(
+      (p.num_heads + 2 * c.num_kv_heads) * c.head_dim * kMaxTokensPerCta <= 0x7fffffff, kOp);
   if (p.num_tokens == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(p.qkv != nullptr && p.positions != nullptr && p.slot_mapping != nullptr &&
                             p.inv_freq != nullptr && c.k != nullptr && c.v != nullptr,

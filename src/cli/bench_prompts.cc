@@ -70,8 +70,7 @@ StatusOr<std::vector<std::vector<std::int32_t>>> grounded_prompts(const ModelFil
     }
     PAGODA_ASSIGN_OR_RETURN(std::string text, chat_template.render(inputs));
     // The template writes any BOS itself.
-    prompts.push_back(
-        tokenizer.encode(text, {.add_special_tokens = false, .parse_special = true}));
+    prompts.push_back(tokenizer.encode(text, {.add_special_tokens = false, .parse_special = true}));
   }
   return prompts;
 }

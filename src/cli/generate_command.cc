@@ -191,8 +191,7 @@ int GenerateCommand::run(const char* argv0) const {
   if (Status s = params.validate(); !s.ok()) return report_error(s);
   const auto num_prompt = static_cast<std::int64_t>(ids->size());
   if (num_prompt == 0) return report_error(invalid_argument("the prompt has no tokens"));
-  if (speculative.enabled())
-    return generate_with_engine(*this, *opened, std::move(*ids), params);
+  if (speculative.enabled()) return generate_with_engine(*this, *opened, std::move(*ids), params);
 
   auto made = make_executor(*this, files, std::min(num_prompt, kMaxPrefillChunk));
   if (!made.ok()) return report_error(made.status());

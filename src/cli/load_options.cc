@@ -48,12 +48,11 @@ StatusOr<LoadedModel> LoadOptions::open(const std::string& model_path,
   }
   const std::int64_t model_vocab = out.files->config.vocab_size;
   if (!tokenizer.empty() && model_vocab > 0 && (*loaded)->vocab_size() > model_vocab) {
-    return invalid_argument("--tokenizer " + tokenizer + " has " +
-                            std::to_string((*loaded)->vocab_size()) +
-                            " tokens, more than the model's vocab_size " +
-                            std::to_string(model_vocab) +
-                            "; its ids past that have no embedding. Use a tokenizer with at most "
-                            "the model's vocabulary");
+    return invalid_argument(
+        "--tokenizer " + tokenizer + " has " + std::to_string((*loaded)->vocab_size()) +
+        " tokens, more than the model's vocab_size " + std::to_string(model_vocab) +
+        "; its ids past that have no embedding. Use a tokenizer with at most "
+        "the model's vocabulary");
   }
   out.tokenizer = std::move(*loaded);
   return out;

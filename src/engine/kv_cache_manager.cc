@@ -136,8 +136,7 @@ void KvCacheManager::cache_full_blocks(Request& request, std::int64_t num_tokens
   PAGODA_CHECK(static_cast<std::int64_t>(hashes.size()) >= request.num_tokens() / block_size_)
       << request.request_id() << ": block hashes not updated";
   // Only known tokens have keys: a block a token in flight fills is keyed by a later step.
-  const std::int64_t num_full =
-      std::min(num_tokens, request.num_tokens()) / block_size_;
+  const std::int64_t num_full = std::min(num_tokens, request.num_tokens()) / block_size_;
   const std::vector<std::int32_t>& table = request.block_ids();
   for (std::int64_t i = request.num_cached_blocks(); i < num_full; ++i) {
     pool_.cache_block(table[i], hashes[i]);

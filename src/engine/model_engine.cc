@@ -96,12 +96,12 @@ Status size_gpu_kv_pool(std::int64_t max_blocks, const ModelExecutor& executor,
     if (wanted > blocks) {
       char utilization[16];
       std::snprintf(utilization, sizeof(utilization), "%.2f", gpu_memory_utilization);
-      return invalid_argument(
-          "--kv-cache-memory " + std::to_string(*config.kv_cache_memory_bytes) +
-          " is more than the " + gib(blocks * per_block) + " --gpu-memory-utilization " +
-          utilization + " leaves for the KV cache" +
-          (draft != nullptr ? " beside the draft model's" : "") +
-          "; lower it or raise --gpu-memory-utilization");
+      return invalid_argument("--kv-cache-memory " + std::to_string(*config.kv_cache_memory_bytes) +
+                              " is more than the " + gib(blocks * per_block) +
+                              " --gpu-memory-utilization " + utilization +
+                              " leaves for the KV cache" +
+                              (draft != nullptr ? " beside the draft model's" : "") +
+                              "; lower it or raise --gpu-memory-utilization");
     }
     blocks = wanted;
   }
@@ -162,8 +162,7 @@ StatusOr<LoadedExecutor> load_executor(std::shared_ptr<const ModelFiles> files,
 StatusOr<LoadFormat> parse_load_format(std::string_view text) {
   if (text == "auto") return LoadFormat::kAuto;
   if (text == "dummy") return LoadFormat::kDummy;
-  return invalid_argument("--load-format must be auto or dummy, got \"" + std::string(text) +
-                          "\"");
+  return invalid_argument("--load-format must be auto or dummy, got \"" + std::string(text) + "\"");
 }
 
 StatusOr<ModelFiles> open_model_for(const std::string& path, LoadFormat format) {
@@ -221,9 +220,9 @@ StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
   OpenedExecutor out;
 #if PAGODA_HAVE_CUDA
   if (loaded.cuda != nullptr) {
-    PAGODA_ASSIGN_OR_RETURN(out.max_kv_blocks,
-                            loaded.cuda->profile_num_kv_blocks(options.gpu_memory_utilization,
-                                                               limits.block_size));
+    PAGODA_ASSIGN_OR_RETURN(
+        out.max_kv_blocks,
+        loaded.cuda->profile_num_kv_blocks(options.gpu_memory_utilization, limits.block_size));
   }
 #endif
   out.executor = std::move(loaded.executor);
@@ -278,9 +277,8 @@ StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
     // The draft runs on its own executor and cache, loaded before the target's profiling pass
     // so its weights count as held; its vocabulary is checked against the target's when the
     // speculator is built.
-    PAGODA_ASSIGN_OR_RETURN(
-        ModelFiles draft_opened,
-        open_model_for(config.speculative->model, options.executor.load_format));
+    PAGODA_ASSIGN_OR_RETURN(ModelFiles draft_opened, open_model_for(config.speculative->model,
+                                                                    options.executor.load_format));
     ExecutorOptions draft_options = options.executor;
     draft_options.quantization = quant::LoadTimeQuantization::kNone;
     PAGODA_ASSIGN_OR_RETURN(
@@ -311,9 +309,9 @@ StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
   const models::CudaModelExecutor* target_cuda = target.cuda;
 #endif
   config.draft_executor = std::move(draft.executor);
-  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<EngineClient> client,
-                          EngineClient::create(std::move(config), std::move(target.executor),
-                                               std::move(tokenizer)));
+  PAGODA_ASSIGN_OR_RETURN(
+      std::unique_ptr<EngineClient> client,
+      EngineClient::create(std::move(config), std::move(target.executor), std::move(tokenizer)));
 #if PAGODA_HAVE_CUDA
   if (target_cuda != nullptr) {
     // The engine owns the executor now; it lives as long as `client`.

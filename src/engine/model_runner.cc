@@ -20,8 +20,8 @@ void ModelRunner::prepare(const SchedulerOutput& output) {
 std::span<SamplingRow> ModelRunner::rows_for(std::size_t i) {
   PAGODA_CHECK_LT(i, first_row_.size());
   if (first_row_[i] < 0) return {};
-  return std::span(sampling_.rows).subspan(static_cast<std::size_t>(first_row_[i]),
-                                           static_cast<std::size_t>(num_rows_[i]));
+  return std::span(sampling_.rows)
+      .subspan(static_cast<std::size_t>(first_row_[i]), static_cast<std::size_t>(num_rows_[i]));
 }
 
 Status ModelRunner::run() {
@@ -113,9 +113,9 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
       // Sampled by the previous launched step, which sampled for it at state.last_sample_row.
       PAGODA_CHECK(state.last_sample_row >= 0 && state.last_sample_batch == num_batches_)
           << s.request_id << ": its input is in flight but the last step did not sample for it";
-      batch_.from_previous_step.push_back(
-          {.token_row = static_cast<std::int32_t>(batch_.num_tokens() + s.num_scheduled_tokens() - 1),
-           .previous_row = state.last_sample_row});
+      batch_.from_previous_step.push_back({.token_row = static_cast<std::int32_t>(
+                                               batch_.num_tokens() + s.num_scheduled_tokens() - 1),
+                                           .previous_row = state.last_sample_row});
     }
     state.last_sample_row = -1;
     for (std::int64_t t = 0; t < s.num_scheduled_tokens(); ++t) {

@@ -107,14 +107,16 @@ StatusOr<ModelFiles> open_tokenizer_files(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status)) {
-    return not_found(path + ": no such file or folder; pass a .gguf file or a folder with "
-                            "tokenizer.json");
+    return not_found(path +
+                     ": no such file or folder; pass a .gguf file or a folder with "
+                     "tokenizer.json");
   }
   if (!fs::is_directory(status)) return open_gguf(path);
   PAGODA_ASSIGN_OR_RETURN(HfDirectory dir, open_hf_tokenizer_directory(path));
   if (dir.tokenizer_json_path.empty()) {
-    return not_found(path + " has no tokenizer.json; pass a .gguf file or a folder with "
-                            "tokenizer.json");
+    return not_found(path +
+                     " has no tokenizer.json; pass a .gguf file or a folder with "
+                     "tokenizer.json");
   }
   ModelFiles files;
   files.format = ModelFormat::kHuggingFace;

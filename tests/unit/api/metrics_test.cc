@@ -179,8 +179,9 @@ TEST(ServingMetricsTest, AbortsAndErrorsAreCountedWithTheirTokens) {
   const std::string text = "\n" + metrics.render({});
   const std::string m = "{model_name=\"smol\"}";
   const auto success = [&](std::string_view reason) {
-    return sample_value(text, "pagoda:request_success_total{model_name=\"smol\",finished_reason=\"" +
-                                  std::string(reason) + "\"}");
+    return sample_value(text,
+                        "pagoda:request_success_total{model_name=\"smol\",finished_reason=\"" +
+                            std::string(reason) + "\"}");
   };
   EXPECT_EQ(success("stop"), "0");
   EXPECT_EQ(success("abort"), "2");

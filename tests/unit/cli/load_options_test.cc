@@ -102,7 +102,8 @@ TEST(LoadOptionsFlagsTest, TokenizerFolderWithoutTokenizerJsonIsNotFound) {
   const std::string empty = (std::filesystem::temp_directory_path() / "pagoda_load_empty").string();
   std::filesystem::create_directories(empty);
   LoadOptions load{.tokenizer = empty};
-  auto opened = load.open(write_config("pagoda_load_empty_model", 1000), engine::LoadFormat::kDummy);
+  auto opened =
+      load.open(write_config("pagoda_load_empty_model", 1000), engine::LoadFormat::kDummy);
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(opened.status().message(), HasSubstr("has no tokenizer.json"));
@@ -149,7 +150,8 @@ TEST_F(LoadOptionsTest, ConfigWithAGgufTokenizerTakesItsTokenizerAndTemplate) {
 
 TEST_F(LoadOptionsTest, TokenizerLargerThanTheModelsVocabularyIsRefused) {
   LoadOptions load{.tokenizer = kGguf};
-  auto opened = load.open(write_config("pagoda_load_small_vocab", 1000), engine::LoadFormat::kDummy);
+  auto opened =
+      load.open(write_config("pagoda_load_small_vocab", 1000), engine::LoadFormat::kDummy);
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(opened.status().message(), HasSubstr("more than the model's vocab_size 1000"));

@@ -156,8 +156,7 @@ TEST_F(DummyEngineTest, ServesAConfigWithAnotherModelsTokenizer) {
   EngineOptions options;
   options.model_path = write_tiny_config("pagoda_dummy_engine");
   options.tokenizer = std::move(*tokenizer);
-  options.executor = {.device = Device::kCpu, .num_threads = 2,
-                      .load_format = LoadFormat::kDummy};
+  options.executor = {.device = Device::kCpu, .num_threads = 2, .load_format = LoadFormat::kDummy};
   options.engine.scheduler.max_model_len = 256;
   options.engine.scheduler.max_num_seqs = 4;
   options.engine.scheduler.max_num_batched_tokens = 128;
@@ -205,8 +204,7 @@ TEST_F(DummyEngineTest, ServesAConfigWithAnotherModelsTokenizer) {
 TEST_F(DummyEngineTest, DummyWithAGgufTakesItsShapes) {
   EngineOptions options;
   options.model_path = kTokenizerPath;
-  options.executor = {.device = Device::kCpu, .num_threads = 2,
-                      .load_format = LoadFormat::kDummy};
+  options.executor = {.device = Device::kCpu, .num_threads = 2, .load_format = LoadFormat::kDummy};
   options.engine.scheduler.max_model_len = 128;
   options.engine.scheduler.max_num_seqs = 2;
   options.engine.scheduler.max_num_batched_tokens = 64;

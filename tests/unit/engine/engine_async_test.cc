@@ -174,8 +174,8 @@ TEST(EngineAsyncTest, AbortsMidFlightLoseNothingAndLeakNothing) {
     }
     // What an aborted request got before the abort is the start of its full output.
     ASSERT_LE(async[i].tokens.size(), reference[i].tokens.size()) << "request " << i;
-    EXPECT_TRUE(std::equal(async[i].tokens.begin(), async[i].tokens.end(),
-                           reference[i].tokens.begin()))
+    EXPECT_TRUE(
+        std::equal(async[i].tokens.begin(), async[i].tokens.end(), reference[i].tokens.begin()))
         << "request " << i;
     EXPECT_TRUE(async[i].finish_reason == "abort" || async[i].tokens == reference[i].tokens)
         << "request " << i << " ended with " << async[i].finish_reason;
@@ -282,8 +282,8 @@ TEST(ModelExecutorDefaultLaunchTest, ResolvesTokensInFlightFromThePreviousStep) 
     batch.seq_lens = {pos + 1, pos + 1};
     batch.block_tables = swap ? std::vector{1, 0} : std::vector{0, 1};
     batch.max_blocks_per_seq = 1;
-    batch.slot_mapping = swap ? std::vector<std::int64_t>{4 + pos, pos}
-                              : std::vector<std::int64_t>{pos, 4 + pos};
+    batch.slot_mapping =
+        swap ? std::vector<std::int64_t>{4 + pos, pos} : std::vector<std::int64_t>{pos, 4 + pos};
     batch.logits_indices = {0, 1};
     return batch;
   };

@@ -5,10 +5,10 @@
 // always continues the same way whatever it is batched with.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <algorithm>
 #include <mutex>
 #include <set>
 #include <vector>

@@ -22,7 +22,7 @@ using testing::TestLimits;
 
 TEST(StepTimeBudget, StartsAtTheProbeWithinTheLimits) {
   EXPECT_EQ(StepTimeBudget(0.25, 32, 2048).budget(), StepTimeBudget::kProbeTokens);
-  EXPECT_EQ(StepTimeBudget(0.25, 32, 64).budget(), 64);    // the cap wins
+  EXPECT_EQ(StepTimeBudget(0.25, 32, 64).budget(), 64);      // the cap wins
   EXPECT_EQ(StepTimeBudget(0.25, 512, 2048).budget(), 512);  // and the floor
 }
 
