@@ -42,10 +42,12 @@ struct CudaExecutorOptions {
 
 /// What the decode CUDA graphs took at start-up.
 struct DecodeGraphStats {
-  int count = 0;                       ///< graphs captured (one per padded batch size)
-  std::int64_t max_num_seqs = 0;       ///< the largest batch a graph serves; larger runs eager
-  double capture_seconds = 0.0;        ///< warm-up, capture and instantiation of all of them
-  std::int64_t device_bytes = 0;       ///< device memory they hold (free memory before - after)
+  int count = 0;                  ///< graphs captured (one per padded batch size)
+  std::int64_t max_num_seqs = 0;  ///< the largest batch a graph serves; larger runs eager
+  double capture_seconds = 0.0;   ///< warm-up, capture and instantiation of all of them
+  /// Device memory they hold: the free-memory delta of their capture, or the profiling pass's
+  /// (graph_memory_reserve) when that is larger (a capture after it reuses its memory).
+  std::int64_t device_bytes = 0;
   bool stopped_by_time_limit = false;  ///< graph_capture_time_limit_s cut the list short
 };
 
