@@ -1,0 +1,76 @@
+// What gpu_bench's parts share: fatal checks, device buffers (random ones from the device's
+// generator), event-timed medians and the RESULT line every figure is printed as.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include "backend/cuda/cuda_status.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/random_fill.h"
+#include "backend/cuda/scalar_type.h"
+#include "pagoda/status.h"
+
+namespace pagoda::bench {
+
+using cuda::DeviceBuffer;
+using cuda::ScalarType;
+
+[[noreturn]] inline void die(const Status& s, const char* where) {
+  std::fprintf(stderr, "gpu_bench: %s: %s\n", where, s.to_string().c_str());
+  std::exit(1);
+}
+
+inline void check(const Status& s, const char* where) {
+  if (!s.ok()) die(s, where);
+}
+
+inline DeviceBuffer alloc(std::size_t bytes) {
+  auto b = DeviceBuffer::allocate(bytes);
+  if (!b.ok()) die(b.status(), "allocate");
+  return std::move(*b);
+}
+
+inline DeviceBuffer random_buffer(std::int64_t n, ScalarType type, std::uint64_t seed,
+                                  float low = -1.0f, float high = 1.0f) {
+  DeviceBuffer b = alloc(static_cast<std::size_t>(n) * cuda::scalar_type_size(type));
+  check(cuda::fill_uniform(b.data(), n, type, low, high, seed, nullptr), "fill");
+  return b;
+}
+
+// Median milliseconds of `repeats` runs of `fn` after `warmup` runs, each timed with events.
+inline double median_ms(const std::function<void(int)>& fn, int warmup = 3, int repeats = 20) {
+  for (int i = 0; i < warmup; ++i) fn(i);
+  check(cuda::cuda_status(cudaDeviceSynchronize(), "sync"), "warm-up");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    cudaEventRecord(start);
+    fn(warmup + i);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  check(cuda::check_launch("timed region"), "timed region");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+inline void result(const char* name, double value, const char* unit, double ratio,
+                   const char* goal) {
+  std::printf("RESULT %-44s %12.3f %-8s %7.3f  %s\n", name, value, unit, ratio, goal);
+  std::fflush(stdout);
+}
+
+}  // namespace pagoda::bench

@@ -1,0 +1,229 @@
+#include "bench/cuda/model_bench.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/cuda/bench_util.h"
+#include "kernels/common/pdl.cuh"
+#include "model/hf_config.h"
+#include "models/cuda_model_executor.h"
+#include "pagoda/forward_batch.h"
+#include "pagoda/step_sampling.h"
+
+namespace pagoda::bench {
+
+// Decode throughput of a whole model with random weights: prefill `context` tokens for each of
+// `batch` sequences, then time decode steps (one token per sequence each).
+int run_model(const std::string& config_path, ScalarType dtype, const std::vector<int>& batches,
+              int context, int steps) {
+  std::ifstream in(config_path);
+  if (!in) {
+    std::fprintf(stderr, "gpu_bench: cannot read %s\n", config_path.c_str());
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = model_config_from_hf_json(text.str(), config_path);
+  if (!config.ok()) die(config.status(), "config");
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  const std::int64_t block_size = 16;
+  const std::int64_t max_len = context + 5 * steps + 8;  // forward(), then 4 execute() runs
+  const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
+  const std::int64_t chunk = 8192;
+  // The same-run copy bandwidth that the batch-1 step is held against.
+  double copy_gbs = 0.0;
+  {
+    const std::size_t bytes = 1ull << 30;
+    DeviceBuffer src = random_buffer(static_cast<std::int64_t>(bytes / 4), ScalarType::kF32, 1);
+    DeviceBuffer dst = alloc(bytes);
+    const double copy_ms = median_ms(
+        [&](int) { cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice); });
+    copy_gbs = 2.0 * bytes / (copy_ms * 1e-3) / 1e9;
+    result("B: device copy (1 GiB, read+write)", copy_gbs, "GB/s", 1.0, "ceiling");
+  }
+  const auto created = std::chrono::steady_clock::now();
+  auto exec = models::CudaModelExecutor::create_dummy(*config,
+                                                      {.dtype = dtype,
+                                                       .max_num_batched_tokens = chunk,
+                                                       .max_num_seqs = max_batch,
+                                                       .max_model_len = max_len},
+                                                      1234);
+  if (!exec.ok()) die(exec.status(), "executor");
+  const double create_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - created).count();
+  check((*exec)->allocate_kv_cache(max_batch * blocks_per_seq, block_size), "kv cache");
+  {
+    const models::DecodeGraphStats& g = (*exec)->decode_graph_stats();
+    char label[96];
+    std::snprintf(label, sizeof(label), "startup: dummy weights + buffers (s)");
+    result(label, create_s, "s", 0.0, "(info)");
+    std::snprintf(label, sizeof(label), "startup: %d decode graphs up to b%lld (s)", g.count,
+                  static_cast<long long>(g.max_num_seqs));
+    result(label, g.capture_seconds, "s", g.device_bytes / 1048576.0, "ratio: MiB they hold");
+  }
+  double weight_bytes = 0.0;
+  {
+    const ModelConfig& c = *config;
+    const double q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+    const double per_layer = c.hidden_size * (q + 2 * kv) + q * c.hidden_size +
+                             3.0 * c.hidden_size * c.intermediate_size;
+    weight_bytes = (per_layer * c.num_hidden_layers + double(c.vocab_size) * c.hidden_size) *
+                   cuda::scalar_type_size(dtype);
+  }
+  std::vector<float> logits(static_cast<std::size_t>(max_batch) * config->vocab_size);
+  for (int batch : batches) {
+    // Prefill every sequence's context in chunks of whole sequences.
+    const int per_chunk = std::max<int>(1, static_cast<int>(chunk / context));
+    for (int s0 = 0; s0 < batch; s0 += per_chunk) {
+      ForwardBatch b;
+      b.max_blocks_per_seq = blocks_per_seq;
+      b.query_start_loc.push_back(0);
+      for (int s = s0; s < std::min(batch, s0 + per_chunk); ++s) {
+        for (int p = 0; p < context; ++p) {
+          b.token_ids.push_back((s * 7919 + p * 31) % static_cast<int>(config->vocab_size));
+          b.positions.push_back(p);
+          b.slot_mapping.push_back(s * blocks_per_seq * block_size + p);
+        }
+        b.query_start_loc.push_back(static_cast<std::int32_t>(b.token_ids.size()));
+        b.seq_lens.push_back(context);
+        for (std::int64_t j = 0; j < blocks_per_seq; ++j)
+          b.block_tables.push_back(static_cast<std::int32_t>(s * blocks_per_seq + j));
+        b.logits_indices.push_back(static_cast<std::int32_t>(b.token_ids.size()) - 1);
+      }
+      check((*exec)->forward(b, logits.data()), "prefill");
+    }
+    // One token per sequence at position context + step.
+    const auto decode_batch = [&](int step) {
+      ForwardBatch b;
+      b.max_blocks_per_seq = blocks_per_seq;
+      b.query_start_loc.push_back(0);
+      for (int s = 0; s < batch; ++s) {
+        const int p = context + step;
+        b.token_ids.push_back((s * 131 + step * 17) % static_cast<int>(config->vocab_size));
+        b.positions.push_back(p);
+        b.slot_mapping.push_back(s * blocks_per_seq * block_size + p);
+        b.query_start_loc.push_back(s + 1);
+        b.seq_lens.push_back(p + 1);
+        for (std::int64_t j = 0; j < blocks_per_seq; ++j)
+          b.block_tables.push_back(static_cast<std::int32_t>(s * blocks_per_seq + j));
+        b.logits_indices.push_back(s);
+      }
+      return b;
+    };
+    // The first steps warm up (plans, cuBLASLt heuristics); the median of the rest counts.
+    const auto median_step_ms = [&](std::vector<double> step_ms) {
+      const auto warm = static_cast<std::ptrdiff_t>(std::min(3, steps - 1));
+      std::vector<double> timed(step_ms.begin() + warm, step_ms.end());
+      std::sort(timed.begin(), timed.end());
+      return timed[timed.size() / 2];
+    };
+    const ModelConfig& c = *config;
+    const std::string name = config_path.substr(config_path.find_last_of('/') + 1);
+    const auto report = [&](const char* how, double ms, int first_step) {
+      const double kv_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim *
+                              cuda::scalar_type_size(dtype) * batch *
+                              (context + first_step + steps / 2);
+      char label[96];
+      std::snprintf(label, sizeof(label), "decode %s b%d ctx%d (%s)", name.c_str(), batch, context,
+                    how);
+      result(label, batch * 1e3 / ms, "tok/s", (weight_bytes + kv_bytes) / (ms * 1e-3) / 1e9,
+             "ratio: (weights+KV) GB/s; compare with B");
+    };
+
+    // forward(): every row's logits to the host, as before sampling moved to the device.
+    (*exec)->set_graphs_enabled(false);
+    kernels::set_pdl_enabled(false);
+    std::vector<double> step_ms;
+    for (int step = 0; step < steps; ++step) {
+      const ForwardBatch b = decode_batch(step);
+      cudaDeviceSynchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      check((*exec)->forward(b, logits.data()), "decode");  // ends with a stream sync
+      step_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    report("eager, host step", median_step_ms(step_ms), 0);
+
+    // execute(): sampled on the device (top-k 50, top-p 0.95, presence penalty), ids back;
+    // eager, then replaying the decode graphs.
+    SlotSamplingConfig slot_config;
+    slot_config.presence_penalty = 0.2f;
+    for (int s = 0; s < batch; ++s) check((*exec)->open_sampling_slot(s, slot_config), "slot");
+    std::int64_t d2h_bytes = 0;
+    StepOutput out;
+    // Eager without and with programmatic dependent launch (PDL), then the graphs with and
+    // without it (recaptured: a graph holds its launches' attributes). The first is the
+    // executor before graphs and PDL; the third what it runs now.
+    struct Variant {
+      const char* name;
+      bool graphs;
+      bool pdl;
+    };
+    const Variant variants[] = {{"execute, eager", false, false},
+                                {"execute, eager + PDL", false, true},
+                                {"execute, CUDA graphs + PDL", true, true},
+                                {"execute, CUDA graphs", true, false}};
+    double baseline_ms = 0.0;
+    int first = steps;
+    for (const Variant& v : variants) {
+      kernels::set_pdl_enabled(v.pdl);
+      if (v.graphs && !v.pdl) check((*exec)->capture_decode_graphs(), "recapture");
+      (*exec)->set_graphs_enabled(v.graphs);
+      step_ms.clear();
+      for (int step = first; step < first + steps; ++step) {
+        const ForwardBatch b = decode_batch(step);
+        SamplingBatch sampling;
+        for (int s = 0; s < batch; ++s) {
+          sampling.rows.push_back({.slot = s,
+                                   .temperature = 0.8f,
+                                   .top_k = 50,
+                                   .top_p = 0.95f,
+                                   .seed = static_cast<std::uint64_t>(s),
+                                   .position = step});
+        }
+        cudaDeviceSynchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        check((*exec)->execute(b, sampling, out), "decode");  // ends with a stream sync
+        step_ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+        d2h_bytes = (*exec)->last_step_d2h_bytes();
+      }
+      const double ms = median_step_ms(step_ms);
+      report(v.name, ms, first);
+      first += steps;
+      char label[96];
+      if (baseline_ms == 0.0) {
+        baseline_ms = ms;
+      } else {
+        std::snprintf(label, sizeof(label), "G15 %s vs eager b%d", v.name + 9, batch);
+        result(label, ms, "ms", baseline_ms / ms, "ratio: eager step time / this one");
+      }
+      if (batch == 1) {
+        std::snprintf(label, sizeof(label), "decode b1 weight bytes / step (%s)", v.name + 9);
+        const double gbs = weight_bytes / (ms * 1e-3) / 1e9;
+        result(label, gbs, "GB/s", gbs / copy_gbs, ">= 0.85 B (graphs + PDL)");
+      }
+    }
+    // Back to what the executor runs by default, for the next batch size.
+    kernels::set_pdl_enabled(true);
+    check((*exec)->capture_decode_graphs(), "recapture");
+    (*exec)->set_graphs_enabled(true);
+    for (int s = 0; s < batch; ++s) (*exec)->close_sampling_slot(s);
+    char label[96];
+    std::snprintf(label, sizeof(label), "d2h bytes per decode step, execute() b%d", batch);
+    result(label, static_cast<double>(d2h_bytes), "B",
+           d2h_bytes / (static_cast<double>(batch) * c.vocab_size * sizeof(float)),
+           "ratio: / forward()'s logits copy");
+  }
+  return 0;
+}
+
+}  // namespace pagoda::bench
