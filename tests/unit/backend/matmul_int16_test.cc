@@ -17,6 +17,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_int16_avx512.h"
 #include "backend/cpu/row_decoder.h"
+#include "int16_contract.h"
 #include "matmul_tolerance.h"
 #include "model/dequantize.h"
 #include "test_random.h"
@@ -24,6 +25,7 @@
 namespace pagoda::cpu {
 namespace {
 
+using testing::contract;
 using testing::fp32_tolerance;
 using testing::int16_rounding_bound;
 using testing::random_floats;
@@ -31,71 +33,44 @@ using testing::random_weights;
 using testing::seed_trace;
 using testing::test_seed;
 
-constexpr std::int64_t kBlock = avx512::kInt16Block;
-
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-std::uint16_t half_at(const std::uint8_t* p) {
-  std::uint16_t bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  return bits;
-}
-
-// One stored block's integer quants, scale and min, read from the GGUF layout directly.
-struct IntBlock {
-  int q[kBlock];
-  float scale;
-  float min;
-};
-
-IntBlock int_block(DType dtype, const std::uint8_t* b) {
-  IntBlock out{};
-  out.scale = fp16_to_float(half_at(b));
-  if (dtype == DType::kQ8_0) {
-    for (int c = 0; c < kBlock; ++c) out.q[c] = static_cast<std::int8_t>(b[2 + c]);
-    return out;
-  }
-  const bool has_min = dtype == DType::kQ4_1;
-  const std::uint8_t* qs = b + (has_min ? 4 : 2);
-  const int offset = has_min ? 0 : 8;
-  if (has_min) out.min = fp16_to_float(half_at(b + 2));
-  for (int j = 0; j < kBlock / 2; ++j) {
-    out.q[j] = (qs[j] & 0x0F) - offset;
-    out.q[j + kBlock / 2] = (qs[j] >> 4) - offset;
-  }
-  return out;
-}
-
-// matmul_int16_avx512.h's contract for y[i, n] (without bias), one block at a time.
-float contract(DType dtype, const float* x, const std::uint8_t* w_row, std::int64_t k) {
-  const auto block_bytes = static_cast<std::size_t>(dtype_info(dtype).block_bytes);
-  float acc = 0.0f;
-  for (std::int64_t b = 0; b < k / kBlock; ++b) {
-    const float* xb = x + b * kBlock;
-    float amax = 0.0f;
-    bool finite = true;
-    for (int c = 0; c < kBlock; ++c) {
-      amax = std::max(amax, std::fabs(xb[c]));
-      finite = finite && std::isfinite(xb[c]);
+// The contract's reading of each layout (int16_contract.h, written from the GGUF formats) gives
+// the reference dequantizer's weights exactly: scale_t * qw[c] + min_t, rounded as the reference
+// rounds. Any misplaced bit, scale or sign shows as a different weight.
+TEST(Int16ContractTest, BlocksAreTheReferenceWeights) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 10);
+  const std::int64_t rows = 7;
+  const std::int64_t k = 768;
+  for (DType dtype : testing::kContractTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, rows, k);
+    const TensorView w = dense_view(bytes.data(), dtype, rows, k);
+    std::vector<float> want(static_cast<std::size_t>(k));
+    int zero_scales = 0;
+    for (std::int64_t n = 0; n < rows; ++n) {
+      decode_row(w, n, 0, k, want.data());
+      for (std::int64_t b = 0; b < k / testing::kContractBlock; ++b) {
+        const testing::ContractBlock block = testing::contract_block(dtype, w.row(n), b);
+        const int width = testing::kContractBlock / block.sub_blocks;
+        for (int c = 0; c < testing::kContractBlock; ++c) {
+          const int t = c / width;
+          const float product = block.scale[t] * static_cast<float>(block.q[c]);
+          const float got = block.has_min ? product + block.min[t] : product;
+          const float expected = want[static_cast<std::size_t>(b * testing::kContractBlock + c)];
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(expected))
+              << "row " << n << " column " << b * testing::kContractBlock + c;
+        }
+        for (int t = 0; t < block.sub_blocks; ++t) zero_scales += block.scale[t] == 0.0f;
+      }
     }
-    if (!finite) return std::numeric_limits<float>::quiet_NaN();
-    const float s = amax / 32767.0f;
-    const float to_int = amax > 0.0f ? 32767.0f / amax : 0.0f;
-    const IntBlock wb = int_block(dtype, w_row + static_cast<std::size_t>(b) * block_bytes);
-    std::int32_t dot = 0;
-    std::int32_t qsum = 0;
-    for (int c = 0; c < kBlock; ++c) {
-      const float scaled = xb[c] * to_int;
-      const auto q = static_cast<std::int32_t>(std::nearbyint(scaled));
-      dot += q * wb.q[c];
-      qsum += q;
+    if (dtype_info(dtype).block_size == 256) {
+      EXPECT_GT(zero_scales, 0) << "random_weights";
     }
-    acc = std::fma(static_cast<float>(dot), wb.scale * s, acc);
-    if (dtype == DType::kQ4_1) acc = std::fma(wb.min, static_cast<float>(qsum) * s, acc);
   }
-  return acc;
 }
 
 // x with one large value in some blocks (activations have outlier channels), so blocks round

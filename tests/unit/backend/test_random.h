@@ -46,6 +46,41 @@ inline std::uint16_t random_half(std::mt19937_64& rng, int low_exp, int high_exp
   return static_cast<std::uint16_t>(sign | (exponent << 10) | mantissa);
 }
 
+/// Sets sub-block scale i (0..15; Q4_K/Q5_K take i % 8) of the K-quant super-block at b to zero.
+inline void zero_k_scale(std::uint8_t* b, DType dtype, std::uint64_t i) {
+  switch (dtype) {
+    case DType::kQ4_K:
+    case DType::kQ5_K: {
+      // 6-bit scale j: bits 0-5 of byte j (j < 4), else the low nibble of byte j + 4 and the top
+      // two bits of byte j - 4.
+      std::uint8_t* s = b + 4;
+      const std::uint64_t j = i % 8;
+      if (j < 4) {
+        s[j] &= 0xC0;
+      } else {
+        s[j + 4] &= 0xF0;
+        s[j - 4] &= 0x3F;
+      }
+      break;
+    }
+    case DType::kQ6_K: b[192 + i] = 0; break;
+    case DType::kQ3_K: {
+      // Stored with an offset of 32: low nibble 0, high bits 2.
+      std::uint8_t* s = b + 96;
+      if (i < 8) {
+        s[i] &= 0xF0;
+      } else {
+        s[i - 8] &= 0x0F;
+      }
+      const int shift = static_cast<int>(2 * (i / 4));
+      s[8 + i % 4] = static_cast<std::uint8_t>((s[8 + i % 4] & ~(3 << shift)) | (2 << shift));
+      break;
+    }
+    case DType::kQ2_K: b[i] &= 0xF0; break;  // the scale; its min stays
+    default: break;
+  }
+}
+
 /// `rows` rows of `cols` random elements of `dtype`, stored `offset` bytes into the returned
 /// buffer (so tests can hand kernels unaligned rows). Quant bytes are uniform; fp16 scales and
 /// minimums are small finite values so sums stay well inside float range.
@@ -74,15 +109,26 @@ inline std::vector<std::uint8_t> random_weights(std::mt19937_64& rng, DType dtyp
         break;
       }
       case DType::kQ8_0:
-      case DType::kQ4_0: put_half(at, random_half(rng, 5, 10)); break;
+      case DType::kQ4_0:
+      case DType::kQ5_0: put_half(at, random_half(rng, 5, 10)); break;
       case DType::kQ4_1:
+      case DType::kQ5_1:
       case DType::kQ4_K:
+      case DType::kQ5_K:
         put_half(at, random_half(rng, 5, 10));
         put_half(at + 2, random_half(rng, 5, 10));
         break;
       case DType::kQ6_K: put_half(at + 208, random_half(rng, 3, 8)); break;
+      case DType::kQ3_K: put_half(at + 108, random_half(rng, 3, 8)); break;
+      case DType::kQ2_K:
+        put_half(at + 80, random_half(rng, 5, 10));
+        put_half(at + 82, random_half(rng, 5, 10));
+        break;
       default: break;
     }
+    // Random bytes give the K-quants' sub-block scales every value, but a zero only rarely:
+    // zero one sub-block's scale in half of the super-blocks.
+    if (info.block_size == 256 && (rng() & 1) != 0) zero_k_scale(&bytes[at], dtype, rng() % 16);
   }
   return bytes;
 }
