@@ -1,0 +1,19 @@
+// The weight types the int16-activation matmul kernels take (every ISA's: the block decoders are
+// shared, int16_blocks.h). ISA-neutral, so the dispatch in matmul.cc can ask without AVX flags.
+#pragma once
+
+#include "model/dtype.h"
+
+namespace pagoda::cpu {
+
+/// Whether the int16 kernels (kDirectInt16, kBroadcastInt16) take weights of `dtype`.
+constexpr bool int16_decodes(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1: return true;
+    default: return false;
+  }
+}
+
+}  // namespace pagoda::cpu
