@@ -2,6 +2,8 @@
 // decode (one query per sequence) against a context, and a whole-prompt prefill.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <numeric>
 #include <vector>
@@ -23,6 +25,17 @@ ThreadPool& pool() {
   return instance;
 }
 
+// A KV pool of n elements starting on a cache line, as CpuModelExecutor allocates it.
+template <typename T>
+struct KvPool {
+  KvPool(std::size_t n, T fill) : storage(n + 64 / sizeof(T), fill) {}
+  T* data() {
+    return reinterpret_cast<T*>((reinterpret_cast<std::uintptr_t>(storage.data()) + 63) &
+                                ~std::uintptr_t{63});
+  }
+  std::vector<T> storage;
+};
+
 // num_seqs sequences of context tokens each, q_len new queries each; reference=1 runs the
 // double-precision oracle instead.
 void run(benchmark::State& state, std::int64_t num_seqs, std::int64_t context, std::int64_t q_len,
@@ -31,7 +44,7 @@ void run(benchmark::State& state, std::int64_t num_seqs, std::int64_t context, s
   const std::int64_t num_blocks = num_seqs * blocks_per_seq;
   const std::size_t pool_floats =
       static_cast<std::size_t>(num_blocks * kBlockSize * kKvHeads * kHeadDim);
-  std::vector<float> k(pool_floats, 0.01f), v(pool_floats, 0.02f);
+  KvPool<float> k(pool_floats, 0.01f), v(pool_floats, 0.02f);
   const KvCacheView cache{k.data(), v.data(), num_blocks, kBlockSize, kKvHeads, kHeadDim};
   std::vector<std::int32_t> tables(static_cast<std::size_t>(num_blocks));
   std::iota(tables.begin(), tables.end(), 0);
@@ -78,8 +91,8 @@ void BM_AttentionDecodeLayers(benchmark::State& state) {
   const std::int64_t blocks_per_seq = (context + kBlockSize - 1) / kBlockSize;
   const std::int64_t num_blocks = num_seqs * blocks_per_seq;
   const auto elements = static_cast<std::size_t>(num_blocks * kBlockSize * kKvHeads * kHeadDim);
-  std::vector<std::vector<float>> f32(2 * kLayers);
-  std::vector<std::vector<std::uint16_t>> f16(2 * kLayers);
+  std::vector<KvPool<float>> f32;
+  std::vector<KvPool<std::uint16_t>> f16;
   std::vector<KvCacheView> caches;
   for (std::int64_t l = 0; l < kLayers; ++l) {
     KvCacheView cache{.num_blocks = num_blocks,
@@ -88,13 +101,13 @@ void BM_AttentionDecodeLayers(benchmark::State& state) {
                       .head_dim = kHeadDim,
                       .dtype = dtype};
     if (dtype == KvDtype::kF16) {
-      f16[2 * l].assign(elements, 0x2000);  // 2^-7
-      f16[2 * l + 1].assign(elements, 0x2400);
+      f16.emplace_back(elements, std::uint16_t{0x2000});  // 2^-7
+      f16.emplace_back(elements, std::uint16_t{0x2400});
       cache.k_f16 = f16[2 * l].data();
       cache.v_f16 = f16[2 * l + 1].data();
     } else {
-      f32[2 * l].assign(elements, 0.01f);
-      f32[2 * l + 1].assign(elements, 0.02f);
+      f32.emplace_back(elements, 0.01f);
+      f32.emplace_back(elements, 0.02f);
       cache.k = f32[2 * l].data();
       cache.v = f32[2 * l + 1].data();
     }
@@ -135,6 +148,33 @@ void BM_AttentionPrefill(benchmark::State& state) {
 BENCHMARK(BM_AttentionPrefill)
     ->Args({512, 0})
     ->Args({512, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// One layer's attention over a whole prompt, as prefill runs it: the prompt's last chunk of
+// `chunk` tokens (the step's token budget) against the whole context. The CPU column is the
+// process's CPU time (all threads), which a machine shared with other work disturbs less than the
+// wall time; GFLOP/s counts causal attention's FLOPs (4 * head_dim per visible (query head, key)
+// pair: q.k and p.v) per wall-clock second. Args: context, chunk.
+void BM_AttentionPrefillChunk(benchmark::State& state) {
+  const std::int64_t context = state.range(0);
+  const std::int64_t chunk = std::min(context, state.range(1));
+  run(state, 1, context, chunk, false);
+  const std::int64_t first = context - chunk;
+  // Visible pairs per head: sum over queries of (position + 1).
+  const double pairs = static_cast<double>(chunk) * static_cast<double>(first + 1) +
+                       static_cast<double>(chunk) * static_cast<double>(chunk - 1) / 2.0;
+  state.counters["GFLOP/s"] = benchmark::Counter(pairs * kHeads * 4.0 * kHeadDim,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_AttentionPrefillChunk)
+    ->ArgNames({"context", "chunk"})
+    ->Args({256, 2048})
+    ->Args({1024, 2048})
+    ->Args({4096, 2048})
+    ->Args({2048, 16})
+    ->Args({2048, 4})
+    ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -1,12 +1,20 @@
 #include "models/cpu_model_executor.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <string>
 
 #include "models/forward_batch_check.h"
 
 namespace pagoda::models {
+
+namespace {
+
+// Where each layer's K and V pools start: a cache line.
+constexpr std::int64_t kKvAlignment = 64;
+
+}  // namespace
 
 StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create(
     std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options) {
@@ -75,14 +83,19 @@ Status CpuModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t
   block_size_ = 0;
   const std::int64_t bytes_per_pool = num_blocks * block_size * info_.num_kv_heads *
                                       info_.head_dim * cpu::kv_element_bytes(kv_dtype_);
-  kv_storage_.reset(new (std::nothrow)
-                        std::byte[static_cast<std::size_t>(2 * info_.num_layers * bytes_per_pool)]);
+  // 64 spare bytes to start the pools on a cache line (every pool when bytes_per_pool is a
+  // multiple of 64): the attention tiles load K/V rows as whole vectors, and rows split across
+  // two lines cost decode attention ~20% on AVX-512 (docs/perf/cpu.md, "Session 10").
+  kv_storage_.reset(new (std::nothrow) std::byte[static_cast<std::size_t>(
+      2 * info_.num_layers * bytes_per_pool + kKvAlignment)]);
   if (kv_storage_ == nullptr) {
     return Status(StatusCode::kResourceExhausted,
                   "cannot allocate a KV cache of " + std::to_string(num_blocks) +
                       " blocks; lower --max-model-len or the number of blocks");
   }
-  std::byte* next = kv_storage_.get();
+  auto* next = reinterpret_cast<std::byte*>(
+      (reinterpret_cast<std::uintptr_t>(kv_storage_.get()) + kKvAlignment - 1) &
+      ~std::uintptr_t{kKvAlignment - 1});
   for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) {
     cpu::KvCacheView view{.num_blocks = num_blocks,
                           .block_size = block_size,

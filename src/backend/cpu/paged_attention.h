@@ -1,6 +1,7 @@
-// Causal attention of a batch of sequences against a paged KV cache (GQA). One kernel serves
+// Causal attention of a batch of sequences against a paged KV cache (GQA). One call serves
 // prefill, chunked prefill and decode: each sequence brings q_len new query tokens whose K/V are
-// already in the cache (write_kv), and its context is its first seq_len cached tokens.
+// already in the cache (write_kv), and its context is its first seq_len cached tokens. Decode
+// rows run a tile tuned for a few rows against many keys; prefill rows a matmul-like tile.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,21 @@ struct AttentionBatch {
   std::int64_t max_blocks_per_seq = 0;
 };
 
+/// Queries (tokens) from which a sequence runs the prefill tile (prefill_attention.h) for all its
+/// queries but those in its last KV block; shorter ones, and those, run the decode tile
+/// (paged_attention_avx2.h). Each tile gives a row the same bits whatever else shares it, and
+/// the two agree to fp32 rounding, so a row's bits follow from its query count and position:
+/// every speculative verification pass (at most 16 draft tokens + 1, kMaxSpeculativeTokens in
+/// spec/speculative_config.h) scores its tokens as their one-token decodes do, and a prompt's
+/// last block, which a request whose earlier blocks are prefix-cached computes alone, as in the
+/// request that cached them. The prefill tile already wins from ~4 queries at 3 q heads per KV
+/// head (docs/perf/cpu.md, "Prefill attention").
+inline constexpr std::int64_t kPrefillMinQueries = 18;
+
 /// out = softmax(q K^T / sqrt(head_dim), causal) V per sequence; q head j reads KV head
 /// j / (num_heads / num_kv_heads). Online softmax in fp32; each KV head is read once per tile
-/// of queries for its whole group of q heads.
+/// of queries for its whole group of q heads. Needs AVX2 and head_dim % 8 == 0 for the tiles;
+/// otherwise runs paged_attention_reference.
 void paged_attention(ThreadPool& pool, const float* q /* [num_tokens, num_heads, head_dim] */,
                      std::int64_t num_heads, const KvCacheView& cache, const AttentionBatch& batch,
                      float* out /* [num_tokens, num_heads, head_dim] */);

@@ -11,6 +11,8 @@
 #include <map>
 #include <thread>
 
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/paged_attention.h"
 #include "engine/model_engine.h"
 #include "model/model_files.h"
 #include "models/cpu_model_executor.h"
@@ -328,13 +330,22 @@ TEST_F(EngineSpeculativeTest, SampledTokensFollowTheTargetDistribution) {
   }
 }
 
-// How exact greedy verification is on the CPU backend. A token scored in a verification pass
-// gets bit-for-bit its one-token-decode logits only when the pass has 1-3 rows (the same direct
-// matmul kernel). Passes of 4-8, 9-64 and 65+ rows use other kernels (row-group, packed) whose
-// sums round differently: measured, up to ~5e-5 on logits of magnitude ~35, identical within a
-// class. So greedy speculation reproduces plain decoding unless two top logits lie within ~1e-4,
-// the same condition under which plain decoding already depends on how many requests share the
-// step (4+ decoding requests use the row-group kernel too). docs/perf/speculative.md has this.
+// How exact greedy verification is on the CPU backend. With int16 activations (the default
+// wherever the CPU has AVX2, cpu_int16_activations()) every matmul gives a row the same bits
+// whatever rows share it (matmul_int16_avx512.h), and attention keeps every pass shorter than
+// cpu::kPrefillMinQueries -- every verification pass -- on the decode tile: a token scored in a
+// verification pass gets its one-token-decode logits bit for bit, so greedy speculation is plain
+// decoding. With fp32 activations (PAGODA_CPU_INT16=0) only passes of 1-3 rows do: the matmul
+// picks its kernel by row count (direct, row-group, packed) and the classes round differently,
+// measured up to ~5e-5 on logits of magnitude ~35, so greedy speculation reproduces plain
+// decoding unless two top logits lie within ~1e-4 (when plain decoding already depends on how
+// many requests share the step). Longer passes, which no verification makes, also run the
+// prefill attention tile, which rounds differently from the decode tile; with int16
+// activations such a last-bit difference can move an activation across an int16 rounding step,
+// and the layers after carry it: 2.8e-3 measured on the 70-row pass. docs/perf/speculative.md
+// has this.
+static_assert(cpu::kPrefillMinQueries > spec::SpeculativeConfig::kMaxSpeculativeTokens + 1,
+              "a verification pass must stay on the decode attention tile");
 TEST_F(EngineSpeculativeTest, VerificationRowsMatchOneTokenDecode) {
   auto files = open_model_files(kModelPath);
   ASSERT_TRUE(files.ok()) << files.status().to_string();
@@ -368,12 +379,13 @@ TEST_F(EngineSpeculativeTest, VerificationRowsMatchOneTokenDecode) {
   // The prompt minus its last token, then that token alone: the reference decode.
   run(std::vector<std::int32_t>(prompt.begin(), prompt.end() - 1), 0);
   const std::vector<float> alone = run({prompt.back()}, n - 1);
-  // The same token leading verification passes of 2, 5, 9 and 70 rows (direct, row-group and
-  // packed kernels), the other rows being the passage's own tokens.
+  // The same token leading passes of 2, 3, 5, 9 and 17 rows (verification passes: direct and
+  // row-group kernels with fp32 activations) and 70 (packed kernel, prefill attention tile), the
+  // other rows being the passage's own tokens.
   const auto argmax = [vocab](const std::vector<float>& logits) {
     return std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin();
   };
-  for (const std::int64_t rows : {2, 3, 5, 9, 70}) {
+  for (const std::int64_t rows : {2, 3, 5, 9, 17, 70}) {
     std::vector<std::int32_t> tokens = {prompt.back()};
     for (std::int64_t r = 1; r < rows; ++r)
       tokens.push_back(prompt[static_cast<std::size_t>(r % n)]);
@@ -386,11 +398,13 @@ TEST_F(EngineSpeculativeTest, VerificationRowsMatchOneTokenDecode) {
       if (p != a) ++differing;
       max_diff = std::max(max_diff, std::abs(double{p} - double{a}));
     }
-    if (rows <= 3) {
+    const bool exact =
+        rows <= 3 || (cpu::cpu_int16_activations() && rows < cpu::kPrefillMinQueries);
+    if (exact) {
       EXPECT_EQ(differing, 0) << rows << "-row pass: " << differing << " of " << vocab
                               << " logits differ from the one-token decode";
     } else {
-      EXPECT_LE(max_diff, 1e-3) << rows << "-row pass";
+      EXPECT_LE(max_diff, rows < cpu::kPrefillMinQueries ? 1e-3 : 1e-2) << rows << "-row pass";
       EXPECT_EQ(argmax(pass), argmax(alone)) << rows << "-row pass";
     }
   }
