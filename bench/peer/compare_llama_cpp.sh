@@ -2,19 +2,30 @@
 # Side-by-side CPU benchmark: Pagoda vs llama.cpp on the same GGUF file, same machine, same run.
 #
 #   bench/peer/compare_llama_cpp.sh [--rounds R] [--threads "1 2"] [--doc FILE | --no-doc]
-#                                   [--rebuild-pagoda] [--build-only]
+#                                   [--rebuild-pagoda] [--build-only] [--model GGUF]...
+#                                   [--pagoda-bin PATH] [--pagoda-isa avx2|avx512|baseline]
+#                                   [--llama-isa native|avx2] [--section NAME --title TEXT]
+#                                   [--extra-json FILE]
 #
 # 1. Fetches llama.cpp's source as the PyPI sdist llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION
 #    (its vendor/llama.cpp is a full llama.cpp tree; URL and sha256 come from the PyPI simple index,
 #    an archive already in .cache/downloads is reused when its sha256 matches), extracts it to
 #    .cache/peer/llama.cpp-<version>/ and builds llama-bench there (CMake Release, CPU only,
 #    GGML_NATIVE=ON) unless the binary exists. Nothing of llama.cpp is ever written outside .cache/.
-# 2. Builds build/pagoda with scripts/build.sh if it is missing (or with --rebuild-pagoda).
-# 3. For each round and thread count, alternates llama.cpp and Pagoda (A B A B ...) on
+#    --llama-isa avx2 builds a second tree in build-avx2/ (GGML_NATIVE=OFF, AVX2+FMA+F16C, no
+#    AVX-512/AMX): the fair peer for Pagoda under PAGODA_CPU_ISA=avx2 on an AVX-512 machine.
+# 2. Pagoda: --pagoda-bin, else $PAGODA_BUILD_DIR/pagoda (default build/pagoda, which is built with
+#    scripts/build.sh when missing or with --rebuild-pagoda). --pagoda-isa X runs Pagoda under
+#    PAGODA_CPU_ISA=X; a PAGODA_CPU_ISA already in the environment is honoured and recorded.
+# 3. For each round, model (--model, repeatable; default $MODEL or the SmolLM2 Q4_1 file) and
+#    thread count, alternates llama.cpp and Pagoda (A B A B ...) on
 #    (a) decode: llama-bench -p 0 -n 128 vs pagoda generate --max-tokens 128 --ignore-eos, and
 #    (b) prefill of a 512-token prompt: llama-bench -p 512 -n 0 vs pagoda generate --max-tokens 1,
 #    then prints medians and Pagoda/llama.cpp ratios and writes them into the generated section
-#    of docs/perf/llama_cpp.md (between the compare_llama_cpp markers; the rest is left alone).
+#    of docs/perf/llama_cpp.md (between the compare_llama_cpp markers, or --section NAME's; a
+#    missing section is appended under "## TEXT" from --title; the rest is left alone).
+#    --extra-json adds compare_1b.sh's read bandwidth and weight bytes per token to the report.
+#    The raw per-round figures stay in .cache/peer/results-<section>/.
 #
 # The machine is shared: only same-run ratios mean anything, absolute tokens/s do not.
 set -euo pipefail
@@ -22,16 +33,21 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/bench/peer"
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
-MODEL="${MODEL:-$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
+MODELS=()
 JOBS="${JOBS:-2}"
 ROUNDS=3
 THREADS="1 2"
 DOC="$ROOT/docs/perf/llama_cpp.md"
 REBUILD_PAGODA=0
 BUILD_ONLY=0
+PAGODA=""
+LLAMA_ISA=native
+SECTION=compare_llama_cpp
+TITLE=""
+EXTRA_JSON=""
 ARGS_FOR_DOC="$*"
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS="$2"; shift 2 ;;
@@ -40,21 +56,39 @@ while [ $# -gt 0 ]; do
     --no-doc) DOC=""; shift ;;
     --rebuild-pagoda) REBUILD_PAGODA=1; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
+    --model) MODELS+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
+    --pagoda-bin) PAGODA="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    --pagoda-isa) export PAGODA_CPU_ISA="$2"; shift 2 ;;
+    --llama-isa) LLAMA_ISA="$2"; shift 2 ;;
+    --section) SECTION="$2"; shift 2 ;;
+    --title) TITLE="$2"; shift 2 ;;
+    --extra-json) EXTRA_JSON="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "compare_llama_cpp: unknown argument $1" >&2; usage 2 ;;
   esac
 done
 log() { echo "compare_llama_cpp: $*" >&2; }
+[ ${#MODELS[@]} -gt 0 ] || MODELS=("${MODEL:-$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf}")
+command -v cmake >/dev/null || { log "cmake is missing (needed to build llama.cpp)"; exit 1; }
+command -v ninja >/dev/null || { log "ninja is missing (needed to build llama.cpp)"; exit 1; }
 
 # --- 1. llama.cpp from the llama-cpp-python sdist -------------------------------------------------
 PEER_DIR="$ROOT/.cache/peer"
 SRC="$PEER_DIR/llama.cpp-$VERSION"
-LLAMA_BUILD="$SRC/build"
-LLAMA_BENCH="$LLAMA_BUILD/bin/llama-bench"
 # Recorded in the doc; the same flags are what a reader should use to reproduce.
-LLAMA_CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF
+LLAMA_CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=OFF -DGGML_METAL=OFF
                    -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF
                    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF)
+case "$LLAMA_ISA" in
+  native) LLAMA_BUILD="$SRC/build"; LLAMA_CMAKE_FLAGS+=(-DGGML_NATIVE=ON) ;;
+  avx2) LLAMA_BUILD="$SRC/build-avx2"
+        LLAMA_CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
+                            -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF
+                            -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF
+                            -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF) ;;
+  *) log "--llama-isa must be native or avx2"; exit 2 ;;
+esac
+LLAMA_BENCH="$LLAMA_BUILD/bin/llama-bench"
 
 if [ ! -x "$LLAMA_BENCH" ]; then
   ARCHIVE="$(python3 "$HERE/fetch_llama_cpp.py" "$VERSION" "$ROOT/.cache/downloads")"
@@ -74,51 +108,62 @@ fi
 LLAMA_COMMIT="$(cat "$SRC/.pagoda-llama-cpp-commit" 2>/dev/null || echo unknown)"
 
 # --- 2. Pagoda -------------------------------------------------------------------------------------
-PAGODA="$ROOT/build/pagoda"
-if [ "$REBUILD_PAGODA" = 1 ] || [ ! -x "$PAGODA" ]; then
-  log "building Pagoda with scripts/build.sh"
-  JOBS="$JOBS" "$ROOT/scripts/build.sh" >/dev/null
+if [ -z "$PAGODA" ] && [ -n "${PAGODA_BUILD_DIR:-}" ]; then
+  PAGODA="$(cd "$PAGODA_BUILD_DIR" && pwd)/pagoda"
 fi
+if [ -z "$PAGODA" ]; then
+  PAGODA="$ROOT/build/pagoda"
+  if [ "$REBUILD_PAGODA" = 1 ] || [ ! -x "$PAGODA" ]; then
+    log "building Pagoda with scripts/build.sh"
+    JOBS="$JOBS" "$ROOT/scripts/build.sh" >/dev/null
+  fi
+fi
+[ -x "$PAGODA" ] || { log "no Pagoda binary at $PAGODA (build it, or --pagoda-bin)"; exit 1; }
 [ "$BUILD_ONLY" = 1 ] && { log "built: $LLAMA_BENCH, $PAGODA"; exit 0; }
-[ -f "$MODEL" ] || { log "no model at $MODEL (run scripts/setup.sh)"; exit 1; }
+for MODEL in "${MODELS[@]}"; do
+  [ -f "$MODEL" ] || { log "no model at $MODEL (run scripts/setup.sh)"; exit 1; }
+done
 
 # --- 3. Measurements ---------------------------------------------------------------------------------
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-RESULTS="$WORK/results.tsv"   # engine test threads round tokens_per_s [prompt_tokens]
+RESULTS="$WORK/results.tsv"   # engine test threads round tokens_per_s prompt_tokens model
 : > "$RESULTS"
+rel() { echo "${1#$ROOT/}"; }
 
-# A 512-token prompt for Pagoda: the first 512 tokens of a fixed repo text, decoded back to text.
-# llama-bench's pp512 uses 512 random token ids; the token ids do not change the work.
+# A 512-token prompt for Pagoda, per model: the first 512 tokens of a fixed repo text, decoded
+# back to text. llama-bench's pp512 uses 512 random token ids; the token ids do not change the work.
 PROMPT_TEXT="$(cat "$ROOT/README.md" "$ROOT"/docs/perf/cpu.md)"
-"$PAGODA" tokenize "$MODEL" --no-special-tokens --text "$PROMPT_TEXT" |
-  python3 -c 'import json,sys; ids=json.load(sys.stdin); assert len(ids)>=512, len(ids); print(json.dumps(ids[:512]))' \
-  > "$WORK/ids512.json"
-"$PAGODA" tokenize "$MODEL" --ids "$(cat "$WORK/ids512.json")" |
-  python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin))' > "$WORK/prompt512.txt"
+for i in "${!MODELS[@]}"; do
+  "$PAGODA" tokenize "${MODELS[$i]}" --no-special-tokens --text "$PROMPT_TEXT" |
+    python3 -c 'import json,sys; ids=json.load(sys.stdin); assert len(ids)>=512, len(ids); print(json.dumps(ids[:512]))' \
+    > "$WORK/ids512-$i.json"
+  "$PAGODA" tokenize "${MODELS[$i]}" --ids "$(cat "$WORK/ids512-$i.json")" |
+    python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin))' > "$WORK/prompt512-$i.txt"
+done
 
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
-llama_bench() {  # test threads round -- llama-bench args
-  local test="$1" t="$2" r="$3"; shift 4
-  nice -n 0 "$LLAMA_BENCH" -m "$MODEL" -t "$t" -r 1 -o json "$@" 2>"$WORK/llama.err" > "$WORK/llama.json" ||
+llama_bench() {  # model test threads round -- llama-bench args
+  local model="$1" test="$2" t="$3" r="$4"; shift 5
+  nice -n 0 "$LLAMA_BENCH" -m "$model" -t "$t" -r 1 -o json "$@" 2>"$WORK/llama.err" > "$WORK/llama.json" ||
     { cat "$WORK/llama.err" >&2; exit 1; }
-  python3 - "$WORK/llama.json" "$test" "$t" "$r" >> "$RESULTS" <<'PY'
-import json, sys
+  python3 - "$WORK/llama.json" "$test" "$t" "$r" "$(rel "$model")" "$WORK/llama.meta.json" >> "$RESULTS" <<'PY'
+import json, os, sys
 rows = json.load(open(sys.argv[1]))
 row = rows[0]
-print(f"llama.cpp\t{sys.argv[2]}\t{sys.argv[3]}\t{sys.argv[4]}\t{row['avg_ts']:.3f}\t{row['n_prompt']}")
-with open(sys.argv[1] + ".meta", "w") as f:
-    json.dump({k: row.get(k) for k in ("build_commit", "build_number", "cpu_info", "backends",
-                                        "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v",
-                                        "model_type")}, f)
+print(f"llama.cpp\t{sys.argv[2]}\t{sys.argv[3]}\t{sys.argv[4]}\t{row['avg_ts']:.3f}\t{row['n_prompt']}\t{sys.argv[5]}")
+meta = json.load(open(sys.argv[6])) if os.path.exists(sys.argv[6]) else {}
+meta[sys.argv[5]] = {k: row.get(k) for k in ("build_commit", "build_number", "cpu_info", "backends",
+                                               "n_batch", "n_ubatch", "flash_attn", "type_k",
+                                               "type_v", "model_type", "model_size")}
+json.dump(meta, open(sys.argv[6], "w"))
 PY
-  cp "$WORK/llama.json.meta" "$WORK/llama.meta.json"
 }
-pagoda_generate() {  # test threads round -- generate args
-  local test="$1" t="$2" r="$3"; shift 4
-  "$PAGODA" generate "$MODEL" --temperature 0 --threads "$t" "$@" \
+pagoda_generate() {  # model test threads round -- generate args
+  local model="$1" test="$2" t="$3" r="$4"; shift 5
+  "$PAGODA" generate "$model" --temperature 0 --threads "$t" "$@" \
     >/dev/null 2>"$WORK/pagoda.err" || { cat "$WORK/pagoda.err" >&2; exit 1; }
-  python3 - "$WORK/pagoda.err" "$test" "$t" "$r" >> "$RESULTS" <<'PY'
+  python3 - "$WORK/pagoda.err" "$test" "$t" "$r" "$(rel "$model")" >> "$RESULTS" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 p = re.search(r"prompt tokens: (\d+), prefill: ([0-9.]+) tokens/s", text)
@@ -126,28 +171,45 @@ d = re.search(r"generated tokens: (\d+), decode: ([0-9.]+) tokens/s \((\d+) thre
 if not p or not d:
     sys.exit(f"cannot parse pagoda generate output:\n{text}")
 tps = float(d.group(2)) if sys.argv[2] == "decode" else float(p.group(2))
-print(f"pagoda\t{sys.argv[2]}\t{d.group(3)}\t{sys.argv[4]}\t{tps:.3f}\t{p.group(1)}")
+print(f"pagoda\t{sys.argv[2]}\t{d.group(3)}\t{sys.argv[4]}\t{tps:.3f}\t{p.group(1)}\t{sys.argv[5]}")
 PY
 }
 
 for r in $(seq 1 "$ROUNDS"); do
-  for t in $THREADS; do
-    log "round $r/$ROUNDS, $t thread(s): decode"
-    llama_bench decode "$t" "$r" -- -p 0 -n 128
-    pagoda_generate decode "$t" "$r" -- --prompt "The capital of France is" --max-tokens 128 --ignore-eos
-    log "round $r/$ROUNDS, $t thread(s): prefill 512"
-    llama_bench prefill "$t" "$r" -- -p 512 -n 0
-    pagoda_generate prefill "$t" "$r" -- --prompt "$(cat "$WORK/prompt512.txt")" --max-tokens 1
+  for i in "${!MODELS[@]}"; do
+    model="${MODELS[$i]}"
+    for t in $THREADS; do
+      log "round $r/$ROUNDS, $(basename "$model"), $t thread(s): decode"
+      llama_bench "$model" decode "$t" "$r" -- -p 0 -n 128
+      pagoda_generate "$model" decode "$t" "$r" -- --prompt "The capital of France is" \
+        --max-tokens 128 --ignore-eos
+      log "round $r/$ROUNDS, $(basename "$model"), $t thread(s): prefill 512"
+      llama_bench "$model" prefill "$t" "$r" -- -p 512 -n 0
+      pagoda_generate "$model" prefill "$t" "$r" -- --prompt "$(cat "$WORK/prompt512-$i.txt")" \
+        --max-tokens 1
+    done
   done
 done
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
+KEEP="$ROOT/.cache/peer/results-$SECTION"
+rm -rf "$KEEP" && mkdir -p "$KEEP" && cp "$RESULTS" "$WORK/llama.meta.json" "$KEEP"/
 
 # --- 4. Report -------------------------------------------------------------------------------------
-PAGODA_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || PAGODA_REV="$PAGODA_REV + uncommitted changes"
-CPU_MODEL="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-export RESULTS DOC VERSION LLAMA_COMMIT LOAD_START LOAD_END PAGODA_REV CPU_MODEL ROUNDS
-export NPROC="$(nproc)" DATE="$(date -u +'%Y-%m-%d %H:%M UTC')" META="$WORK/llama.meta.json"
-export MODEL_REL="${MODEL#$ROOT/}" CMD="bench/peer/compare_llama_cpp.sh${ARGS_FOR_DOC:+ $ARGS_FOR_DOC}"
-export FLAGS="${LLAMA_CMAKE_FLAGS[*]}"
+# PAGODA_REV may be given when the binary was built before HEAD moved (compare_1b.sh does).
+if [ -z "${PAGODA_REV:-}" ]; then
+  PAGODA_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || PAGODA_REV="$PAGODA_REV + uncommitted changes"
+fi
+export RESULTS DOC VERSION LLAMA_COMMIT LOAD_START LOAD_END PAGODA_REV ROUNDS SECTION TITLE
+export DATE="$(date -u +'%Y-%m-%d %H:%M UTC')" META="$WORK/llama.meta.json" EXTRA_JSON
+export MACHINE_JSON="$(python3 "$HERE/machine.py")" PAGODA_REL="$(rel "$PAGODA")" LLAMA_ISA
+# PEER_CMD: the command a driver (compare_1b.sh) wants the doc to show instead of this one.
+export CMD="${PEER_CMD:-bench/peer/compare_llama_cpp.sh${ARGS_FOR_DOC:+ $ARGS_FOR_DOC}}"
+export FLAGS="${LLAMA_CMAKE_FLAGS[*]}" LLAMA_BENCH_REL="$(rel "$LLAMA_BENCH")"
+RESULTS="$KEEP/results.tsv" META="$KEEP/llama.meta.json"
+# Everything the report reads, kept so `report.py --from DIR` can rewrite the section later.
+python3 -c 'import json, os, sys; json.dump({k: os.environ.get(k) for k in sys.argv[2:]}, open(sys.argv[1], "w"), indent=1)' \
+  "$KEEP/report_env.json" RESULTS DOC VERSION LLAMA_COMMIT LOAD_START LOAD_END PAGODA_REV ROUNDS \
+  SECTION TITLE DATE META EXTRA_JSON MACHINE_JSON PAGODA_REL LLAMA_ISA CMD PEER_CMD FLAGS \
+  LLAMA_BENCH_REL
 python3 "$HERE/report.py"

@@ -5,6 +5,7 @@
 #   bench/peer/compare_serving.sh [--concurrency "1 4 16 32"] [--rounds R] [--threads T]
 #                                 [--input-len N] [--output-len N] [--prompts-per-slot K]
 #                                 [--pagoda-bin PATH] [--doc FILE | --no-doc] [--build-only]
+#                                 [--model GGUF] [--pagoda-isa X] [--section NAME --title TEXT]
 #
 # 1. Builds llama-server in the llama.cpp tree that compare_llama_cpp.sh extracts into
 #    .cache/peer/llama.cpp-<version>/ (running `compare_llama_cpp.sh --build-only` first when the
@@ -17,7 +18,10 @@
 #    requests of --input-len random token ids and --output-len tokens (ignore_eos, greedy,
 #    streamed) at concurrency C.
 # 3. Prints medians over rounds and Pagoda / llama.cpp ratios (report_serving.py) and rewrites the
-#    generated section of docs/perf/cpu.md between the compare_serving markers.
+#    generated section of docs/perf/cpu.md between the compare_serving markers (or --section
+#    NAME's in --doc FILE; a missing section is appended under "## TEXT" from --title).
+# --model picks the GGUF (default $MODEL or the SmolLM2 Q4_1 file); --pagoda-isa X runs Pagoda
+# under PAGODA_CPU_ISA=X (a PAGODA_CPU_ISA already set is honoured too; both are recorded).
 #
 # The machine is shared: only same-run ratios mean anything, absolute tokens/s do not.
 set -euo pipefail
@@ -37,9 +41,11 @@ PER_SLOT=2
 PAGODA="$ROOT/build/pagoda"
 DOC="$ROOT/docs/perf/cpu.md"
 BUILD_ONLY=0
+SECTION=compare_serving
+TITLE="Serving: \`pagoda serve\` vs \`llama-server\`"
 ARGS_FOR_DOC="$*"
 
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --concurrency) CONCURRENCY="$2"; shift 2 ;;
@@ -52,11 +58,16 @@ while [ $# -gt 0 ]; do
     --doc) DOC="$2"; shift 2 ;;
     --no-doc) DOC=""; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
+    --model) MODEL="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    --pagoda-isa) export PAGODA_CPU_ISA="$2"; shift 2 ;;
+    --section) SECTION="$2"; shift 2 ;;
+    --title) TITLE="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "compare_serving: unknown argument $1" >&2; usage 2 ;;
   esac
 done
 log() { echo "compare_serving: $*" >&2; }
+command -v cmake >/dev/null || { log "cmake is missing (needed to build llama-server)"; exit 1; }
 
 # --- 1. llama-server -------------------------------------------------------------------------------
 SRC="$ROOT/.cache/peer/llama.cpp-$VERSION"
@@ -138,15 +149,21 @@ done
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
 # The raw reports stay in the (git-ignored) cache for a closer look.
 KEEP="$ROOT/.cache/peer/serving-results"
+[ "$SECTION" = compare_serving ] || KEEP="$KEEP-$SECTION"
 rm -rf "$KEEP" && mkdir -p "$KEEP" && cp "$WORK"/*.json "$WORK"/*.log "$KEEP"/
 
 # --- 3. Report -------------------------------------------------------------------------------------
-PAGODA_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || PAGODA_REV="$PAGODA_REV + uncommitted changes"
-export RESULTS_DIR="$WORK" DOC VERSION LOAD_START LOAD_END PAGODA_REV ROUNDS THREADS
+# PAGODA_REV may be given when the binary was built before HEAD moved (compare_1b.sh does).
+if [ -z "${PAGODA_REV:-}" ]; then
+  PAGODA_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || PAGODA_REV="$PAGODA_REV + uncommitted changes"
+fi
+export RESULTS_DIR="$WORK" DOC VERSION LOAD_START LOAD_END PAGODA_REV ROUNDS THREADS SECTION TITLE
+export MACHINE_JSON="$("$PYTHON" "$HERE/machine.py")"
 export LLAMA_COMMIT="$(cat "$SRC/.pagoda-llama-cpp-commit" 2>/dev/null || echo unknown)"
 export CPU_MODEL="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 export NPROC="$(nproc)" DATE="$(date -u +'%Y-%m-%d %H:%M UTC')" MAX_LEN INPUT_LEN OUTPUT_LEN
 export MODEL_REL="${MODEL#$ROOT/}" PAGODA_REL="${PAGODA#$ROOT/}" PER_SLOT
-export CMD="bench/peer/compare_serving.sh${ARGS_FOR_DOC:+ $ARGS_FOR_DOC}"
+# PEER_CMD: the command a driver (compare_1b.sh) wants the doc to show instead of this one.
+export CMD="${PEER_CMD:-bench/peer/compare_serving.sh${ARGS_FOR_DOC:+ $ARGS_FOR_DOC}}"
 "$PYTHON" "$HERE/report_serving.py"
