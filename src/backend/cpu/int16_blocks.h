@@ -18,7 +18,9 @@
 //                   scale[(j * kSubBlocks + t) * stride + l], min likewise (only if kHasMin)
 //
 // A kernel decodes a group's scales once for 8 (or, twice, 16) weight rows and each block's quants
-// where it needs them. with_int16_block(dtype, f) calls f(Block{}) with the type's struct: the one
+// where it needs them. One-block groups (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) start with the fp16 scale,
+// then (kHasMin) the fp16 min, so a kernel may also read those itself (one scalar load or one
+// 16-lane gather instead of scales8 per block). with_int16_block(dtype, f) calls f(Block{}) with the type's struct: the one
 // switch over types for every kernel.
 //
 // The K-quants' scale_t = d * (6- or 8-bit integer) and min_t = -(dmin * integer) are exact in

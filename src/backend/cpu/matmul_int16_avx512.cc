@@ -3,9 +3,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
-#include "backend/cpu/weight_blocks_avx512.h"
+#include "backend/cpu/int16_blocks.h"
 #include "common/check.h"
 
 namespace pagoda::cpu::avx512 {
@@ -86,10 +87,20 @@ void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::in
 
 namespace {
 
+using int16::with_int16_block;
+
+inline float load_half(const std::uint8_t* p) {
+  std::uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return _cvtsh_ss(bits);
+}
+
 // Per 32-column block: 16 column pairs, each kVectors loads of x and kRows x kVectors
-// vpdpwssd whose weight pair is an embedded broadcast; the first pair uses vpmaddwd, so the
-// block sums start without a zeroing. Between pairs the next block's rows are decoded into the
-// other buffer, one row every 16 / kRows pairs. Then each block sum joins its fp32 accumulator.
+// vpdpwssd whose weight pair is an embedded broadcast; the first pair of each sub-block uses
+// vpmaddwd, so its sums start without a zeroing, and after its last pair the sums join the fp32
+// accumulators. Between pairs the next block's rows are decoded into the other buffer, one row
+// every 16 / kRows pairs; a group's scales (all its blocks, all rows) are decoded before its first
+// block.
 template <typename Block, int kVectors>
 void int16_tile_typed(const std::int32_t* pairs, const float* scales, const float* scaled_sums,
                       std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
@@ -98,14 +109,36 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
   constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
   constexpr int kWidth = 16 * kVectors;
   constexpr int kPairs = kInt16Block / 2;
+  constexpr int kSub = Block::kSubBlocks;
+  constexpr int kSubPairs = kPairs / kSub;
+  constexpr int kGroup = Block::kGroupBlocks;
+  static_assert(kRows <= 8, "one scales8 call decodes the tile's scales");
+  static_assert(kSub == 1 || !Block::kHasMin, "per-sub-block sums of x are not computed");
   const std::int64_t num_blocks = k / kInt16Block;
-  // Rows past num_rows stay zero: their sums are finite and dropped by the caller.
+  // Rows past num_rows stay zero (their scales repeat the last row's): their sums are finite and
+  // dropped by the caller.
   alignas(64) std::int32_t quants[2][kRows][kPairs] = {};
-  float scale[2][kRows] = {};
-  float min[2][kRows] = {};
-  for (std::int64_t r = 0; r < num_rows; ++r) {
-    decode_block_int16<Block>(w + r * w_stride, quants[0][r], scale[0][r], min[0][r]);
+  alignas(32) std::int32_t offsets[8];
+  for (int r = 0; r < 8; ++r) {
+    offsets[r] = static_cast<std::int32_t>(std::min<std::int64_t>(r, num_rows - 1) * w_stride);
   }
+  const __m256i row_offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
+  // Scales of the current group ([j * kSub + t][row]) or, for one-block groups, of each buffer's
+  // block ([buffer][row], read with its quants: cheaper than a gather per block).
+  alignas(32) float group_scale[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
+  alignas(32) float group_min[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
+  auto decode = [&](int buffer, int r, std::int64_t b) {
+    const std::uint8_t* group =
+        w + r * w_stride + static_cast<std::size_t>(b / kGroup) * Block::kGroupBytes;
+    _mm512_store_si512(quants[buffer][r],
+                       _mm512_cvtepi8_epi16(Block::quants(group, static_cast<int>(b % kGroup))));
+    if constexpr (kGroup == 1) {
+      // fp16 scale first, then the fp16 min: int16_blocks.h's one-block layouts.
+      group_scale[buffer][r] = load_half(group);
+      if constexpr (Block::kHasMin) group_min[buffer][r] = load_half(group + 2);
+    }
+  };
+  for (std::int64_t r = 0; r < num_rows; ++r) decode(0, static_cast<int>(r), 0);
   __m512 a[kRows][kVectors];
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
@@ -116,51 +149,60 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
     const int current = static_cast<int>(b & 1);
     const int following = current ^ 1;
     const bool has_following = b + 1 < num_blocks;
-    const std::size_t following_offset = static_cast<std::size_t>(b + 1) * Block::kBytes;
+    const int j = static_cast<int>(b % kGroup);
+    if (kGroup > 1 && j == 0) {
+      Block::scales8(w + static_cast<std::size_t>(b / kGroup) * Block::kGroupBytes, row_offsets,
+                     group_scale[0], group_min[0], 8);
+    }
     if (next != nullptr) {
+      const std::size_t at = static_cast<std::size_t>(b) * Block::kGroupBytes / kGroup;
       for (std::int64_t r = 0; r < next_rows; ++r) {
-        __builtin_prefetch(next + r * w_stride + b * Block::kBytes, /*rw=*/0, /*locality=*/3);
+        __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
       }
     }
     const std::int32_t* xb = pairs + b * kPairs * kWidth;
-    __m512i sums[kRows][kVectors];
-#pragma GCC unroll 16
-    for (int p = 0; p < kPairs; ++p) {
-      __m512i xv[kVectors];
+    __m512 s[kVectors];
 #pragma GCC unroll 4
-      for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + p * kWidth + v * 16);
+    for (int v = 0; v < kVectors; ++v) s[v] = _mm512_loadu_ps(scales + b * kWidth + v * 16);
+#pragma GCC unroll 2
+    for (int t = 0; t < kSub; ++t) {
+      __m512i sums[kRows][kVectors];
+#pragma GCC unroll 16
+      for (int p = t * kSubPairs; p < (t + 1) * kSubPairs; ++p) {
+        __m512i xv[kVectors];
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + p * kWidth + v * 16);
+#pragma GCC unroll 12
+        for (int r = 0; r < kRows; ++r) {
+          const __m512i wv = _mm512_set1_epi32(quants[current][r][p]);
+#pragma GCC unroll 4
+          for (int v = 0; v < kVectors; ++v) {
+            sums[r][v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], wv)
+                                            : _mm512_dpwssd_epi32(sums[r][v], xv[v], wv);
+          }
+        }
+#pragma GCC unroll 12
+        for (int r = 0; r < kRows; ++r) {
+          if (r * kPairs / kRows == p && has_following && r < num_rows) decode(following, r, b + 1);
+        }
+      }
+      __m512 qs[kVectors];
+      if constexpr (Block::kHasMin) {
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v)
+          qs[v] = _mm512_loadu_ps(scaled_sums + b * kWidth + v * 16);
+      }
 #pragma GCC unroll 12
       for (int r = 0; r < kRows; ++r) {
-        const __m512i wv = _mm512_set1_epi32(quants[current][r][p]);
+        const int at = kGroup == 1 ? current : j * kSub + t;
+        const __m512 d = _mm512_set1_ps(group_scale[at][r]);
 #pragma GCC unroll 4
         for (int v = 0; v < kVectors; ++v) {
-          sums[r][v] =
-              p == 0 ? _mm512_madd_epi16(xv[v], wv) : _mm512_dpwssd_epi32(sums[r][v], xv[v], wv);
-        }
-      }
-#pragma GCC unroll 12
-      for (int r = 0; r < kRows; ++r) {
-        if (r * kPairs / kRows == p && has_following && r < num_rows) {
-          decode_block_int16<Block>(w + r * w_stride + following_offset, quants[following][r],
-                                    scale[following][r], min[following][r]);
-        }
-      }
-    }
-    __m512 s[kVectors];
-    __m512 qs[kVectors];
-#pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) {
-      s[v] = _mm512_loadu_ps(scales + b * kWidth + v * 16);
-      if constexpr (Block::kHasMin) qs[v] = _mm512_loadu_ps(scaled_sums + b * kWidth + v * 16);
-    }
-#pragma GCC unroll 12
-    for (int r = 0; r < kRows; ++r) {
-      const __m512 d = _mm512_set1_ps(scale[current][r]);
-#pragma GCC unroll 4
-      for (int v = 0; v < kVectors; ++v) {
-        a[r][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][v]), _mm512_mul_ps(d, s[v]), a[r][v]);
-        if constexpr (Block::kHasMin) {
-          a[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(min[current][r]), qs[v], a[r][v]);
+          a[r][v] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][v]), _mm512_mul_ps(d, s[v]), a[r][v]);
+          if constexpr (Block::kHasMin) {
+            a[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(group_min[at][r]), qs[v], a[r][v]);
+          }
         }
       }
     }
@@ -172,57 +214,46 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
   }
 }
 
-template <typename Block>
-void int16_tile_block_type(const std::int32_t* pairs, const float* scales, const float* scaled_sums,
-                           std::int64_t vectors, std::int64_t k, const std::uint8_t* w,
-                           std::size_t w_stride, std::int64_t num_rows, const std::uint8_t* next,
-                           std::int64_t next_rows, float* acc) {
-  switch (vectors) {
-    case 1:
-      return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
-                                        next_rows, acc);
-    default:
-      PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
-      return int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
-                                        next_rows, acc);
+// 16 vectors of 16 int32 lanes, p[s] the vpmaddwd of weight row s with x (lane l: columns 2l and
+// 2l + 1), summed per row: lane s of half[0] is row s's sum over columns 0-15, of half[1] over
+// columns 16-31. Three levels of adds, each on pairs rearranged within or across 128-bit chunks:
+//   u: per chunk, lanes 0, 2 hold row 2i's partial sums and 1, 3 row 2i + 1's
+//   v: per chunk c, lane r holds row 4i + r's sum over chunk c (columns 8c .. 8c + 7)
+//   w: chunks (rows 8i..8i+3, half 0), (same, half 1), (rows 8i+4..8i+7, half 0), (half 1)
+inline void sum_rows(const __m512i p[16], __m512i half[2]) {
+  __m512i u[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
+                            _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
   }
+  __m512i v[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(u[2 * i], u[2 * i + 1]),
+                            _mm512_unpackhi_epi64(u[2 * i], u[2 * i + 1]));
+  }
+  __m512i w[2];
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {
+    w[i] = _mm512_add_epi32(_mm512_shuffle_i64x2(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i64x2(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  half[0] = _mm512_shuffle_i64x2(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0));
+  half[1] = _mm512_shuffle_i64x2(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-// int16_direct's weight row in lane slot s: the reduction tree below leaves slot s's sum in
-// lane slot_row(s), so row r goes to slot slot_row(r) (the map is its own inverse).
-constexpr int slot_row(int s) {
-  return (s % 4) * 4 + s / 4;
-}
-
-// Sums a pair of 16-lane vectors to 8 + 8 lanes, then two such to 4 + 4 + 4 + 4 lanes: lane
-// quarter j of the result holds 4 partial sums of the j-th of the four inputs p0, p1, p2, p3.
-inline __m512i sum_quad(__m512i p0, __m512i p1, __m512i p2, __m512i p3) {
-  const __m512i a =
-      _mm512_add_epi32(_mm512_shuffle_i64x2(p0, p1, 0x44), _mm512_shuffle_i64x2(p0, p1, 0xEE));
-  const __m512i b =
-      _mm512_add_epi32(_mm512_shuffle_i64x2(p2, p3, 0x44), _mm512_shuffle_i64x2(p2, p3, 0xEE));
-  return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x88), _mm512_shuffle_i64x2(a, b, 0xDD));
-}
-
-// Four sum_quad results (slots 0-3, 4-7, 8-11, 12-15) to one vector whose lane 4 L + t holds the
-// whole sum of slot 4 t + L.
-inline __m512i sum_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
-  const __m512i c0 = _mm512_add_epi32(_mm512_unpacklo_epi64(q0, q1), _mm512_unpackhi_epi64(q0, q1));
-  const __m512i c1 = _mm512_add_epi32(_mm512_unpacklo_epi64(q2, q3), _mm512_unpackhi_epi64(q2, q3));
-  const __m512 f0 = _mm512_castsi512_ps(c0);
-  const __m512 f1 = _mm512_castsi512_ps(c1);
-  return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(f0, f1, _MM_SHUFFLE(2, 0, 2, 0))),
-                          _mm512_castps_si512(_mm512_shuffle_ps(f0, f1, _MM_SHUFFLE(3, 1, 3, 1))));
-}
-
-// One group of up to 16 weight rows against kRows rows of x. Per block: each row's 32 quants as
-// int16, one vpmaddwd per row of x, the 16 products summed lane-wise (lane r: row r's exact block
-// dot), then the block joins the fp32 accumulators exactly as in int16_tile.
+// One group of up to 16 weight rows against kRows rows of x. Per stored group (1 or 8 blocks) the
+// 16 rows' scales in two gathers; per block each row's 32 quants as int16, one vpmaddwd per row of
+// x, the 16 products summed lane-wise (lane r: row r's exact sub-block dots), then the block joins
+// the fp32 accumulators exactly as in int16_tile.
 template <typename Block, int kRows>
 void int16_direct_group(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                        const std::int32_t* qsums, std::int64_t k, const std::uint8_t* w,
-                        std::size_t w_stride, int count, const std::uint8_t* next, float* y,
-                        std::int64_t ldy) {
+                        std::int64_t k, const std::uint8_t* w, std::size_t w_stride, int count,
+                        const std::uint8_t* next, float* y, std::int64_t ldy) {
+  constexpr int kSub = Block::kSubBlocks;
+  constexpr int kGroup = Block::kGroupBlocks;
+  static_assert(kSub == 1 || !Block::kHasMin, "per-sub-block sums of x are not computed");
   const std::int64_t num_blocks = k / kInt16Block;
   // Lanes past `count` read the last row again; their sums are not stored.
   const std::uint8_t* rows[kInt16DirectGroup];
@@ -232,51 +263,75 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
     rows[r] = w + offset;
     offsets[r] = static_cast<std::int32_t>(offset);
   }
-  const __m512i header_offsets = _mm512_load_si512(offsets);
+  const __m256i offsets_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
+  const __m256i offsets_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets + 8));
+  alignas(64) float group_scale[kGroup * kSub][16];
+  alignas(64) float group_min[kGroup * kSub][16];
   __m512 acc[kRows];
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
-  for (std::int64_t b = 0; b < num_blocks; ++b) {
-    const std::size_t at = static_cast<std::size_t>(b) * Block::kBytes;
+  for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
+    const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
     if (next != nullptr) {
 #pragma GCC unroll 16
       for (int r = 0; r < kInt16DirectGroup; ++r) {
-        __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
-      }
-    }
-    // All 16 rows' quants stay in registers while each row of x passes over them.
-    __m512i wq[kInt16DirectGroup];
-#pragma GCC unroll 16
-    for (int s = 0; s < kInt16DirectGroup; ++s) {
-      wq[s] = block_quants_epi16<Block>(rows[slot_row(s)] + at);
-    }
-    // Each row's fp16 scale (and Q4_1's fp16 min above it) in one gather.
-    const __m512i header = _mm512_i32gather_epi32(header_offsets, w + at, 1);
-    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header));
-    const __m512 min = Block::kHasMin
-                           ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16)))
-                           : _mm512_setzero_ps();
-#pragma GCC unroll 8
-    for (int i = 0; i < kRows; ++i) {
-      const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
-      const __m512i xv = _mm512_loadu_si512(q + i * k + b * kInt16Block);
-      __m512i quads[4];
 #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        quads[j] =
-            sum_quad(_mm512_madd_epi16(wq[4 * j], xv), _mm512_madd_epi16(wq[4 * j + 1], xv),
-                     _mm512_madd_epi16(wq[4 * j + 2], xv), _mm512_madd_epi16(wq[4 * j + 3], xv));
+        for (int line = 0; line < Block::kGroupBytes; line += 64) {
+          __builtin_prefetch(next + r * w_stride + at + line, /*rw=*/0, /*locality=*/3);
+        }
       }
-      __m512i dot = sum_quads(quads[0], quads[1], quads[2], quads[3]);
-      // Q4_0's quants were taken without their offset of 8.
-      if constexpr (Block::kOffset != 0) {
-        dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(static_cast<std::int32_t>(
-                                        static_cast<std::uint32_t>(qsums[xb]) * Block::kOffset)));
-      }
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                               _mm512_mul_ps(d, _mm512_set1_ps(scales[xb])), acc[i]);
+    }
+    if constexpr (kGroup == 1) {
+      // One gather of the 16 rows' fp16 scale (and min above it): int16_blocks.h's layout.
+      const __m512i header = _mm512_i32gather_epi32(_mm512_load_si512(offsets), w + at, 1);
+      _mm512_store_ps(group_scale[0], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header)));
       if constexpr (Block::kHasMin) {
-        acc[i] = _mm512_fmadd_ps(min, _mm512_set1_ps(scaled_sums[xb]), acc[i]);
+        _mm512_store_ps(group_min[0],
+                        _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16))));
+      }
+    } else {
+      Block::scales8(w + at, offsets_low, group_scale[0], group_min[0], 16);
+      Block::scales8(w + at, offsets_high, group_scale[0] + 8, group_min[0] + 8, 16);
+    }
+    for (int j = 0; j < kGroup; ++j) {
+      const std::int64_t b = g * kGroup + j;
+      // All 16 rows' quants stay in registers while each row of x passes over them.
+      __m512i wq[kInt16DirectGroup];
+#pragma GCC unroll 16
+      for (int r = 0; r < kInt16DirectGroup; ++r) {
+        wq[r] = _mm512_cvtepi8_epi16(Block::quants(rows[r] + at, j));
+      }
+      __m512 d[kSub];
+      __m512 min[kSub];
+#pragma GCC unroll 2
+      for (int t = 0; t < kSub; ++t) {
+        d[t] = _mm512_load_ps(group_scale[j * kSub + t]);
+        if constexpr (Block::kHasMin) min[t] = _mm512_load_ps(group_min[j * kSub + t]);
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < kRows; ++i) {
+        const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
+        const __m512i xv = _mm512_loadu_si512(q + i * k + b * kInt16Block);
+        __m512i products[kInt16DirectGroup];
+#pragma GCC unroll 16
+        for (int r = 0; r < kInt16DirectGroup; ++r) products[r] = _mm512_madd_epi16(wq[r], xv);
+        __m512i half[2];
+        sum_rows(products, half);
+        __m512i dot[kSub];
+        if constexpr (kSub == 1) {
+          dot[0] = _mm512_add_epi32(half[0], half[1]);
+        } else {
+          dot[0] = half[0];
+          dot[1] = half[1];
+        }
+        const __m512 s = _mm512_set1_ps(scales[xb]);
+#pragma GCC unroll 2
+        for (int t = 0; t < kSub; ++t) {
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), _mm512_mul_ps(d[t], s), acc[i]);
+          if constexpr (Block::kHasMin) {
+            acc[i] = _mm512_fmadd_ps(min[t], _mm512_set1_ps(scaled_sums[xb]), acc[i]);
+          }
+        }
       }
     }
   }
@@ -287,15 +342,14 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
 
 template <typename Block, int kRows>
 void int16_direct_typed(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                        const std::int32_t* qsums, std::int64_t k, const std::uint8_t* w,
-                        std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end, float* y,
-                        std::int64_t ldy) {
+                        std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
+                        std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
   for (std::int64_t n0 = n_begin; n0 < n_end; n0 += kInt16DirectGroup) {
     const int count = static_cast<int>(std::min(kInt16DirectGroup, n_end - n0));
     const std::uint8_t* group = w + static_cast<std::size_t>(n0) * w_stride;
     const std::uint8_t* next =
         n0 + 2 * kInt16DirectGroup <= n_end ? group + kInt16DirectGroup * w_stride : nullptr;
-    int16_direct_group<Block, kRows>(q, scales, scaled_sums, qsums, k, group, w_stride, count, next,
+    int16_direct_group<Block, kRows>(q, scales, scaled_sums, k, group, w_stride, count, next,
                                      y + n0, ldy);
   }
 }
@@ -303,19 +357,25 @@ void int16_direct_typed(const std::int16_t* q, const float* scales, const float*
 // m as a template argument: the rows' accumulators then live in registers.
 template <typename Block, int kRows = 1>
 void int16_direct_block_type(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                             const std::int32_t* qsums, std::int64_t m, std::int64_t k,
-                             const std::uint8_t* w, std::size_t w_stride, std::int64_t n_begin,
-                             std::int64_t n_end, float* y, std::int64_t ldy) {
+                             std::int64_t m, std::int64_t k, const std::uint8_t* w,
+                             std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end,
+                             float* y, std::int64_t ldy) {
   if constexpr (kRows < kInt16DirectMaxRows) {
     if (m > kRows) {
-      return int16_direct_block_type<Block, kRows + 1>(q, scales, scaled_sums, qsums, m, k, w,
-                                                       w_stride, n_begin, n_end, y, ldy);
+      return int16_direct_block_type<Block, kRows + 1>(q, scales, scaled_sums, m, k, w, w_stride,
+                                                       n_begin, n_end, y, ldy);
     }
   }
   PAGODA_CHECK(m == kRows) << "int16_direct takes 1 to " << kInt16DirectMaxRows << " rows, not "
                            << m;
-  int16_direct_typed<Block, kRows>(q, scales, scaled_sums, qsums, k, w, w_stride, n_begin, n_end, y,
-                                   ldy);
+  int16_direct_typed<Block, kRows>(q, scales, scaled_sums, k, w, w_stride, n_begin, n_end, y, ldy);
+}
+
+// Rows of a K-quant are whole 256-weight groups.
+template <typename Block>
+void check_whole_groups(std::int64_t k) {
+  PAGODA_CHECK_EQ(k % (Block::kGroupBlocks * kInt16Block), 0)
+      << dtype_name(Block::kType) << " rows of " << k << " columns";
 }
 
 }  // namespace
@@ -324,36 +384,29 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 const float* scaled_sums, std::int64_t vectors, std::int64_t k,
                 const std::uint8_t* w, std::size_t w_stride, std::int64_t num_rows,
                 const std::uint8_t* next, std::int64_t next_rows, float* acc) {
-  switch (dtype) {
-    case DType::kQ4_0:
-      return int16_tile_block_type<Q4_0Block>(pairs, scales, scaled_sums, vectors, k, w, w_stride,
-                                              num_rows, next, next_rows, acc);
-    case DType::kQ4_1:
-      return int16_tile_block_type<Q4_1Block>(pairs, scales, scaled_sums, vectors, k, w, w_stride,
-                                              num_rows, next, next_rows, acc);
-    default:
-      PAGODA_CHECK(dtype == DType::kQ8_0) << dtype_name(dtype);
-      return int16_tile_block_type<Q8_0Block>(pairs, scales, scaled_sums, vectors, k, w, w_stride,
-                                              num_rows, next, next_rows, acc);
-  }
+  with_int16_block(dtype, [&](auto block) {
+    using Block = decltype(block);
+    check_whole_groups<Block>(k);
+    if (vectors == 1) {
+      return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
+                                        next_rows, acc);
+    }
+    PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
+    int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
+                               next_rows, acc);
+  });
 }
 
 void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
-                  const std::int32_t* qsums, std::int64_t m, std::int64_t k, const std::uint8_t* w,
-                  std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end, float* y,
-                  std::int64_t ldy) {
-  switch (dtype) {
-    case DType::kQ4_0:
-      return int16_direct_block_type<Q4_0Block>(q, scales, scaled_sums, qsums, m, k, w, w_stride,
-                                                n_begin, n_end, y, ldy);
-    case DType::kQ4_1:
-      return int16_direct_block_type<Q4_1Block>(q, scales, scaled_sums, qsums, m, k, w, w_stride,
-                                                n_begin, n_end, y, ldy);
-    default:
-      PAGODA_CHECK(dtype == DType::kQ8_0) << dtype_name(dtype);
-      return int16_direct_block_type<Q8_0Block>(q, scales, scaled_sums, qsums, m, k, w, w_stride,
-                                                n_begin, n_end, y, ldy);
-  }
+                  const std::int32_t* /*qsums*/, std::int64_t m, std::int64_t k,
+                  const std::uint8_t* w, std::size_t w_stride, std::int64_t n_begin,
+                  std::int64_t n_end, float* y, std::int64_t ldy) {
+  with_int16_block(dtype, [&](auto block) {
+    using Block = decltype(block);
+    check_whole_groups<Block>(k);
+    int16_direct_block_type<Block>(q, scales, scaled_sums, m, k, w, w_stride, n_begin, n_end, y,
+                                   ldy);
+  });
 }
 
 }  // namespace pagoda::cpu::avx512

@@ -1,5 +1,5 @@
-// AVX-512 decoders for one 32-weight block of Q8_0, Q4_0 and Q4_1, shared by the *_avx512.cc
-// kernels. Include only from translation units compiled with AVX-512 flags; everything here has
+// AVX-512 fp32 decoders for one 32-weight block of Q8_0, Q4_0 and Q4_1, shared by the fp32
+// *_avx512.cc kernels (the int16 kernels' decoders are int16_blocks.h). Include only from translation units compiled with AVX-512 flags; everything here has
 // internal linkage (see weight_blocks_avx2.h).
 #pragma once
 
@@ -23,11 +23,9 @@ inline float load_half(const std::uint8_t* p) {
 // A block decodes to two 16-lane vectors of quants (elements 0-15, 16-31), a scale and a
 // minimum: weight = scale * q + min.
 
-// kOffset: what the stored 4-bit quants carry on top of the signed value (Q4_0 stores q + 8).
 struct Q8_0Block {
   static constexpr int kBytes = 34;
   static constexpr bool kHasMin = false;
-  static constexpr int kOffset = 0;
   static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
     scale = load_half(b);
     min = 0.0f;
@@ -54,7 +52,6 @@ inline void q4_quants(const std::uint8_t* qs, __m512 q[2]) {
 struct Q4_0Block {
   static constexpr int kBytes = 18;
   static constexpr bool kHasMin = false;
-  static constexpr int kOffset = 8;
   static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
     scale = load_half(b);
     min = 0.0f;
@@ -65,7 +62,6 @@ struct Q4_0Block {
 struct Q4_1Block {
   static constexpr int kBytes = 20;
   static constexpr bool kHasMin = true;
-  static constexpr int kOffset = 0;
   static void decode(const std::uint8_t* b, __m512 q[2], float& scale, float& min) {
     scale = load_half(b);
     min = load_half(b + 2);
@@ -109,45 +105,6 @@ inline void decode_block(const std::uint8_t* b, float* dst /* [32] */) {
     __m512 v = _mm512_mul_ps(scale_v, q[i]);
     if constexpr (Block::kHasMin) v = _mm512_add_ps(v, _mm512_set1_ps(min));
     _mm512_storeu_ps(dst + 16 * i, v);
-  }
-}
-
-// One block's quants as integers for vpdpwssd: word p of dst holds elements 2p and 2p + 1 as
-// int16 (low half, high half); scale and min as fp32 (weight = scale * q + min).
-template <typename Block>
-inline void decode_block_int16(const std::uint8_t* b, std::int32_t* dst /* [16] */, float& scale,
-                               float& min) {
-  scale = load_half(b);
-  min = 0.0f;
-  __m256i quants;  // elements 0..31 as bytes
-  if constexpr (std::is_same_v<Block, Q8_0Block>) {
-    quants = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
-  } else {
-    constexpr int kQuantsAt = Block::kHasMin ? 4 : 2;
-    if constexpr (Block::kHasMin) min = load_half(b + 2);
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kQuantsAt));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    quants = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask),
-                              _mm_and_si128(packed, mask));
-    // Q4_0 stores q + 8.
-    if constexpr (!Block::kHasMin) quants = _mm256_sub_epi8(quants, _mm256_set1_epi8(8));
-  }
-  _mm512_storeu_si512(dst, _mm512_cvtepi8_epi16(quants));
-}
-
-// One block's 32 quants as int16 in element order, as stored: a 4-bit quant keeps its kOffset
-// (a dot product with x then exceeds the signed one by kOffset * sum(x), exactly).
-template <typename Block>
-inline __m512i block_quants_epi16(const std::uint8_t* b) {
-  if constexpr (std::is_same_v<Block, Q8_0Block>) {
-    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)));
-  } else {
-    constexpr int kQuantsAt = Block::kHasMin ? 4 : 2;
-    // Byte j twice: word j keeps its low nibble (element j), word j + 16 its high (j + 16).
-    const __m512i words = _mm512_cvtepu8_epi16(_mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + kQuantsAt))));
-    const __m512i shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    return _mm512_and_si512(_mm512_srlv_epi16(words, shifts), _mm512_set1_epi16(0x0F));
   }
 }
 
