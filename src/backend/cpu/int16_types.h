@@ -11,7 +11,13 @@ constexpr bool int16_decodes(DType dtype) {
   switch (dtype) {
     case DType::kQ8_0:
     case DType::kQ4_0:
-    case DType::kQ4_1: return true;
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return true;
     default: return false;
   }
 }

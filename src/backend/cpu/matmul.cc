@@ -458,7 +458,7 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   if (kernel == MatmulKernel::kAuto) kernel = matmul_kernel_for(m);
   if (kernel == MatmulKernel::kBroadcastInt16 || kernel == MatmulKernel::kDirectInt16) {
     const bool int16_weights = std::all_of(outputs.begin(), outputs.end(), [](const auto& out) {
-      return avx512::decodes(out.w.dtype);
+      return int16_decodes(out.w.dtype);
     });
     if (!cpu_has_avx512_vnni() || !int16_weights) {
       kernel = fp32_matmul_kernel_for(m);

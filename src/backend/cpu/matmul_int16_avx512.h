@@ -1,7 +1,9 @@
-// Matmul with int16 activations and integer dot products (AVX-512 VNNI), for Q8_0 / Q4_0 / Q4_1
-// weights: the CPU's default for these weights, at every row count. The weights' own quants
-// (0..15, -8..7, -128..127) are already integers, so a 32-column block's dot product is exact in
-// int32 whatever the order of its terms; only x is rounded. Two kernels share one contract:
+// Matmul with int16 activations and integer dot products (AVX-512 VNNI) for every weight type
+// int16_decodes() names (int16_types.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K): the
+// CPU's default for these weights, at every row count. The weights' own quants are already
+// integers, so a block's dot product is exact in int32 whatever the order of its terms; only x is
+// rounded. The block decoders are int16_blocks.h, shared with the AVX2 kernels, which implement the
+// same contract bit for bit. Two kernels share it here:
 //
 //   int16_tile (9+ rows of x): the broadcast kernel's layout (matmul_broadcast_avx512.h): one zmm
 //     holds a column of 16 rows of x, a lane two adjacent columns as int16, each weight pair is
@@ -10,30 +12,42 @@
 //     block (vpmaddwd) and the 16 products of the 16 rows are summed lane-wise in one tree.
 //
 // Numerics, per row i of x and 32-column block b (this is the contract the tests check bit for
-// bit against a scalar transcription):
+// bit against a scalar transcription, tests/unit/backend/int16_contract.h):
 //
 //   amax   = max |x[i, c]| over the block             (fp32)
 //   s      = amax / 32767,  q[c] = round_half_even(x[i, c] * (32767 / amax))   (0 if amax == 0)
 //            a non-finite x in the block makes s NaN, so the row's outputs are NaN
-//   dot    = sum_c q[c] * quant[n, c]                 (int32, exact)
-//   qsum   = sum_c q[c]                               (int32, exact)
-//   acc    = fma(float(dot), scale[n, b] * s, acc)    then, for Q4_1 only,
-//   acc    = fma(min[n, b], float(qsum) * s, acc)     acc from 0.0f, blocks in order; y = acc (+
+//
+// Weight row n's block b has S sub-blocks t (S = 2 for Q6_K and Q3_K: columns 0-15 and 16-31,
+// else 1) with integer quants qw[c] and fp32 scale_t, min_t (weight ~= scale_t * qw[c] + min_t):
+//
+//   Q8_0 int8, d | Q4_0 nibble - 8, d | Q4_1 nibble, d, m | Q5_0 q5 - 16, d | Q5_1 q5, d, m
+//   Q4_K / Q5_K (block j = b % 8 of a super-block): q, d * sc_j, -(dmin * m_j)
+//   Q6_K q6 - 32, d * sc (int8 of the 16 columns) | Q3_K q3 - 4 as dequantize.cc, d * (sc6 - 32)
+//
+// and per sub-block, in order t = 0 .. S - 1:
+//
+//   dot_t  = sum_{c in t} q[c] * qw[c]                (int32, exact)
+//   qsum_t = sum_{c in t} q[c]                        (int32, exact)
+//   acc    = fma(float(dot_t), scale_t * s, acc)      then, for types with mins only,
+//   acc    = fma(min_t, float(qsum_t) * s, acc)       acc from 0.0f, blocks in order; y = acc (+
 //   bias)
 //
 // x's rounding error is at most amax / 65534 per element (15 significant bits against fp32's
 // 24, 2^7 times finer than bf16 activations), and a row's result depends on that row alone.
-// Call only when cpu_has_avx512_vnni().
+// K-quant rows have k a multiple of 256. Call only when cpu_has_avx512_vnni().
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/int16_types.h"
 #include "model/dtype.h"
 
 namespace pagoda::cpu::avx512 {
 
-/// Columns of x that share one int16 scale: the weight block size of every type this takes.
+/// Columns of x that share one int16 scale: a weight block of every type this takes (a K-quant
+/// super-block holds 8).
 inline constexpr std::int64_t kInt16Block = 32;
 
 /// Most rows of x per int16_tile call: two column vectors (see matmul_broadcast_int16).
@@ -73,15 +87,17 @@ void quantize_rows_int16(const float* x /* [m, k] */, std::int64_t m, std::int64
                          std::int32_t* qsums /* [m, k / 32] */);
 
 /// y[i, n] = the header's sum for the m <= kInt16DirectMaxRows rows of x (quantize_rows_int16)
-/// and weight rows n in [n_begin, n_end) of a decodes() type (row n at w + n * w_stride), in
-/// groups of kInt16DirectGroup rows; the next group's bytes are prefetched meanwhile.
+/// and weight rows n in [n_begin, n_end) of an int16_decodes() type (row n at w + n * w_stride),
+/// in groups of kInt16DirectGroup rows; the next group's bytes are prefetched meanwhile. qsums is
+/// unused (the quants are decoded signed).
 void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
                   const std::int32_t* qsums, std::int64_t m, std::int64_t k, const std::uint8_t* w,
                   std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end,
                   float* y /* [m, ldy] */, std::int64_t ldy);
 
 /// acc[r, l] += the header's sum over all k columns for stored weight rows r < num_rows
-/// <= int16_tile_rows(vectors), vectors <= 2 (row r at w + r * w_stride) of a decodes() type.
+/// <= int16_tile_rows(vectors), vectors <= 2 (row r at w + r * w_stride) of an int16_decodes()
+/// type.
 /// `next` (or nullptr): the first of `next_rows` rows, same stride, prefetched meanwhile (the next
 /// tile).
 void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
