@@ -30,9 +30,17 @@ class WeightSet {
          at += static_cast<std::size_t>(info.block_bytes)) {
       switch (dtype) {
         case DType::kQ8_0:
-        case DType::kQ4_0: std::memcpy(&storage_[at], &scale, 2); break;
+        case DType::kQ4_0:
+        case DType::kQ5_0: std::memcpy(&storage_[at], &scale, 2); break;
+        case DType::kQ3_K: std::memcpy(&storage_[at + 108], &scale, 2); break;
+        case DType::kQ2_K:
+          std::memcpy(&storage_[at + 80], &scale, 2);
+          std::memcpy(&storage_[at + 82], &scale, 2);
+          break;
         case DType::kQ4_1:
+        case DType::kQ5_1:
         case DType::kQ4_K:
+        case DType::kQ5_K:
           std::memcpy(&storage_[at], &scale, 2);
           std::memcpy(&storage_[at + 2], &scale, 2);
           break;

@@ -6,6 +6,8 @@
 #include <cblas.h>
 
 #include <array>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
@@ -18,7 +20,8 @@ namespace pagoda::cpu::bench {
 namespace {
 
 constexpr std::array kTypes = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
-                               DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K};
+                               DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
+                               DType::kQ5_K, DType::kQ5_0, DType::kQ3_K};
 struct Shape {
   std::int64_t n;
   std::int64_t k;
@@ -198,6 +201,64 @@ void BM_BroadcastTranspose(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_BroadcastTranspose)->ArgsProduct({{16, 33}, {576, 1536}});
+
+// Llama-3.2-1B's layer (hidden 2048, intermediate 8192, kv 512) and LM head, one thread, for the
+// Q4_K_M types (issue 24) against Q4_1 and Q8_0: Args: type (kLlama1BTypes), shape, m, int16 (1:
+// the default kernel for m, int16 activations on VNNI; 0: the fp32 kernel for m, which for
+// K-quants is the decode_row path). m = 1 reports weight bytes per second, to set against
+// BM_ReadBandwidth in the same run; 256 MiB of weight copies, so they stream from DRAM
+// ($PAGODA_BENCH_HOT_WEIGHTS: one copy, so a matrix that fits in L2 shows the kernel's own speed).
+constexpr std::array kLlama1BTypes = {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ4_1,
+                                      DType::kQ8_0};
+constexpr std::array kLlama1BShapes = {Shape{2048, 2048}, Shape{512, 2048}, Shape{8192, 2048},
+                                       Shape{2048, 8192}, Shape{49152, 2048}};
+
+void BM_MatmulLlama1B(benchmark::State& state) {
+  static ThreadPool single(1);
+  const DType dtype = kLlama1BTypes[static_cast<std::size_t>(state.range(0))];
+  const Shape shape = kLlama1BShapes[static_cast<std::size_t>(state.range(1))];
+  const std::int64_t m = state.range(2);
+  const MatmulKernel kernel = state.range(3) != 0 ? MatmulKernel::kAuto : fp32_matmul_kernel_for(m);
+  const bool hot = std::getenv("PAGODA_BENCH_HOT_WEIGHTS") != nullptr;
+  WeightSet weights(dtype, shape.n, shape.k, m == 1 && !hot ? kColdBytes : 0);
+  std::vector<float> x(static_cast<std::size_t>(m * shape.k), 0.5f);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 29) * 0.03f - 0.4f;
+  std::vector<float> y(static_cast<std::size_t>(m * shape.n));
+  for (auto _ : state) {
+    matmul(single, x.data(), m, weights.next(), nullptr, y.data(), kernel);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * weights.bytes_per_copy()));
+  state.counters["Gweights/s"] = benchmark::Counter(
+      static_cast<double>(shape.n * shape.k) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(state.range(3) != 0 ? "int16 " : "fp32 ") + "1T " + std::to_string(m) +
+                 "x" + std::to_string(shape.k) + " " + std::string(dtype_name(dtype)) + " " +
+                 std::to_string(shape.n) + "x" + std::to_string(shape.k));
+}
+BENCHMARK(BM_MatmulLlama1B)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 16, 512}, {1, 0}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// One thread summing a 512 MiB buffer of 64-bit words (eight accumulators, so the loads set the
+// pace): the read bandwidth the m = 1 rows above are set against.
+void BM_ReadBandwidth(benchmark::State& state) {
+  std::vector<std::uint64_t> buffer((512u << 20) / sizeof(std::uint64_t), 1);
+  for (auto _ : state) {
+    std::uint64_t a[8] = {};
+    for (std::size_t i = 0; i + 8 <= buffer.size(); i += 8) {
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; ++l) a[l] += buffer[i + l];
+    }
+    std::uint64_t sum = 0;
+    for (std::uint64_t v : a) sum += v;
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * buffer.size() * sizeof(std::uint64_t)));
+}
+BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmPrefill)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);

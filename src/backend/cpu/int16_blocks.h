@@ -20,8 +20,8 @@
 // A kernel decodes a group's scales once for 8 (or, twice, 16) weight rows and each block's quants
 // where it needs them. One-block groups (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) start with the fp16 scale,
 // then (kHasMin) the fp16 min, so a kernel may also read those itself (one scalar load or one
-// 16-lane gather instead of scales8 per block). with_int16_block(dtype, f) calls f(Block{}) with the type's struct: the one
-// switch over types for every kernel.
+// 16-lane gather instead of scales8 per block). with_int16_block(dtype, f) calls f(Block{}) with
+// the type's struct: the one switch over types for every kernel.
 //
 // The K-quants' scale_t = d * (6- or 8-bit integer) and min_t = -(dmin * integer) are exact in
 // fp32 (an fp16 mantissa times at most 8 bits), so any order of computing them gives the same bits.
@@ -68,6 +68,15 @@ inline __m256i q5_high_bits(const std::uint8_t* p) {
 // 16-bit shift brings in nothing the mask keeps).
 inline __m256i byte_field(__m256i x, int shift, int mask) {
   return _mm256_and_si256(_mm256_srli_epi16(x, shift), _mm256_set1_epi8(static_cast<char>(mask)));
+}
+
+// A field of `mask` bits at bit `from` of every byte of 32 bytes, moved to bit `to` (the bits a
+// 16-bit shift brings in from the neighbouring byte lie outside the mask).
+inline __m256i byte_field_at(__m256i x, int from, int to, int mask) {
+  const __m256i moved = from > to   ? _mm256_srli_epi16(x, from - to)
+                        : from < to ? _mm256_slli_epi16(x, to - from)
+                                    : x;
+  return _mm256_and_si256(moved, _mm256_set1_epi8(static_cast<char>(mask << to)));
 }
 
 // The 32-bit words at base + offsets[l].
@@ -233,7 +242,7 @@ struct Q5_KInt16 {
   // Q4_K's nibbles, and bit j of qh[c] as 16.
   static __m256i quants(const std::uint8_t* g, int j) {
     const __m256i low = byte_field(load_256(g + 48 + 32 * (j / 2)), 4 * (j % 2), 0x0F);
-    return _mm256_or_si256(low, _mm256_slli_epi16(byte_field(load_256(g + 16), j, 1), 4));
+    return _mm256_or_si256(low, byte_field_at(load_256(g + 16), j, 4, 1));
   }
   static void scales8(const std::uint8_t* base, __m256i offsets, float* scale, float* min,
                       int stride) {
@@ -253,8 +262,8 @@ struct Q6_KInt16 {
   static __m256i quants(const std::uint8_t* g, int j) {
     const __m256i low =
         byte_field(load_256(g + 64 * (j / 4) + 32 * (j % 2)), 4 * ((j % 4) / 2), 0x0F);
-    const __m256i high = byte_field(load_256(g + 128 + 32 * (j / 4)), 2 * (j % 4), 3);
-    return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+    const __m256i high = byte_field_at(load_256(g + 128 + 32 * (j / 4)), 2 * (j % 4), 4, 3);
+    return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
   }
   // scale_t of block j = d * scales[2 j + t]; d is read from the word ending the block.
   static void scales8(const std::uint8_t* base, __m256i offsets, float* scale, float* /*min*/,
@@ -281,7 +290,7 @@ struct Q3_KInt16 {
   // 2 bits from qs as Q6_K's high bits, minus 4 where bit j of hmask[c] is clear.
   static __m256i quants(const std::uint8_t* g, int j) {
     const __m256i low = byte_field(load_256(g + 32 + 32 * (j / 4)), 2 * (j % 4), 3);
-    const __m256i high = _mm256_slli_epi16(byte_field(load_256(g), j, 1), 2);
+    const __m256i high = byte_field_at(load_256(g), j, 2, 1);
     return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(4));
   }
   // Sixteen 6-bit scales i = 2 j + t, stored + 32: low 4 bits in the low (i < 8) or high
