@@ -3,6 +3,7 @@
 #include <span>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kquant_blocks_avx2.h"
 #include "backend/cpu/matmul_avx2.h"
 #include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/quant_blocks_avx2.h"
@@ -31,6 +32,10 @@ void decode_blocks(DType dtype, const std::uint8_t* src, std::int64_t count, flo
   }
   if (cpu_has_avx2() && avx2::decodes(dtype)) {
     avx2::decode(dtype, src, count, dst);
+    return;
+  }
+  if (cpu_has_avx2() && kquant_avx2::decodes(dtype)) {
+    kquant_avx2::decode(dtype, src, count, dst);
     return;
   }
   if (cpu_has_avx2() && quant_avx2::decodes(dtype)) {
