@@ -312,6 +312,35 @@ struct Q3_KInt16 {
   }
 };
 
+struct Q2_KInt16 {
+  static constexpr DType kType = DType::kQ2_K;
+  static constexpr int kSubBlocks = 2;
+  static constexpr bool kHasMin = true;
+  static constexpr int kGroupBlocks = 8;
+  static constexpr int kGroupBytes = 84;  // scales[16] | qs[64] | fp16 d | fp16 dmin
+  // Q3_K's 2-bit layout, unsigned.
+  static __m256i quants(const std::uint8_t* g, int j) {
+    return byte_field(load_256(g + 16 + 32 * (j / 4)), 2 * (j % 4), 3);
+  }
+  // Byte i = 2 j + t of scales: scale_t = d * (low nibble), min_t = -(dmin * high nibble).
+  static void scales8(const std::uint8_t* base, __m256i offsets, float* scale, float* min,
+                      int stride) {
+    const __m256i header = gather(base + 80, offsets);
+    const __m256 d = low_halves(header);
+    const __m256 dmin = high_halves(header);
+#pragma GCC unroll 4
+    for (int w = 0; w < 4; ++w) {
+      const __m256i word = gather(base + 4 * w, offsets);
+#pragma GCC unroll 4
+      for (int byte = 0; byte < 4; ++byte) {
+        _mm256_storeu_ps(scale + (4 * w + byte) * stride, times(d, lane_bits(word, 8 * byte, 15)));
+        _mm256_storeu_ps(min + (4 * w + byte) * stride,
+                         minus_times(dmin, lane_bits(word, 8 * byte + 4, 15)));
+      }
+    }
+  }
+};
+
 // Calls f(Block{}) with dtype's struct (an int16_decodes() type).
 template <typename F>
 decltype(auto) with_int16_block(DType dtype, F&& f) {
@@ -320,6 +349,7 @@ decltype(auto) with_int16_block(DType dtype, F&& f) {
     case DType::kQ4_1: return f(Q4_1Int16{});
     case DType::kQ5_0: return f(Q5_0Int16{});
     case DType::kQ5_1: return f(Q5_1Int16{});
+    case DType::kQ2_K: return f(Q2_KInt16{});
     case DType::kQ3_K: return f(Q3_KInt16{});
     case DType::kQ4_K: return f(Q4_KInt16{});
     case DType::kQ5_K: return f(Q5_KInt16{});

@@ -14,6 +14,7 @@ constexpr bool int16_decodes(DType dtype) {
     case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
+    case DType::kQ2_K:
     case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:

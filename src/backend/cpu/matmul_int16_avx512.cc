@@ -131,7 +131,9 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
   constexpr int kSubPairs = kPairs / kSub;
   constexpr int kGroup = Block::kGroupBlocks;
   static_assert(kRows <= 8, "one scales8 call decodes the tile's scales");
-  static_assert(kSub == 1 || !Block::kHasMin, "per-sub-block sums of x are not computed");
+  // Q2_K: mins per 16 columns need x's sums per 16 columns, which quantize_columns_int16 does not
+  // give; the tile sums them from the pairs (one more vpdpwssd per pair and vector).
+  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
   const std::int64_t num_blocks = k / kInt16Block;
   // Rows past num_rows stay zero (their scales repeat the last row's): their sums are finite and
   // dropped by the caller.
@@ -190,11 +192,20 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
 #pragma GCC unroll 2
       for (int t = 0; t < kSub; ++t) {
         __m512i sums[kRows][kVectors];
+        __m512i half_sums[kVectors];
 #pragma GCC unroll 16
         for (int p = t * kSubPairs; p < (t + 1) * kSubPairs; ++p) {
           __m512i xv[kVectors];
 #pragma GCC unroll 4
           for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + p * kWidth + v * 16);
+          if constexpr (kHalfSums) {
+            const __m512i ones = _mm512_set1_epi16(1);
+#pragma GCC unroll 4
+            for (int v = 0; v < kVectors; ++v) {
+              half_sums[v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], ones)
+                                                : _mm512_dpwssd_epi32(half_sums[v], xv[v], ones);
+            }
+          }
 #pragma GCC unroll 12
           for (int r = 0; r < kRows; ++r) {
             const __m512i wv = _mm512_set1_epi32(quants[current][r][p]);
@@ -212,10 +223,16 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
           }
         }
         __m512 qs[kVectors];
-        if constexpr (Block::kHasMin) {
+        if constexpr (kHalfSums) {
 #pragma GCC unroll 4
-          for (int v = 0; v < kVectors; ++v)
+          for (int v = 0; v < kVectors; ++v) {
+            qs[v] = _mm512_mul_ps(_mm512_cvtepi32_ps(half_sums[v]), s[v]);
+          }
+        } else if constexpr (Block::kHasMin) {
+#pragma GCC unroll 4
+          for (int v = 0; v < kVectors; ++v) {
             qs[v] = _mm512_loadu_ps(scaled_sums + b * kWidth + v * 16);
+          }
         }
 #pragma GCC unroll 12
         for (int r = 0; r < kRows; ++r) {
@@ -279,7 +296,8 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
                         const std::uint8_t* next, float* y, std::int64_t ldy) {
   constexpr int kSub = Block::kSubBlocks;
   constexpr int kGroup = Block::kGroupBlocks;
-  static_assert(kSub == 1 || !Block::kHasMin, "per-sub-block sums of x are not computed");
+  // Q2_K: mins per 16 columns need x's sums per 16 columns, summed here from q.
+  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
   const std::int64_t num_blocks = k / kInt16Block;
   // Lanes past `count` read the last row again; their sums are not stored.
   const std::uint8_t* rows[kInt16DirectGroup];
@@ -351,11 +369,22 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
           dot[1] = half[1];
         }
         const __m512 s = _mm512_set1_ps(scales[xb]);
+        float scaled_sum[kSub];
+        if constexpr (kHalfSums) {
+          // Lanes 0-7 of the pair sums hold columns 0-15, lanes 8-15 columns 16-31.
+          const __m512i pair_sums = _mm512_madd_epi16(xv, _mm512_set1_epi16(1));
+          scaled_sum[0] =
+              static_cast<float>(_mm512_mask_reduce_add_epi32(0x00FF, pair_sums)) * scales[xb];
+          scaled_sum[1] =
+              static_cast<float>(_mm512_mask_reduce_add_epi32(0xFF00, pair_sums)) * scales[xb];
+        } else {
+          scaled_sum[0] = scaled_sums[xb];
+        }
 #pragma GCC unroll 2
         for (int t = 0; t < kSub; ++t) {
           acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), _mm512_mul_ps(d[t], s), acc[i]);
           if constexpr (Block::kHasMin) {
-            acc[i] = _mm512_fmadd_ps(min[t], _mm512_set1_ps(scaled_sums[xb]), acc[i]);
+            acc[i] = _mm512_fmadd_ps(min[t], _mm512_set1_ps(scaled_sum[t]), acc[i]);
           }
         }
       }

@@ -29,7 +29,6 @@ TEST(Int16BlocksTest, DecodeTheContractsBlocks) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 20);
   for (DType dtype : testing::kContractTypes) {
-    if (dtype == DType::kQ2_K) continue;  // not yet decoded
     SCOPED_TRACE(dtype_name(dtype));
     const std::int64_t k = 768;
     // Unaligned rows: the decoders must not assume alignment.

@@ -25,8 +25,8 @@ using testing::test_seed;
 TEST(KQuantDecodeTest, IsBitIdenticalToTheReferenceDequantizer) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 30);
-  for (DType dtype :
-       {DType::kQ5_0, DType::kQ5_1, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                      DType::kQ5_K, DType::kQ6_K}) {
     const std::int64_t block = dtype_info(dtype).block_size;
     // 1, 3, 8 and 11 stored blocks: short, exact and past one batch of eight.
     for (std::int64_t blocks : {1, 3, 8, 11}) {

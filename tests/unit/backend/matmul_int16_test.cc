@@ -95,7 +95,8 @@ const std::vector<std::pair<DType, std::int64_t>>& weight_cases() {
   static const std::vector<std::pair<DType, std::int64_t>> all = {
       {DType::kQ4_1, 32},  {DType::kQ4_1, 608}, {DType::kQ4_0, 160}, {DType::kQ8_0, 544},
       {DType::kQ5_0, 96},  {DType::kQ5_1, 224}, {DType::kQ4_K, 256}, {DType::kQ4_K, 768},
-      {DType::kQ5_K, 512}, {DType::kQ6_K, 256}, {DType::kQ6_K, 768}, {DType::kQ3_K, 512}};
+      {DType::kQ5_K, 512}, {DType::kQ6_K, 256}, {DType::kQ6_K, 768}, {DType::kQ3_K, 512},
+      {DType::kQ2_K, 256}, {DType::kQ2_K, 768}};
   return all;
 }
 
@@ -224,7 +225,7 @@ TEST_F(MatmulInt16Test, ZeroRowGivesTheBias) {
   }
 }
 
-// Weights the kernels do not take (F16, Q2_K, or any of a fused set), and CPUs without VNNI
+// Weights the kernels do not take (F16, BF16, or any of a fused set), and CPUs without VNNI
 // (PAGODA_CPU_ISA=avx512 runs this on the avx512 tier), get the fp32 kernel's exact results.
 TEST(MatmulInt16FallbackTest, FallsBackToFp32) {
   SCOPED_TRACE(seed_trace());
@@ -233,7 +234,7 @@ TEST(MatmulInt16FallbackTest, FallsBackToFp32) {
   const std::int64_t k = 256;
   std::vector<std::vector<std::uint8_t>> bytes;
   std::vector<TensorView> views;
-  for (DType dtype : {DType::kF16, DType::kQ2_K, DType::kQ4_1}) {
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kQ4_1}) {
     bytes.push_back(random_weights(rng, dtype, 19, k));
     views.push_back(dense_view(bytes.back().data(), dtype, 19, k));
   }
@@ -252,7 +253,7 @@ TEST(MatmulInt16FallbackTest, FallsBackToFp32) {
       return ys;
     };
     for (MatmulKernel int16_kernel : {MatmulKernel::kDirectInt16, MatmulKernel::kBroadcastInt16}) {
-      // Alone, F16 and Q2_K fall back; fused with them, so does the Q4_1 weight.
+      // Alone, F16 and BF16 fall back; fused with them, so does the Q4_1 weight.
       for (const auto& [first, count] :
            {std::pair<std::size_t, std::size_t>{0, 1}, {1, 1}, {0, 3}}) {
         const auto int16 = run(first, count, int16_kernel);
