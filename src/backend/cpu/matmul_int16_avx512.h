@@ -1,5 +1,5 @@
 // Matmul with int16 activations and integer dot products (AVX-512 VNNI) for every weight type
-// int16_decodes() names (int16_types.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K): the
+// int16_decodes() names (int16_types.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K): the
 // CPU's default for these weights, at every row count. The weights' own quants are already
 // integers, so a block's dot product is exact in int32 whatever the order of its terms; only x is
 // rounded. The block decoders are int16_blocks.h, shared with the AVX2 kernels, which implement the
@@ -18,20 +18,23 @@
 //   s      = amax / 32767,  q[c] = round_half_even(x[i, c] * (32767 / amax))   (0 if amax == 0)
 //            a non-finite x in the block makes s NaN, so the row's outputs are NaN
 //
-// Weight row n's block b has S sub-blocks t (S = 2 for Q6_K and Q3_K: columns 0-15 and 16-31,
-// else 1) with integer quants qw[c] and fp32 scale_t, min_t (weight ~= scale_t * qw[c] + min_t):
+// Weight row n's block b has S sub-blocks t (S = 2 for Q6_K, Q3_K and Q2_K: columns 0-15 and
+// 16-31, else 1) with integer quants qw[c] and fp32 scale_t, min_t (weight ~= scale_t * qw[c] +
+// min_t):
 //
 //   Q8_0 int8, d | Q4_0 nibble - 8, d | Q4_1 nibble, d, m | Q5_0 q5 - 16, d | Q5_1 q5, d, m
 //   Q4_K / Q5_K (block j = b % 8 of a super-block): q, d * sc_j, -(dmin * m_j)
 //   Q6_K q6 - 32, d * sc (int8 of the 16 columns) | Q3_K q3 - 4 as dequantize.cc, d * (sc6 - 32)
+//   Q2_K q2, d * (sc & 15), -(dmin * (sc >> 4))
 //
 // and per sub-block, in order t = 0 .. S - 1:
 //
 //   dot_t  = sum_{c in t} q[c] * qw[c]                (int32, exact)
 //   qsum_t = sum_{c in t} q[c]                        (int32, exact)
 //   acc    = fma(float(dot_t), scale_t * s, acc)      then, for types with mins only,
-//   acc    = fma(min_t, float(qsum_t) * s, acc)       acc from 0.0f, blocks in order; y = acc (+
-//   bias)
+//   acc    = fma(min_t, float(qsum_t) * s, acc)
+//
+// acc from 0.0f, blocks in order; y = acc (+ bias).
 //
 // x's rounding error is at most amax / 65534 per element (15 significant bits against fp32's
 // 24, 2^7 times finer than bf16 activations), and a row's result depends on that row alone.
