@@ -3,12 +3,14 @@
 #
 #   bench/peer/compare_1b.sh [--rounds R] [--threads "1 2"] [--quants "Q4_K_M Q4_0 Q8_0"]
 #                            [--no-smollm] [--no-table] [--no-serving] [--concurrency "1 4 16"]
-#                            [--serving-rounds R] [--pagoda-isa avx2|avx512] [--llama-isa native|avx2]
+#                            [--serving-rounds R] [--pagoda-isa avx2|avx512]
+#                            [--llama-isa native|native-noamx|avx2]
 #                            [--doc FILE | --no-doc] [--build-only]
 #
 # 1. Tools: llama-bench, llama-quantize and llama-server in the llama.cpp tree that
 #    compare_llama_cpp.sh fetches and builds under .cache/peer/ (same sdist, same CMake flags;
-#    --llama-isa avx2: llama-bench from a second, AVX2-only build); Pagoda from
+#    --llama-isa avx2: llama-bench from a second, AVX2-only build; native-noamx: -march=native
+#    less AMX, for machines where llama.cpp's AMX kernels crash); Pagoda from
 #    $PAGODA_BUILD_DIR (default build/, as compare_llama_cpp.sh) and pagoda_read_bandwidth
 #    (bench/cpu/read_bandwidth.cc) from the same build dir. Built only when missing.
 # 2. Models, under models/bench/ (git-ignored): llama-1b-shape.F16.gguf from make_1b_ggufs.py
@@ -47,7 +49,7 @@ DOC="$ROOT/docs/perf/llama_cpp.md"
 BUILD_ONLY=0
 ARGS_FOR_DOC="$*"
 
-usage() { sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS="$2"; shift 2 ;;
@@ -75,7 +77,9 @@ need sha256sum "coreutils"
 [ -x "$PYTHON" ] || { log "no Python at $PYTHON (create .venv: scripts/setup.sh; or set PYTHON)"; exit 1; }
 "$PYTHON" -c 'import gguf, numpy' 2>/dev/null ||
   { log "$PYTHON lacks the gguf/numpy packages (pip install -r requirements.txt)"; exit 1; }
-case "$LLAMA_ISA" in native|avx2) ;; *) log "--llama-isa must be native or avx2"; exit 2 ;; esac
+case "$LLAMA_ISA" in native|native-noamx|avx2) ;; *) log "--llama-isa must be native, native-noamx or avx2"; exit 2 ;; esac
+# llama-server for the serving run: the same tree as llama-bench (the AVX2 tree has no server).
+SERVER_ISA="$LLAMA_ISA"; [ "$LLAMA_ISA" = avx2 ] && SERVER_ISA=native
 
 # --- 1. Tools --------------------------------------------------------------------------------------
 SRC="$ROOT/.cache/peer/llama.cpp-$VERSION"
@@ -99,7 +103,7 @@ if [ ! -x "$QUANTIZE" ]; then
   nice -n 10 cmake --build "$SRC/build" -j "$JOBS" --target llama-quantize >/dev/null
 fi
 if [ "$SERVING" = 1 ]; then
-  "$HERE/compare_serving.sh" --build-only --pagoda-bin "$PAGODA"
+  "$HERE/compare_serving.sh" --build-only --pagoda-bin "$PAGODA" --llama-isa "$SERVER_ISA"
 fi
 LLAMA_COMMIT="$(cat "$SRC/.pagoda-llama-cpp-commit" 2>/dev/null || echo unknown)"
 
@@ -149,6 +153,7 @@ trap 'rm -rf "$WORK"' EXIT
 ISA_LABEL="$(PAGODA_CPU_ISA="${PAGODA_CPU_ISA:-}" "$PYTHON" "$HERE/machine.py" |
   "$PYTHON" -c 'import json,sys; k=json.load(sys.stdin)["pagoda_kernels"]; print("avx512" if k.startswith("AVX-512") else "avx2" if k=="AVX2" else "baseline")')"
 [ "$LLAMA_ISA" = avx2 ] && ISA_LABEL="$ISA_LABEL-llama_avx2"
+[ "$LLAMA_ISA" = native-noamx ] && ISA_LABEL="$ISA_LABEL-llama_noamx"
 [ -n "${PAGODA_CPU_ISA:-}" ] && ISA_LABEL="$ISA_LABEL-cap_$PAGODA_CPU_ISA"
 if [ -z "${PAGODA_REV:-}" ]; then
   PAGODA_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -219,6 +224,7 @@ if [ "$SERVING" = 1 ]; then
   [ -f "$q4km" ] || { log "serving needs Q4_K_M in --quants"; exit 1; }
   "$HERE/compare_serving.sh" --model "$q4km" --concurrency "$CONCURRENCY" \
     --rounds "$SERVING_ROUNDS" --threads 2 --input-len 128 --output-len 64 --pagoda-bin "$PAGODA" \
+    --llama-isa "$SERVER_ISA" \
     "${DOC_ARGS[@]}" --section "compare_1b_serving_$ISA_LABEL" \
     --title "1B-shaped models: serving, \`pagoda serve\` vs \`llama-server\` ($ISA_LABEL)"
 fi

@@ -4,7 +4,8 @@
 #   bench/peer/compare_llama_cpp.sh [--rounds R] [--threads "1 2"] [--doc FILE | --no-doc]
 #                                   [--rebuild-pagoda] [--build-only] [--model GGUF]...
 #                                   [--pagoda-bin PATH] [--pagoda-isa avx2|avx512|baseline]
-#                                   [--llama-isa native|avx2] [--section NAME --title TEXT]
+#                                   [--llama-isa native|native-noamx|avx2]
+#                                   [--section NAME --title TEXT]
 #                                   [--extra-json FILE]
 #
 # 1. Fetches llama.cpp's source as the PyPI sdist llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION
@@ -13,7 +14,9 @@
 #    .cache/peer/llama.cpp-<version>/ and builds llama-bench there (CMake Release, CPU only,
 #    GGML_NATIVE=ON) unless the binary exists. Nothing of llama.cpp is ever written outside .cache/.
 #    --llama-isa avx2 builds a second tree in build-avx2/ (GGML_NATIVE=OFF, AVX2+FMA+F16C, no
-#    AVX-512/AMX): the fair peer for Pagoda under PAGODA_CPU_ISA=avx2 on an AVX-512 machine.
+#    AVX-512/AMX): the fair peer for Pagoda under PAGODA_CPU_ISA=avx2 on an AVX-512 machine;
+#    --llama-isa native-noamx builds build-noamx/ (-march=native -mno-amx-*), for machines whose
+#    AMX tiles llama.cpp cannot use (see docs/perf/llama_cpp.md).
 # 2. Pagoda: --pagoda-bin, else $PAGODA_BUILD_DIR/pagoda (default build/pagoda, which is built with
 #    scripts/build.sh when missing or with --rebuild-pagoda). --pagoda-isa X runs Pagoda under
 #    PAGODA_CPU_ISA=X; a PAGODA_CPU_ISA already in the environment is honoured and recorded.
@@ -47,7 +50,7 @@ TITLE=""
 EXTRA_JSON=""
 ARGS_FOR_DOC="$*"
 
-usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS="$2"; shift 2 ;;
@@ -81,12 +84,18 @@ LLAMA_CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=OFF -DGGML_METAL=OFF
                    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF)
 case "$LLAMA_ISA" in
   native) LLAMA_BUILD="$SRC/build"; LLAMA_CMAKE_FLAGS+=(-DGGML_NATIVE=ON) ;;
+  # -march=native less AMX: where the AMX kernels cannot run (on the 2026-11 benchmark VM
+  # llama-bench segfaults in ggml_backend_amx_mul_mat for any prompt of 128+ tokens).
+  native-noamx) LLAMA_BUILD="$SRC/build-noamx"
+                LLAMA_CMAKE_FLAGS+=(-DGGML_NATIVE=ON
+                                    "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+                                    "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16") ;;
   avx2) LLAMA_BUILD="$SRC/build-avx2"
         LLAMA_CMAKE_FLAGS+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
                             -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF
                             -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF
                             -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF) ;;
-  *) log "--llama-isa must be native or avx2"; exit 2 ;;
+  *) log "--llama-isa must be native, native-noamx or avx2"; exit 2 ;;
 esac
 LLAMA_BENCH="$LLAMA_BUILD/bin/llama-bench"
 
@@ -103,7 +112,9 @@ if [ ! -x "$LLAMA_BENCH" ]; then
   fi
   log "building llama-bench (CPU only, -j$JOBS; several minutes on 2 cores)"
   nice -n 10 cmake -S "$SRC" -B "$LLAMA_BUILD" -G Ninja "${LLAMA_CMAKE_FLAGS[@]}" >/dev/null
-  nice -n 10 cmake --build "$LLAMA_BUILD" -j "$JOBS" --target llama-bench llama-completion
+  targets=(llama-bench)
+  [ "$LLAMA_ISA" = native ] && targets+=(llama-completion)
+  nice -n 10 cmake --build "$LLAMA_BUILD" -j "$JOBS" --target "${targets[@]}"
 fi
 LLAMA_COMMIT="$(cat "$SRC/.pagoda-llama-cpp-commit" 2>/dev/null || echo unknown)"
 

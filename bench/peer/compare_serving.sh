@@ -6,10 +6,12 @@
 #                                 [--input-len N] [--output-len N] [--prompts-per-slot K]
 #                                 [--pagoda-bin PATH] [--doc FILE | --no-doc] [--build-only]
 #                                 [--model GGUF] [--pagoda-isa X] [--section NAME --title TEXT]
+#                                 [--llama-isa native|native-noamx]
 #
 # 1. Builds llama-server in the llama.cpp tree that compare_llama_cpp.sh extracts into
 #    .cache/peer/llama.cpp-<version>/ (running `compare_llama_cpp.sh --build-only` first when the
-#    tree is missing): the same CMake flags with LLAMA_BUILD_SERVER=ON, target llama-server.
+#    tree is missing): the same CMake flags with LLAMA_BUILD_SERVER=ON, target llama-server
+#    (--llama-isa native-noamx: in build-noamx/, as compare_llama_cpp.sh).
 # 2. For each round and concurrency C, alternates the two servers (llama.cpp then Pagoda), each
 #    started fresh on a free port with C parallel slots and the same per-sequence length:
 #      llama-server -m MODEL -np C -c C*L -t T -tb T --cache-ram 0
@@ -42,10 +44,11 @@ PAGODA="$ROOT/build/pagoda"
 DOC="$ROOT/docs/perf/cpu.md"
 BUILD_ONLY=0
 SECTION=compare_serving
+LLAMA_ISA=native
 TITLE="Serving: \`pagoda serve\` vs \`llama-server\`"
 ARGS_FOR_DOC="$*"
 
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --concurrency) CONCURRENCY="$2"; shift 2 ;;
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
     --build-only) BUILD_ONLY=1; shift ;;
     --model) MODEL="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     --pagoda-isa) export PAGODA_CPU_ISA="$2"; shift 2 ;;
+    --llama-isa) LLAMA_ISA="$2"; shift 2 ;;
     --section) SECTION="$2"; shift 2 ;;
     --title) TITLE="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
@@ -71,13 +75,19 @@ command -v cmake >/dev/null || { log "cmake is missing (needed to build llama-se
 
 # --- 1. llama-server -------------------------------------------------------------------------------
 SRC="$ROOT/.cache/peer/llama.cpp-$VERSION"
-LLAMA_BUILD="$SRC/build"
-LLAMA_SERVER="$LLAMA_BUILD/bin/llama-server"
 LLAMA_CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF
                    -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF
                    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON)
+case "$LLAMA_ISA" in  # the same trees as compare_llama_cpp.sh --llama-isa
+  native) LLAMA_BUILD="$SRC/build" ;;
+  native-noamx) LLAMA_BUILD="$SRC/build-noamx"
+                LLAMA_CMAKE_FLAGS+=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+                                    "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16") ;;
+  *) log "--llama-isa must be native or native-noamx"; exit 2 ;;
+esac
+LLAMA_SERVER="$LLAMA_BUILD/bin/llama-server"
 if [ ! -x "$LLAMA_SERVER" ]; then
-  [ -f "$SRC/CMakeLists.txt" ] || "$HERE/compare_llama_cpp.sh" --build-only
+  [ -f "$SRC/CMakeLists.txt" ] || "$HERE/compare_llama_cpp.sh" --build-only --llama-isa "$LLAMA_ISA"
   log "building llama-server (CPU only, -j$JOBS; several minutes on 2 cores)"
   nice -n 10 cmake -S "$SRC" -B "$LLAMA_BUILD" -G Ninja "${LLAMA_CMAKE_FLAGS[@]}" >/dev/null
   nice -n 10 cmake --build "$LLAMA_BUILD" -j "$JOBS" --target llama-server
@@ -164,6 +174,7 @@ export LLAMA_COMMIT="$(cat "$SRC/.pagoda-llama-cpp-commit" 2>/dev/null || echo u
 export CPU_MODEL="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 export NPROC="$(nproc)" DATE="$(date -u +'%Y-%m-%d %H:%M UTC')" MAX_LEN INPUT_LEN OUTPUT_LEN
 export MODEL_REL="${MODEL#$ROOT/}" PAGODA_REL="${PAGODA#$ROOT/}" PER_SLOT
+export LLAMA_SERVER_REL="${LLAMA_SERVER#$ROOT/} ($LLAMA_ISA build)"
 # PEER_CMD: the command a driver (compare_1b.sh) wants the doc to show instead of this one.
 export CMD="${PEER_CMD:-bench/peer/compare_serving.sh${ARGS_FOR_DOC:+ $ARGS_FOR_DOC}}"
 "$PYTHON" "$HERE/report_serving.py"

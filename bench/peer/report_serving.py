@@ -98,7 +98,8 @@ def main():
         f"{env['OUTPUT_LEN']} output tokens (`ignore_eos`, greedy, streamed /v1/completions), "
         f"max(8, {env['PER_SLOT']} x C) requests per level after 2 warm-up requests, all sent at "
         "once with at most C in flight (bench/serve/serve_bench.py).",
-        f"- llama.cpp: `llama-server` from sdist `llama-cpp-python=={env['VERSION']}` (commit "
+        f"- llama.cpp: `{env.get('LLAMA_SERVER_REL', 'llama-server')}` from sdist "
+        f"`llama-cpp-python=={env['VERSION']}` (commit "
         f"`{env['LLAMA_COMMIT']}`), `-np C -c C*{env['MAX_LEN']} -t {env['THREADS']} "
         f"-tb {env['THREADS']} --cache-ram 0` (other settings default: n_batch 2048, "
         "n_ubatch 512, continuous batching, flash attention auto, f16 KV).",
