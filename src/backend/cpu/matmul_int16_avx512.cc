@@ -147,9 +147,15 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
   // block ([buffer][row], read with its quants: cheaper than a gather per block).
   alignas(32) float group_scale[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
   alignas(32) float group_min[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
-  auto decode = [&](int buffer, int r, std::int64_t g, auto j) {
+  auto decode = [&](int buffer, int r, std::int64_t g, int j) {
     const std::uint8_t* group = w + r * w_stride + static_cast<std::size_t>(g) * Block::kGroupBytes;
-    _mm512_store_si512(quants[buffer][r], _mm512_cvtepi8_epi16(Block::quants(group, j)));
+    // A branch per block index, so each decode has constant shifts: the pattern repeats every
+    // kGroup blocks and predicts well.
+    __m256i q = _mm256_setzero_si256();
+    for_each_block<kGroup>([&](auto j_constant) {
+      if (j == j_constant) q = Block::quants(group, j_constant);
+    });
+    _mm512_store_si512(quants[buffer][r], _mm512_cvtepi8_epi16(q));
     if constexpr (kGroup == 1) {
       // fp16 scale first, then the fp16 min: int16_blocks.h's one-block layouts.
       group_scale[buffer][r] = load_half(group);
@@ -157,7 +163,7 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
     }
   };
   for (std::int64_t r = 0; r < num_rows; ++r) {
-    decode(0, static_cast<int>(r), 0, std::integral_constant<int, 0>{});
+    decode(0, static_cast<int>(r), 0, 0);
   }
   __m512 a[kRows][kVectors];
 #pragma GCC unroll 12
@@ -165,90 +171,87 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) a[r][v] = _mm512_loadu_ps(acc + r * kWidth + v * 16);
   }
-  for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
-    if constexpr (kGroup > 1) {
-      Block::scales8(w + static_cast<std::size_t>(g) * Block::kGroupBytes, row_offsets,
+  // A runtime block loop: unrolling a group's blocks (constant shifts, as int16_direct does)
+  // makes the tile 1.6x slower (8 copies of the unrolled pair loop; one thread, 16 x 2048 *
+  // Q4_K 512x2048).
+  for (std::int64_t b = 0; b < num_blocks; ++b) {
+    const int j = static_cast<int>(b % kGroup);
+    if (kGroup > 1 && j == 0) {
+      Block::scales8(w + static_cast<std::size_t>(b / kGroup) * Block::kGroupBytes, row_offsets,
                      group_scale[0], group_min[0], 8);
     }
-    for_each_block<kGroup>([&](auto j_constant) {
-      constexpr int j = decltype(j_constant)::value;
-      // The block after this one: the next of the group, or the next group's first.
-      constexpr int kFollowingJ = (j + 1) % kGroup;
-      const std::int64_t following_g = g + (j + 1) / kGroup;
-      const std::int64_t b = g * kGroup + j;
-      const int current = static_cast<int>(b & 1);
-      const int following = current ^ 1;
-      const bool has_following = b + 1 < num_blocks;
-      if (next != nullptr) {
-        const std::size_t at = static_cast<std::size_t>(b) * Block::kGroupBytes / kGroup;
-        for (std::int64_t r = 0; r < next_rows; ++r) {
-          __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
-        }
+    const int current = static_cast<int>(b & 1);
+    const int following = current ^ 1;
+    const bool has_following = b + 1 < num_blocks;
+    if (next != nullptr) {
+      const std::size_t at = static_cast<std::size_t>(b) * Block::kGroupBytes / kGroup;
+      for (std::int64_t r = 0; r < next_rows; ++r) {
+        __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
       }
-      const std::int32_t* xb = pairs + b * kPairs * kWidth;
-      __m512 s[kVectors];
+    }
+    const std::int32_t* xb = pairs + b * kPairs * kWidth;
+    __m512 s[kVectors];
 #pragma GCC unroll 4
-      for (int v = 0; v < kVectors; ++v) s[v] = _mm512_loadu_ps(scales + b * kWidth + v * 16);
+    for (int v = 0; v < kVectors; ++v) s[v] = _mm512_loadu_ps(scales + b * kWidth + v * 16);
 #pragma GCC unroll 2
-      for (int t = 0; t < kSub; ++t) {
-        __m512i sums[kRows][kVectors];
-        __m512i half_sums[kVectors];
+    for (int t = 0; t < kSub; ++t) {
+      __m512i sums[kRows][kVectors];
+      __m512i half_sums[kVectors];
 #pragma GCC unroll 16
-        for (int p = t * kSubPairs; p < (t + 1) * kSubPairs; ++p) {
-          __m512i xv[kVectors];
+      for (int p = t * kSubPairs; p < (t + 1) * kSubPairs; ++p) {
+        __m512i xv[kVectors];
 #pragma GCC unroll 4
-          for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + p * kWidth + v * 16);
-          if constexpr (kHalfSums) {
-            const __m512i ones = _mm512_set1_epi16(1);
-#pragma GCC unroll 4
-            for (int v = 0; v < kVectors; ++v) {
-              half_sums[v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], ones)
-                                                : _mm512_dpwssd_epi32(half_sums[v], xv[v], ones);
-            }
-          }
-#pragma GCC unroll 12
-          for (int r = 0; r < kRows; ++r) {
-            const __m512i wv = _mm512_set1_epi32(quants[current][r][p]);
-#pragma GCC unroll 4
-            for (int v = 0; v < kVectors; ++v) {
-              sums[r][v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], wv)
-                                              : _mm512_dpwssd_epi32(sums[r][v], xv[v], wv);
-            }
-          }
-#pragma GCC unroll 12
-          for (int r = 0; r < kRows; ++r) {
-            if (r * kPairs / kRows == p && has_following && r < num_rows) {
-              decode(following, r, following_g, std::integral_constant<int, kFollowingJ>{});
-            }
-          }
-        }
-        __m512 qs[kVectors];
+        for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + p * kWidth + v * 16);
         if constexpr (kHalfSums) {
+          const __m512i ones = _mm512_set1_epi16(1);
 #pragma GCC unroll 4
           for (int v = 0; v < kVectors; ++v) {
-            qs[v] = _mm512_mul_ps(_mm512_cvtepi32_ps(half_sums[v]), s[v]);
-          }
-        } else if constexpr (Block::kHasMin) {
-#pragma GCC unroll 4
-          for (int v = 0; v < kVectors; ++v) {
-            qs[v] = _mm512_loadu_ps(scaled_sums + b * kWidth + v * 16);
+            half_sums[v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], ones)
+                                              : _mm512_dpwssd_epi32(half_sums[v], xv[v], ones);
           }
         }
 #pragma GCC unroll 12
         for (int r = 0; r < kRows; ++r) {
-          const int at = kGroup == 1 ? current : j * kSub + t;
-          const __m512 d = _mm512_set1_ps(group_scale[at][r]);
+          const __m512i wv = _mm512_set1_epi32(quants[current][r][p]);
 #pragma GCC unroll 4
           for (int v = 0; v < kVectors; ++v) {
-            a[r][v] =
-                _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][v]), _mm512_mul_ps(d, s[v]), a[r][v]);
-            if constexpr (Block::kHasMin) {
-              a[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(group_min[at][r]), qs[v], a[r][v]);
-            }
+            sums[r][v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], wv)
+                                            : _mm512_dpwssd_epi32(sums[r][v], xv[v], wv);
+          }
+        }
+#pragma GCC unroll 12
+        for (int r = 0; r < kRows; ++r) {
+          if (r * kPairs / kRows == p && has_following && r < num_rows) {
+            decode(following, r, (b + 1) / kGroup, static_cast<int>((b + 1) % kGroup));
           }
         }
       }
-    });
+      __m512 qs[kVectors];
+      if constexpr (kHalfSums) {
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) {
+          qs[v] = _mm512_mul_ps(_mm512_cvtepi32_ps(half_sums[v]), s[v]);
+        }
+      } else if constexpr (Block::kHasMin) {
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) {
+          qs[v] = _mm512_loadu_ps(scaled_sums + b * kWidth + v * 16);
+        }
+      }
+#pragma GCC unroll 12
+      for (int r = 0; r < kRows; ++r) {
+        const int at = kGroup == 1 ? current : j * kSub + t;
+        const __m512 d = _mm512_set1_ps(group_scale[at][r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) {
+          a[r][v] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][v]), _mm512_mul_ps(d, s[v]), a[r][v]);
+          if constexpr (Block::kHasMin) {
+            a[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(group_min[at][r]), qs[v], a[r][v]);
+          }
+        }
+      }
+    }
   }
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
