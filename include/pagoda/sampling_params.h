@@ -41,6 +41,9 @@ struct SamplingParams {
   /// Return the log-probabilities of this many most likely tokens beside the sampled one's own
   /// (log_softmax of the raw model logits, vLLM's default "raw_logprobs"); unset returns none.
   std::optional<std::int64_t> logprobs;
+  /// Logprobs of every prompt token after the first, with this many alternatives each (vLLM's
+  /// prompt_logprobs); unset computes none. Same range as logprobs.
+  std::optional<std::int64_t> prompt_logprobs;
   /// Independent samples of the same prompt; the engine runs n requests sharing its prefix.
   std::int64_t n = 1;
 

@@ -86,6 +86,9 @@ struct SamplingRow {
   std::int32_t allowed_mask = -1;
   /// Draft verification: no draw and no penalty update; the raw logits come back instead.
   bool return_logits = false;
+  /// Prompt scoring (prompt logprobs): forced_token is the prompt's next token, whose logprobs
+  /// come back; it is not an output token, so the slot's penalty counts do not learn it.
+  bool prompt_row = false;
 };
 
 /// The rows of one step, aligned with ForwardBatch::logits_indices.

@@ -173,7 +173,7 @@ Status DeviceSampler::begin_step(const SamplingBatch& batch, cudaStream_t stream
     if (row.forced_token < 0 && (sparse || row.allowed_mask >= 0 || slot->penalty_row >= 0)) {
       r.flags |= kRowProcessed | (sparse ? kRowSparse : 0u);
     }
-    if (slot->penalty_row >= 0) r.flags |= kRowCountToken;
+    if (slot->penalty_row >= 0 && !row.prompt_row) r.flags |= kRowCountToken;
     records[i] = r;
   }
   if (!batch.allowed_masks.empty()) {

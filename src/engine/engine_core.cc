@@ -262,8 +262,14 @@ void EngineCore::add(EngineCoreRequest& r) {
       budget.forced.assign(end_tag_ids_.begin(), end_tag_ids_.end());
     }
   }
-  // Logprobs come one row per token and a budget forces tokens: those requests never draft.
-  if (speculator_ && !num_logprobs && !r.max_reasoning_tokens) {
+  if (r.sampling.prompt_logprobs) {
+    runner_.score_prompt(slot, r.prompt_token_ids,
+                         static_cast<std::int32_t>(*r.sampling.prompt_logprobs));
+    r.options.skip_prefix_cache_hits = true;
+  }
+  // Logprobs come one row per token and a budget forces tokens: those requests never draft
+  // (nor do those scoring their prompt: keep verification rows and prompt rows apart).
+  if (speculator_ && !num_logprobs && !r.sampling.prompt_logprobs && !r.max_reasoning_tokens) {
     speculator_->add(slot, r.sampling, r.prompt_token_ids, stop_ids);
     l.drafts = true;
   }
@@ -327,7 +333,7 @@ void EngineCore::overlapped_step() {
   Status status = runner_.launch(&launched);
   if (launched && status.ok()) {
     end_launch();
-    in_flight_ = InFlightStep{std::move(next), runner_.first_rows()};
+    in_flight_ = InFlightStep{std::move(next), runner_.first_rows(), runner_.prompt_rows()};
   }
   if (previous) complete(*previous);
   if (!status.ok()) fail_step(next, status);
@@ -360,7 +366,7 @@ bool EngineCore::execute(const SchedulerOutput& scheduled, SampledTokens& sample
   }
   end_launch();
   step_done(scheduled.step_id);
-  collect(scheduled, runner_.first_rows(), runner_.step_output(), sampled);
+  collect(scheduled, runner_.first_rows(), runner_.prompt_rows(), runner_.step_output(), sampled);
   return true;
 }
 
@@ -374,7 +380,7 @@ void EngineCore::complete(const InFlightStep& step) {
     return;
   }
   SampledTokens sampled;
-  collect(step.scheduled, step.first_row, collected_, sampled);
+  collect(step.scheduled, step.first_row, step.prompt_rows, collected_, sampled);
   emit(scheduler_.update_from_output(step.scheduled, sampled));
   step_done(step.scheduled.step_id);
 }
@@ -463,7 +469,18 @@ void EngineCore::fill_sampling_rows(const SchedulerOutput& scheduled) {
 // The step's tokens by scheduled request: the executor's sample, or for drafts the verifier's
 // answer over the raw logits (then the executor's penalty counts learn the accepted tokens).
 void EngineCore::collect(const SchedulerOutput& scheduled, std::span<const std::int32_t> first_row,
+                         std::span<const ModelRunner::PromptRows> prompt_rows,
                          const StepOutput& out, SampledTokens& sampled) {
+  // Prompt scoring rows: each is reduced to (the prompt token's logprob, top-N) by the executor,
+  // so only those travel; the request's list grows chunk by chunk.
+  for (const ModelRunner::PromptRows& p : prompt_rows) {
+    LiveRequest& l = live(p.slot);
+    if (l.request_id != scheduled.requests[p.request].request_id) continue;
+    for (std::int32_t k = 0; k < p.num_rows; ++k) {
+      const SampledLogprobs& lp = out.logprobs[static_cast<std::size_t>(p.first_row + k)];
+      l.prompt_logprobs.push_back({lp.token_id, lp.logprob, lp.top, lp.rank});
+    }
+  }
   const std::size_t n = scheduled.requests.size();
   sampled.token_ids.resize(n);
   if (step_logprobs_.size() < live_.size()) step_logprobs_.resize(live_.size());
@@ -571,6 +588,7 @@ void EngineCore::deliver(std::int32_t slot, RequestOutput output, Status error) 
   PAGODA_CHECK(l.request_id == output.request_id)
       << "output for " << output.request_id << " at the slot of '" << l.request_id << "'";
   const bool finished = output.finished;
+  if (!l.prompt_logprobs.empty()) output.prompt_logprobs = std::exchange(l.prompt_logprobs, {});
   if (finished) tracer_.finished(slot, output, now());
   l.channel->push({l.index, std::move(output), std::move(error)});
   if (finished) release_slot(slot);
@@ -582,6 +600,7 @@ void EngineCore::release_slot(std::int32_t slot) {
   LiveRequest& l = live(slot);
   if (l.request_id.empty()) return;
   if (l.drafts) speculator_->remove(slot);
+  runner_.clear_prompt_scoring(slot);
   tracer_.release(slot);
   outputs_.release(slot);
   slot_of_.erase(l.request_id);

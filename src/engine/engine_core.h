@@ -163,6 +163,8 @@ class EngineCore {
     SamplingRow row;
     std::optional<ReasoningBudget> budget;
     bool drafts = false;  // the speculator holds it
+    // Prompt logprobs gathered so far (prompt tokens 1, 2, ...); they go with its first output.
+    std::vector<TokenLogprobs> prompt_logprobs;
   };
 
   EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
@@ -181,7 +183,8 @@ class EngineCore {
   // A step launched and not yet collected (overlapped steps).
   struct InFlightStep {
     SchedulerOutput scheduled;
-    std::vector<std::int32_t> first_row;  // the runner's first_rows() for it
+    std::vector<std::int32_t> first_row;               // the runner's first_rows() for it
+    std::vector<ModelRunner::PromptRows> prompt_rows;  // the runner's prompt_rows() for it
   };
   // A log-scale histogram of host gaps (HostGapStats): 5% wide buckets from 1 us.
   struct HostGapHistogram {
@@ -207,7 +210,8 @@ class EngineCore {
   void finish_in_flight();
   void fill_sampling_rows(const SchedulerOutput& scheduled);
   void collect(const SchedulerOutput& scheduled, std::span<const std::int32_t> first_row,
-               const StepOutput& out, SampledTokens& sampled);
+               std::span<const ModelRunner::PromptRows> prompt_rows, const StepOutput& out,
+               SampledTokens& sampled);
   void emit(const std::vector<RequestUpdate>& updates);
   void follow_reasoning(const std::vector<ReasoningProgress>& progress);
   void fail_step(const SchedulerOutput& scheduled, const Status& error);

@@ -44,7 +44,10 @@ void KvCacheManager::update_block_hashes(Request& request) const {
 
 ComputedBlocks KvCacheManager::get_computed_blocks(const Request& request) const {
   ComputedBlocks computed;
-  if (!enable_prefix_caching_ || !request.block_ids().empty()) return computed;
+  if (!enable_prefix_caching_ || !request.block_ids().empty() ||
+      request.options().skip_prefix_cache_hits) {
+    return computed;
+  }
   // Stop one token short of the whole sequence: the last token must run to give logits.
   const std::int64_t max_blocks = (request.num_tokens() - 1) / block_size_;
   const std::vector<BlockHash>& hashes = request.block_hashes();

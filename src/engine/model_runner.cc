@@ -47,6 +47,20 @@ ModelRunner::RequestState& ModelRunner::state(std::int32_t slot) {
   return states_[static_cast<std::size_t>(slot)];
 }
 
+void ModelRunner::score_prompt(std::int32_t slot, std::vector<std::int32_t> prompt_token_ids,
+                               std::int32_t num_logprobs) {
+  PAGODA_CHECK(slot >= 0 && num_logprobs >= 0) << "slot " << slot << ", " << num_logprobs;
+  if (static_cast<std::size_t>(slot) >= scoring_.size()) scoring_.resize(slot + 1);
+  scoring_[static_cast<std::size_t>(slot)] = {
+      .prompt = std::move(prompt_token_ids), .num_logprobs = num_logprobs, .next_token = 1};
+}
+
+void ModelRunner::clear_prompt_scoring(std::int32_t slot) {
+  if (slot >= 0 && static_cast<std::size_t>(slot) < scoring_.size()) {
+    scoring_[static_cast<std::size_t>(slot)] = {};
+  }
+}
+
 void ModelRunner::drop(std::int32_t slot) {
   if (slot < 0 || static_cast<std::size_t>(slot) >= states_.size()) return;
   RequestState& s = states_[static_cast<std::size_t>(slot)];
@@ -88,10 +102,14 @@ void ModelRunner::update_states(const SchedulerOutput& output) {
 //   slot_mapping     table_A[p / bs] * bs + p % bs, per token
 //   block_tables     [num_seqs, max_blocks], rows padded with -1 past each table's end
 //   logits_indices   last row of each request that needs a sample, in request order; for a
-//                    request with k drafts its last k + 1 rows (verification scores each)
+//                    request with k drafts its last k + 1 rows (verification scores each).
+//                    A request scoring its prompt first gets a row for every prefill token
+//                    whose next token is still a prompt token not yet scored (prompt_rows()):
+//                    chunked prefill scores each chunk's positions in the step that runs it.
 void ModelRunner::prepare_batch(const SchedulerOutput& output) {
   batch_.clear();
   sampling_.clear();
+  prompt_rows_.clear();
   first_row_.assign(output.requests.size(), -1);
   num_rows_.assign(output.requests.size(), 0);
   std::int64_t max_blocks = 0;
@@ -130,6 +148,7 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     batch_.seq_lens.push_back(static_cast<std::int32_t>(seq_len));
     batch_.block_tables.insert(batch_.block_tables.end(), table.begin(), table.end());
     batch_.block_tables.resize(batch_.block_tables.size() + (max_blocks - table.size()), -1);
+    add_prompt_rows(i, s, batch_.num_tokens() - s.num_scheduled_tokens());
     if (s.needs_sample) {
       first_row_[i] = static_cast<std::int32_t>(batch_.num_logits());
       num_rows_[i] = static_cast<std::int32_t>(1 + s.num_spec_tokens);
@@ -144,6 +163,35 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     state.num_spec_tokens = s.num_spec_tokens;
   }
   if (batch_.num_tokens() > 0) ++num_batches_;
+}
+
+// Token row first_token_row + t holds position start + t; its logits score prompt token
+// start + t + 1 when that is a prompt token not scored yet.
+void ModelRunner::add_prompt_rows(std::size_t i, const ScheduledRequest& s,
+                                  std::int64_t first_token_row) {
+  if (static_cast<std::size_t>(s.slot) >= scoring_.size()) return;
+  PromptScoring& p = scoring_[static_cast<std::size_t>(s.slot)];
+  const auto prompt_len = static_cast<std::int64_t>(p.prompt.size());
+  if (p.num_logprobs < 0 || p.next_token >= prompt_len) return;
+  const std::int64_t start = s.num_computed_tokens;
+  const std::int64_t end = std::min(start + s.num_scheduled_tokens() - s.num_spec_tokens,
+                                    prompt_len - 1);  // last position whose next is a prompt token
+  const std::int64_t from = std::max(start, p.next_token - 1);
+  if (from >= end) return;
+  PromptRows rows{.request = i,
+                  .slot = s.slot,
+                  .first_row = static_cast<std::int32_t>(batch_.num_logits()),
+                  .num_rows = static_cast<std::int32_t>(end - from),
+                  .first_token = from + 1};
+  for (std::int64_t pos = from; pos < end; ++pos) {
+    batch_.logits_indices.push_back(static_cast<std::int32_t>(first_token_row + pos - start));
+    sampling_.rows.push_back({.slot = s.slot,
+                              .forced_token = p.prompt[static_cast<std::size_t>(pos + 1)],
+                              .num_logprobs = p.num_logprobs,
+                              .prompt_row = true});
+  }
+  p.next_token = end + 1;
+  prompt_rows_.push_back(rows);
 }
 
 }  // namespace pagoda::engine

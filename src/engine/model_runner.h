@@ -61,6 +61,25 @@ class ModelRunner {
   /// first_row(i) for every i of the last prepare().
   const std::vector<std::int32_t>& first_rows() const { return first_row_; }
 
+  /// Prompt logprobs: `slot`'s request wants the logprobs of each prompt token after the first,
+  /// with `num_logprobs` alternatives. Every prefill row whose next token is a prompt token then
+  /// gets a logits row (a SamplingRow with prompt_row set) until the whole prompt is scored;
+  /// positions re-run after a preemption are not scored twice. Lasts until
+  /// clear_prompt_scoring(slot), which the engine calls when it releases the slot.
+  void score_prompt(std::int32_t slot, std::vector<std::int32_t> prompt_token_ids,
+                    std::int32_t num_logprobs);
+  void clear_prompt_scoring(std::int32_t slot);
+  /// One request's prompt-scoring rows in the last prepare(): rows [first_row, first_row +
+  /// num_rows) of the step output score prompt tokens first_token, first_token + 1, ...
+  struct PromptRows {
+    std::size_t request = 0;  // index in output.requests
+    std::int32_t slot = -1;
+    std::int32_t first_row = 0;
+    std::int32_t num_rows = 0;
+    std::int64_t first_token = 0;
+  };
+  const std::vector<PromptRows>& prompt_rows() const { return prompt_rows_; }
+
   /// The batch the last prepare() built (for tests and tracing).
   const ForwardBatch& batch() const { return batch_; }
   const SamplingBatch& sampling() const { return sampling_; }
@@ -87,10 +106,20 @@ class ModelRunner {
   void drop(std::int32_t slot);
   void update_states(const SchedulerOutput& output);
   void prepare_batch(const SchedulerOutput& output);
+  void add_prompt_rows(std::size_t i, const ScheduledRequest& s, std::int64_t first_token_row);
 
   ModelExecutor& executor_;
   std::int64_t block_size_;
   std::vector<RequestState> states_;  // by slot
+  // Prompt logprobs by slot: the prompt, how many alternatives, and the next prompt index to
+  // score (1 .. size; size: done).
+  struct PromptScoring {
+    std::vector<std::int32_t> prompt;
+    std::int32_t num_logprobs = -1;
+    std::int64_t next_token = 1;
+  };
+  std::vector<PromptScoring> scoring_;  // by slot
+  std::vector<PromptRows> prompt_rows_;
   std::size_t num_live_ = 0;
   std::int64_t num_batches_ = 0;  // non-empty batches prepared: each is launched or run
   ForwardBatch batch_;

@@ -16,6 +16,9 @@ void merge_stream_output(StreamOutput& into, StreamOutput&& next) {
   a.token_ids.insert(a.token_ids.end(), b.token_ids.begin(), b.token_ids.end());
   a.logprobs.insert(a.logprobs.end(), std::make_move_iterator(b.logprobs.begin()),
                     std::make_move_iterator(b.logprobs.end()));
+  a.prompt_logprobs.insert(a.prompt_logprobs.end(),
+                           std::make_move_iterator(b.prompt_logprobs.begin()),
+                           std::make_move_iterator(b.prompt_logprobs.end()));
   a.finished = b.finished;
   a.status = b.status;
   a.stop_token_id = b.stop_token_id;

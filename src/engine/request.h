@@ -47,6 +47,9 @@ struct RequestOptions {
   double arrival_time = 0.0;
   /// Extra prefix-cache key: requests with different salts never share cached blocks.
   std::string cache_salt;
+  /// Never start from cached blocks (its blocks are still cached for others): prompt logprobs
+  /// need logits at every prompt position, which a prefix hit would skip (as vLLM does).
+  bool skip_prefix_cache_hits = false;
 };
 
 /// One request inside the engine; owned by the Scheduler, lent to the KvCacheManager.

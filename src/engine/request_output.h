@@ -43,6 +43,9 @@ struct RequestOutput {
   std::vector<std::int32_t> token_ids;
   /// One entry per id in token_ids when the request asked for logprobs; empty otherwise.
   std::vector<TokenLogprobs> logprobs;
+  /// Prompt logprobs, when asked for: one entry per prompt token after the first (the first has
+  /// none), in prompt order; all of them in the request's first output, empty in later ones.
+  std::vector<TokenLogprobs> prompt_logprobs;
 
   /// Whether this is the request's last output.
   bool finished = false;

@@ -18,6 +18,8 @@ struct TokenLogprobs {
   /// The N most likely tokens as (token id, logprob), most likely first; N is the request's
   /// `logprobs` option (may be 0). The sampled token appears here only if it is among them.
   std::vector<std::pair<std::int32_t, float>> top;
+  /// 1 + the number of tokens strictly more likely (vLLM's rank); 0 where not computed.
+  std::int64_t rank = 0;
 };
 
 }  // namespace pagoda::engine

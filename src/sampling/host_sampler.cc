@@ -334,7 +334,9 @@ void HostSampler::sample(std::span<const float> logits, const SamplingBatch& bat
   // Penalty counts change only after every row has read them.
   for (std::size_t i = 0; i < num_rows; ++i) {
     const SamplingRow& row = batch.rows[i];
-    if (!row.return_logits) accept_tokens(row.slot, std::span(&out.token_ids[i], 1));
+    if (!row.return_logits && !row.prompt_row) {
+      accept_tokens(row.slot, std::span(&out.token_ids[i], 1));
+    }
   }
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -54,6 +54,10 @@ Status SamplingParams::validate(std::int64_t vocab_size) const {
     return invalid_argument("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "], got " +
                             std::to_string(*logprobs));
   }
+  if (prompt_logprobs && (*prompt_logprobs < 0 || *prompt_logprobs > kMaxLogprobs)) {
+    return invalid_argument("prompt_logprobs must be in [0, " + std::to_string(kMaxLogprobs) +
+                            "], got " + std::to_string(*prompt_logprobs));
+  }
   if (n < 1 || n > kMaxN) {
     return invalid_argument("n must be in [1, " + std::to_string(kMaxN) + "], got " +
                             std::to_string(n));
