@@ -95,7 +95,8 @@ def write_model(out, tokenizer_from, seed):
                   tokenizer_sha256=sha256(tokenizer_from))
     meta_path = out + ".params.json"
     if os.path.exists(out) and os.path.exists(meta_path):
-        meta = json.load(open(meta_path))
+        with open(meta_path) as f:
+            meta = json.load(f)
         if meta.get("params") == params and meta.get("sha256") == sha256(out):
             print(f"make_1b_ggufs: reusing {out} (parameters and sha256 match)", file=sys.stderr)
             return
