@@ -23,6 +23,11 @@
 // 16-lane gather instead of scales8 per block). with_int16_block(dtype, f) calls f(Block{}) with
 // the type's struct: the one switch over types for every kernel.
 //
+// Pass quants() a constant j where the loop allows (the kernels' for_each_block): the shifts are
+// then immediates, where a shift by a register count costs another shuffle-port uop (int16_direct
+// 15-30% faster on K-quants). Only Q2_K has both two sub-blocks and mins, so only it needs x's
+// sums per 16 columns.
+//
 // The K-quants' scale_t = d * (6- or 8-bit integer) and min_t = -(dmin * integer) are exact in
 // fp32 (an fp16 mantissa times at most 8 bits), so any order of computing them gives the same bits.
 #pragma once
