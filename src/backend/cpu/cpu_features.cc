@@ -59,7 +59,7 @@ bool cpu_int16_activations() {
     const char* value = std::getenv("PAGODA_CPU_INT16");
     return value != nullptr && std::string_view(value) == "0";
   }();
-  return !turned_off && cpu_has_avx512_vnni();
+  return !turned_off && cpu_has_avx2();
 }
 
 }  // namespace pagoda::cpu

@@ -13,6 +13,7 @@
 #include "backend/cpu/matmul_avx2.h"
 #include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/matmul_broadcast_avx512.h"
+#include "backend/cpu/matmul_int16_avx2.h"
 #include "backend/cpu/matmul_int16_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
@@ -43,6 +44,16 @@ constexpr std::int64_t kRowGroupMaxRows = 64;
 constexpr std::int64_t kPanelDepth = 256;
 // Weight rows per cblas_sgemm call of the BLAS path.
 constexpr std::int64_t kBlasPanelRows = 64;
+
+// Which ISA's int16 kernels run (same results either way): AVX-512 on VNNI CPUs, else AVX2.
+bool int16_on_avx512() {
+  return cpu_has_avx512_vnni();
+}
+
+// Rows of x up to which the int16 direct kernel runs on this CPU.
+std::int64_t int16_direct_max_rows() {
+  return int16_on_avx512() ? avx512::kInt16DirectMaxRows : avx2::kInt16DirectMaxRows;
+}
 
 void add_bias(const float* bias, std::int64_t m, std::int64_t n, std::int64_t n_begin,
               std::int64_t n_end, float* y) {
@@ -297,6 +308,9 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
       });
 }
 
+void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
+                            std::span<const MatmulOutput> outputs);
+
 // kBroadcastInt16 in pieces of up to kInt16PieceRows rows of x, each a matmul_broadcast call:
 // one vector of 16 rows holds 8 weight rows in its tile and two hold 6, where three or four
 // (4 and 3 weight rows) decode more per multiply than the pieces' second pass over the weights
@@ -305,23 +319,32 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
 void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
                             std::span<const MatmulOutput> outputs) {
   const std::int64_t k = outputs[0].w.num_cols;
-  for (std::int64_t r0 = 0; r0 < m; r0 += avx512::kInt16PieceRows) {
-    const std::int64_t rows = std::min(avx512::kInt16PieceRows, m - r0);
+  const bool avx512_kernel = int16_on_avx512();
+  const std::int64_t piece_rows = avx512_kernel ? avx512::kInt16PieceRows : avx2::kInt16PieceRows;
+  for (std::int64_t r0 = 0; r0 < m; r0 += piece_rows) {
+    const std::int64_t rows = std::min(piece_rows, m - r0);
     std::array<MatmulOutput, kMaxFusedOutputs> piece;
     for (std::size_t t = 0; t < outputs.size(); ++t) {
       piece[t] = outputs[t];
       piece[t].y = outputs[t].y + r0 * outputs[t].w.num_rows;
     }
-    matmul_broadcast(pool, x + r0 * k, rows, std::span(piece.data(), outputs.size()), true);
+    const std::span<const MatmulOutput> piece_outputs(piece.data(), outputs.size());
+    if (avx512_kernel) {
+      matmul_broadcast(pool, x + r0 * k, rows, piece_outputs, true);
+    } else {
+      matmul_tile_int16_avx2(pool, x + r0 * k, rows, piece_outputs);
+    }
   }
 }
 
-// Per thread: groups of 16 weight rows, each block of the group multiplied with the 1-8 rows of
-// x (quantized to int16 once per call) and summed into one lane per weight row.
+// Per thread: groups of 16 (AVX-512) or 8 (AVX2) weight rows, each block of the group multiplied
+// with the 1-8 rows of x (quantized to int16 once per call) and summed into one lane per weight
+// row. Both ISAs' kernels compute the same bits (the contract, matmul_int16_avx512.h).
 void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
                          std::span<const MatmulOutput> outputs) {
   const std::int64_t k = outputs[0].w.num_cols;
   const std::int64_t num_blocks = k / avx512::kInt16Block;
+  const bool avx512_kernel = int16_on_avx512();
   thread_local std::vector<std::int16_t> q_buffer;
   thread_local std::vector<float> scales_buffer;
   thread_local std::vector<float> sums_buffer;
@@ -330,25 +353,83 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
   scales_buffer.resize(static_cast<std::size_t>(m * num_blocks));
   sums_buffer.resize(scales_buffer.size());
   qsums_buffer.resize(scales_buffer.size());
-  avx512::quantize_rows_int16(x, m, k, q_buffer.data(), scales_buffer.data(), sums_buffer.data(),
+  if (avx512_kernel) {
+    avx512::quantize_rows_int16(x, m, k, q_buffer.data(), scales_buffer.data(), sums_buffer.data(),
+                                qsums_buffer.data());
+  } else {
+    avx2::quantize_rows_int16(x, m, k, q_buffer.data(), scales_buffer.data(), sums_buffer.data(),
                               qsums_buffer.data());
+  }
   // A lambda naming the thread_locals themselves would see each worker's own (empty) buffers.
   const std::int16_t* q = q_buffer.data();
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
   const std::int32_t* qsums = qsums_buffer.data();
+  const std::int64_t group =
+      avx512_kernel ? avx512::kInt16DirectGroup : avx2::kInt16DirectGroup;
   dispatch(
-      pool, outputs, avx512::kInt16DirectGroup,
+      pool, outputs, group,
       [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
         const TensorView& w = out.w;
         const std::int64_t n = w.num_rows;
-        const std::int64_t n_begin = begin * avx512::kInt16DirectGroup;
-        const std::int64_t n_end = std::min(n, end * avx512::kInt16DirectGroup);
-        avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0), w.row_stride,
+        const std::int64_t n_begin = begin * group;
+        const std::int64_t n_end = std::min(n, end * group);
+        if (avx512_kernel) {
+          avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0),
+                               w.row_stride, n_begin, n_end, out.y, n);
+        } else {
+          avx2::int16_direct(w.dtype, q, scales, scaled_sums, m, k, w.row(0), w.row_stride,
                              n_begin, n_end, out.y, n);
+        }
         add_bias(out.bias, m, n, n_begin, n_end, out.y);
       },
       ThreadPool::Schedule::kEven);  // a weight stream, as matmul_direct
+}
+
+// The AVX2 kBroadcastInt16, one piece of up to avx2::kInt16PieceRows rows of x: x quantized and
+// transposed to int16 column pairs once per call (shared by all threads and outputs); per thread,
+// tiles of avx2::int16_tile_rows weight rows, each multiplied against it while the next tile's
+// bytes are prefetched.
+void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
+                            std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  const std::int64_t vectors = (m + avx2::kInt16Lanes - 1) / avx2::kInt16Lanes;
+  const std::int64_t width = vectors * avx2::kInt16Lanes;
+  const std::int64_t tile_rows = avx2::int16_tile_rows(vectors);
+  thread_local std::vector<std::int32_t> pairs_buffer;
+  thread_local std::vector<float> scales_buffer;
+  thread_local std::vector<float> sums_buffer;
+  pairs_buffer.resize(static_cast<std::size_t>(k / 2 * width));
+  scales_buffer.resize(static_cast<std::size_t>(k / avx2::kInt16Block * width));
+  sums_buffer.resize(scales_buffer.size());
+  avx2::quantize_columns_int16(x, m, k, vectors, pairs_buffer.data(), scales_buffer.data(),
+                               sums_buffer.data());
+  const std::int32_t* pairs = pairs_buffer.data();
+  const float* scales = scales_buffer.data();
+  const float* scaled_sums = sums_buffer.data();
+  dispatch(pool, outputs, tile_rows,
+           [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+             const TensorView& w = out.w;
+             const std::int64_t n = w.num_rows;
+             thread_local std::vector<float> acc;
+             acc.resize(static_cast<std::size_t>(tile_rows * width));
+             for (std::int64_t tile = begin; tile < end; ++tile) {
+               const std::int64_t n0 = tile * tile_rows;
+               const std::int64_t count = std::min(tile_rows, n - n0);
+               const std::int64_t next_rows =
+                   tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
+               const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
+               std::fill(acc.begin(), acc.end(), 0.0f);
+               avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0),
+                                w.row_stride, count, next, next_rows, acc.data());
+               for (std::int64_t i = 0; i < m; ++i) {
+                 for (std::int64_t r = 0; r < count; ++r) {
+                   out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
+                 }
+               }
+             }
+             add_bias(out.bias, m, n, begin * tile_rows, std::min(n, end * tile_rows), out.y);
+           });
 }
 
 // Per thread: 16 weight rows x 256 columns decoded and transposed into a panel, then every row
@@ -435,8 +516,8 @@ MatmulKernel fp32_matmul_kernel_for(std::int64_t m) {
 
 MatmulKernel matmul_kernel_for(std::int64_t m) {
   if (!cpu_int16_activations()) return fp32_matmul_kernel_for(m);
-  return m <= avx512::kInt16DirectMaxRows ? MatmulKernel::kDirectInt16
-                                          : MatmulKernel::kBroadcastInt16;
+  return m <= int16_direct_max_rows() ? MatmulKernel::kDirectInt16
+                                      : MatmulKernel::kBroadcastInt16;
 }
 
 void matmul(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
@@ -460,9 +541,9 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
     const bool int16_weights = std::all_of(outputs.begin(), outputs.end(), [](const auto& out) {
       return int16_decodes(out.w.dtype);
     });
-    if (!cpu_has_avx512_vnni() || !int16_weights) {
+    if (!cpu_has_avx2() || !int16_weights) {
       kernel = fp32_matmul_kernel_for(m);
-    } else if (m > avx512::kInt16DirectMaxRows) {
+    } else if (m > int16_direct_max_rows()) {
       kernel = MatmulKernel::kBroadcastInt16;  // the same results
     }
   }

@@ -1,0 +1,440 @@
+#include "backend/cpu/matmul_int16_avx2.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/int16_blocks.h"
+#include "common/check.h"
+
+namespace pagoda::cpu::avx2 {
+
+namespace {
+
+// Maximum of the 8 lanes (exact in any order).
+inline float max_lanes(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+// Sum of the 8 int32 lanes (exact, wrapping as the AVX-512 reduction does).
+inline std::int32_t sum_lanes(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// 16 int32 (two vectors) as 16 int16 in order, keeping the low 16 bits (vpmovdw's truncation:
+// the same q as the AVX-512 kernels even for the garbage of a non-finite block).
+inline __m256i low_halves_16(__m256i a, __m256i b) {
+  const __m256i mask = _mm256_set1_epi32(0xFFFF);
+  return _mm256_permute4x64_epi64(
+      _mm256_packus_epi32(_mm256_and_si256(a, mask), _mm256_and_si256(b, mask)),
+      _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+}  // namespace
+
+void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::int16_t* q,
+                         float* scales, float* scaled_sums, std::int32_t* qsums) {
+  PAGODA_CHECK_EQ(k % kInt16Block, 0) << "int16 activations come in blocks of 32 columns";
+  const std::int64_t num_blocks = k / kInt16Block;
+  const __m256 float_max = _mm256_set1_ps(std::numeric_limits<float>::max());
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  // The same fp32 operations as avx512::quantize_rows_int16 (max is exact in any order).
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t b = 0; b < num_blocks; ++b) {
+      const float* xb = x + i * k + b * kInt16Block;
+      __m256 v[4];
+      __m256 amax = _mm256_setzero_ps();
+      int non_finite = 0;
+      for (int c = 0; c < 4; ++c) {
+        v[c] = _mm256_loadu_ps(xb + 8 * c);
+        const __m256 magnitude = _mm256_andnot_ps(sign, v[c]);
+        amax = _mm256_max_ps(amax, magnitude);
+        // Not <= FLT_MAX: infinite or NaN.
+        non_finite |= _mm256_movemask_ps(_mm256_cmp_ps(magnitude, float_max, _CMP_NLE_UQ));
+      }
+      const float block_max = max_lanes(amax);
+      const float s =
+          non_finite != 0 ? std::numeric_limits<float>::quiet_NaN() : block_max / 32767.0f;
+      const __m256 to_int =
+          _mm256_set1_ps(non_finite == 0 && block_max > 0.0f ? 32767.0f / block_max : 0.0f);
+      __m256i qi[4];
+      // cvtps rounds to nearest even (MXCSR default); |x * to_int| <= 32767.
+      for (int c = 0; c < 4; ++c) qi[c] = _mm256_cvtps_epi32(_mm256_mul_ps(v[c], to_int));
+      std::int16_t* out = q + i * k + b * kInt16Block;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), low_halves_16(qi[0], qi[1]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), low_halves_16(qi[2], qi[3]));
+      const std::int32_t qsum = sum_lanes(
+          _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3])));
+      const std::size_t at = static_cast<std::size_t>(i * num_blocks + b);
+      scales[at] = s;
+      scaled_sums[at] = static_cast<float>(qsum) * s;
+      qsums[at] = qsum;
+    }
+  }
+}
+
+void quantize_columns_int16(const float* x, std::int64_t m, std::int64_t k, std::int64_t vectors,
+                            std::int32_t* pairs, float* scales, float* scaled_sums) {
+  PAGODA_CHECK(m >= 1 && m <= kInt16Lanes * vectors) << m << " rows in " << vectors << " vectors";
+  const std::int64_t width = kInt16Lanes * vectors;
+  const std::int64_t num_blocks = k / kInt16Block;
+  // Row by row (the same q, s and sums as quantize_rows_int16), then transposed.
+  thread_local std::vector<std::int16_t> q;
+  thread_local std::vector<float> row_scales;
+  thread_local std::vector<float> row_sums;
+  thread_local std::vector<std::int32_t> qsums;
+  q.resize(static_cast<std::size_t>(m * k));
+  row_scales.resize(static_cast<std::size_t>(m * num_blocks));
+  row_sums.resize(row_scales.size());
+  qsums.resize(row_scales.size());
+  quantize_rows_int16(x, m, k, q.data(), row_scales.data(), row_sums.data(), qsums.data());
+  std::fill(pairs, pairs + k / 2 * width, 0);
+  std::fill(scales, scales + num_blocks * width, 0.0f);
+  std::fill(scaled_sums, scaled_sums + num_blocks * width, 0.0f);
+  for (std::int64_t l = 0; l < m; ++l) {
+    const std::int16_t* row = q.data() + l * k;
+    for (std::int64_t p = 0; p < k / 2; ++p) {
+      std::int32_t pair;
+      std::memcpy(&pair, row + 2 * p, sizeof(pair));
+      pairs[p * width + l] = pair;
+    }
+    for (std::int64_t b = 0; b < num_blocks; ++b) {
+      scales[b * width + l] = row_scales[static_cast<std::size_t>(l * num_blocks + b)];
+      scaled_sums[b * width + l] = row_sums[static_cast<std::size_t>(l * num_blocks + b)];
+    }
+  }
+}
+
+namespace {
+
+using int16::with_int16_block;
+
+// f(std::integral_constant<int, j>{}) for j = 0 .. kCount - 1: a group's block index as a
+// constant, so the decoders' shifts and offsets are immediates.
+template <int kCount, typename F>
+inline void for_each_block(F&& f) {
+  [&]<int... kJ>(std::integer_sequence<int, kJ...>) {
+    (f(std::integral_constant<int, kJ>{}), ...);
+  }
+  (std::make_integer_sequence<int, kCount>{});
+}
+
+// Block j of the group at g, decoded with a constant j: a predictable branch per block.
+template <typename Block>
+inline __m256i quants_at(const std::uint8_t* g, int j) {
+  if constexpr (Block::kGroupBlocks == 1) {
+    return Block::quants(g, 0);
+  } else {
+    __m256i q = _mm256_setzero_si256();
+    for_each_block<Block::kGroupBlocks>([&](auto j_constant) {
+      if (j == j_constant) q = Block::quants(g, j_constant);
+    });
+    return q;
+  }
+}
+
+// 32 signed bytes as 32 int16 at `out`.
+inline void store_widened(__m256i q, std::int16_t* out) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out),
+                     _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16),
+                     _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
+}
+
+// p[r] (8 int32 lanes, weight row r's pair products) summed per row: lane r of the result is
+// row r's sum. Two levels of hadd within 128-bit halves, then the halves added.
+inline __m256i sum_rows(const __m256i p[8]) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                          _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// One group of up to 8 weight rows (one per lane) against kRows rows of x. Per stored group the
+// 8 rows' scales; per block the 8 rows' quants widened to int16 into an L1 buffer, then per row of
+// x two vpmaddwd per weight row and a reduction tree: lane r holds row r's exact sub-block dot.
+template <typename Block, int kRows>
+void int16_direct_group(const std::int16_t* q, const float* scales, const float* scaled_sums,
+                        std::int64_t k, const std::uint8_t* w, std::size_t w_stride, int count,
+                        const std::uint8_t* next, float* y, std::int64_t ldy) {
+  constexpr int kSub = Block::kSubBlocks;
+  constexpr int kGroup = Block::kGroupBlocks;
+  constexpr int kLanes = static_cast<int>(kInt16DirectGroup);
+  // Q2_K: mins per 16 columns need x's sums per 16 columns, summed here from q.
+  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
+  const std::int64_t num_blocks = k / kInt16Block;
+  // Lanes past `count` read the last row again; their sums are not stored.
+  const std::uint8_t* rows[kLanes];
+  alignas(32) std::int32_t offsets[kLanes];
+  for (int r = 0; r < kLanes; ++r) {
+    const std::size_t offset = static_cast<std::size_t>(std::min(r, count - 1)) * w_stride;
+    rows[r] = w + offset;
+    offsets[r] = static_cast<std::int32_t>(offset);
+  }
+  const __m256i row_offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
+  alignas(32) float group_scale[kGroup * kSub][kLanes];
+  alignas(32) float group_min[kGroup * kSub][kLanes];
+  alignas(32) std::int16_t wq[kLanes][kInt16Block];
+  __m256 acc[kRows];
+  for (int i = 0; i < kRows; ++i) acc[i] = _mm256_setzero_ps();
+  for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
+    const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
+    if (next != nullptr) {
+      for (int r = 0; r < kLanes; ++r) {
+        for (int line = 0; line < Block::kGroupBytes; line += 64) {
+          __builtin_prefetch(next + r * w_stride + at + line, /*rw=*/0, /*locality=*/3);
+        }
+      }
+    }
+    Block::scales8(w + at, row_offsets, group_scale[0], group_min[0], kLanes);
+    for_each_block<kGroup>([&](auto j) {
+      const std::int64_t b = g * kGroup + j;
+      for (int r = 0; r < kLanes; ++r) store_widened(Block::quants(rows[r] + at, j), wq[r]);
+      __m256 d[kSub];
+      __m256 min[kSub];
+      for (int t = 0; t < kSub; ++t) {
+        d[t] = _mm256_load_ps(group_scale[j * kSub + t]);
+        if constexpr (Block::kHasMin) min[t] = _mm256_load_ps(group_min[j * kSub + t]);
+      }
+      for (int i = 0; i < kRows; ++i) {
+        const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
+        const std::int16_t* xr = q + i * k + b * kInt16Block;
+        const __m256i x_low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr));
+        const __m256i x_high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + 16));
+        __m256i dot[kSub];
+        if constexpr (kSub == 1) {
+          __m256i p[kLanes];
+          for (int r = 0; r < kLanes; ++r) {
+            const __m256i* wr = reinterpret_cast<const __m256i*>(wq[r]);
+            p[r] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_load_si256(wr), x_low),
+                                    _mm256_madd_epi16(_mm256_load_si256(wr + 1), x_high));
+          }
+          dot[0] = sum_rows(p);
+        } else {
+          for (int t = 0; t < 2; ++t) {
+            __m256i p[kLanes];
+            for (int r = 0; r < kLanes; ++r) {
+              p[r] =
+                  _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wq[r]) + t),
+                                    t == 0 ? x_low : x_high);
+            }
+            dot[t] = sum_rows(p);
+          }
+        }
+        const __m256 s = _mm256_set1_ps(scales[xb]);
+        float scaled_sum[kSub];
+        if constexpr (kHalfSums) {
+          const __m256i ones = _mm256_set1_epi16(1);
+          scaled_sum[0] =
+              static_cast<float>(sum_lanes(_mm256_madd_epi16(x_low, ones))) * scales[xb];
+          scaled_sum[1] =
+              static_cast<float>(sum_lanes(_mm256_madd_epi16(x_high, ones))) * scales[xb];
+        } else {
+          scaled_sum[0] = scaled_sums[xb];
+        }
+        for (int t = 0; t < kSub; ++t) {
+          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(d[t], s), acc[i]);
+          if constexpr (Block::kHasMin) {
+            acc[i] = _mm256_fmadd_ps(min[t], _mm256_set1_ps(scaled_sum[t]), acc[i]);
+          }
+        }
+      }
+    });
+  }
+  for (int i = 0; i < kRows; ++i) {
+    if (count == kLanes) {
+      _mm256_storeu_ps(y + i * ldy, acc[i]);
+    } else {
+      alignas(32) float lanes[kLanes];
+      _mm256_store_ps(lanes, acc[i]);
+      std::copy(lanes, lanes + count, y + i * ldy);
+    }
+  }
+}
+
+template <typename Block, int kRows>
+void int16_direct_typed(const std::int16_t* q, const float* scales, const float* scaled_sums,
+                        std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
+                        std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
+  for (std::int64_t n0 = n_begin; n0 < n_end; n0 += kInt16DirectGroup) {
+    const int count = static_cast<int>(std::min(kInt16DirectGroup, n_end - n0));
+    const std::uint8_t* group = w + static_cast<std::size_t>(n0) * w_stride;
+    const std::uint8_t* next =
+        n0 + 2 * kInt16DirectGroup <= n_end ? group + kInt16DirectGroup * w_stride : nullptr;
+    int16_direct_group<Block, kRows>(q, scales, scaled_sums, k, group, w_stride, count, next,
+                                     y + n0, ldy);
+  }
+}
+
+// m as a template argument: the rows' accumulators then live in registers.
+template <typename Block, int kRows = 1>
+void int16_direct_block_type(const std::int16_t* q, const float* scales, const float* scaled_sums,
+                             std::int64_t m, std::int64_t k, const std::uint8_t* w,
+                             std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end,
+                             float* y, std::int64_t ldy) {
+  if constexpr (kRows < kInt16DirectMaxRows) {
+    if (m > kRows) {
+      return int16_direct_block_type<Block, kRows + 1>(q, scales, scaled_sums, m, k, w, w_stride,
+                                                       n_begin, n_end, y, ldy);
+    }
+  }
+  PAGODA_CHECK(m == kRows) << "int16_direct takes 1 to " << kInt16DirectMaxRows << " rows, not "
+                           << m;
+  int16_direct_typed<Block, kRows>(q, scales, scaled_sums, k, w, w_stride, n_begin, n_end, y, ldy);
+}
+
+// Per 32-column block: the tile's rows' quants widened to int16 pairs into an L1 buffer (each
+// group's scales once, for all its blocks), then 16 column pairs, each kVectors loads of x and
+// kRows x kVectors vpmaddwd + vpaddd with the weight pair broadcast; after each sub-block the
+// integer sums join the fp32 accumulators with the contract's FMAs.
+template <typename Block, int kVectors>
+void int16_tile_typed(const std::int32_t* pairs, const float* scales, const float* scaled_sums,
+                      std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
+                      std::int64_t num_rows, const std::uint8_t* next, std::int64_t next_rows,
+                      float* acc) {
+  constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
+  constexpr int kWidth = static_cast<int>(kInt16Lanes) * kVectors;
+  constexpr int kPairs = kInt16Block / 2;
+  constexpr int kSub = Block::kSubBlocks;
+  constexpr int kSubPairs = kPairs / kSub;
+  constexpr int kGroup = Block::kGroupBlocks;
+  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
+  const std::int64_t num_blocks = k / kInt16Block;
+  // Rows past num_rows stay zero: their sums are finite and dropped by the caller.
+  alignas(32) std::int32_t quants[kRows][kPairs] = {};
+  // scales8 decodes 8 rows: two calls for more (rows past num_rows repeat the last row).
+  constexpr int kScaleCalls = (kRows + 7) / 8;
+  alignas(32) std::int32_t offsets[8 * kScaleCalls];
+  for (int r = 0; r < 8 * kScaleCalls; ++r) {
+    offsets[r] = static_cast<std::int32_t>(std::min<std::int64_t>(r, num_rows - 1) * w_stride);
+  }
+  alignas(32) float group_scale[kGroup * kSub][8 * kScaleCalls] = {};
+  alignas(32) float group_min[kGroup * kSub][8 * kScaleCalls] = {};
+  __m256 a[kRows][kVectors];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVectors; ++v) a[r][v] = _mm256_loadu_ps(acc + r * kWidth + v * 8);
+  }
+  for (std::int64_t b = 0; b < num_blocks; ++b) {
+    const int j = static_cast<int>(b % kGroup);
+    const std::size_t group_at = static_cast<std::size_t>(b / kGroup) * Block::kGroupBytes;
+    if (j == 0) {
+      for (int c = 0; c < kScaleCalls; ++c) {
+        Block::scales8(w + group_at,
+                       _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets + 8 * c)),
+                       group_scale[0] + 8 * c, group_min[0] + 8 * c, 8 * kScaleCalls);
+      }
+    }
+    for (std::int64_t r = 0; r < num_rows; ++r) {
+      store_widened(quants_at<Block>(w + r * w_stride + group_at, j),
+                    reinterpret_cast<std::int16_t*>(quants[r]));
+    }
+    if (next != nullptr) {
+      const std::size_t at = static_cast<std::size_t>(b) * Block::kGroupBytes / kGroup;
+      for (std::int64_t r = 0; r < next_rows; ++r) {
+        __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
+      }
+    }
+    const std::int32_t* xb = pairs + b * kPairs * kWidth;
+    __m256 s[kVectors];
+    for (int v = 0; v < kVectors; ++v) s[v] = _mm256_loadu_ps(scales + b * kWidth + v * 8);
+    for (int t = 0; t < kSub; ++t) {
+      // Zeroed rather than started by the first pair: one add per 16 pairs.
+      __m256i sums[kRows][kVectors];
+      __m256i half_sums[kVectors];
+      for (int v = 0; v < kVectors; ++v) {
+        half_sums[v] = _mm256_setzero_si256();
+        for (int r = 0; r < kRows; ++r) sums[r][v] = _mm256_setzero_si256();
+      }
+      for (int p = t * kSubPairs; p < (t + 1) * kSubPairs; ++p) {
+        __m256i xv[kVectors];
+        for (int v = 0; v < kVectors; ++v) {
+          xv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + p * kWidth + v * 8));
+        }
+        if constexpr (kHalfSums) {
+          const __m256i ones = _mm256_set1_epi16(1);
+          for (int v = 0; v < kVectors; ++v) {
+            half_sums[v] = _mm256_add_epi32(half_sums[v], _mm256_madd_epi16(xv[v], ones));
+          }
+        }
+        for (int r = 0; r < kRows; ++r) {
+          const __m256i wv = _mm256_set1_epi32(quants[r][p]);
+          for (int v = 0; v < kVectors; ++v) {
+            sums[r][v] = _mm256_add_epi32(sums[r][v], _mm256_madd_epi16(xv[v], wv));
+          }
+        }
+      }
+      __m256 qs[kVectors];
+      if constexpr (kHalfSums) {
+        for (int v = 0; v < kVectors; ++v) {
+          qs[v] = _mm256_mul_ps(_mm256_cvtepi32_ps(half_sums[v]), s[v]);
+        }
+      } else if constexpr (Block::kHasMin) {
+        for (int v = 0; v < kVectors; ++v)
+          qs[v] = _mm256_loadu_ps(scaled_sums + b * kWidth + v * 8);
+      }
+      for (int r = 0; r < kRows; ++r) {
+        const __m256 d = _mm256_set1_ps(group_scale[j * kSub + t][r]);
+        for (int v = 0; v < kVectors; ++v) {
+          a[r][v] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][v]), _mm256_mul_ps(d, s[v]), a[r][v]);
+          if constexpr (Block::kHasMin) {
+            a[r][v] = _mm256_fmadd_ps(_mm256_set1_ps(group_min[j * kSub + t][r]), qs[v], a[r][v]);
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(acc + r * kWidth + v * 8, a[r][v]);
+  }
+}
+
+// Rows of a K-quant are whole 256-weight groups.
+template <typename Block>
+void check_whole_groups(std::int64_t k) {
+  PAGODA_CHECK_EQ(k % (Block::kGroupBlocks * kInt16Block), 0)
+      << dtype_name(Block::kType) << " rows of " << k << " columns";
+}
+
+}  // namespace
+
+void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
+                  std::int64_t m, std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
+                  std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
+  with_int16_block(dtype, [&](auto block) {
+    using Block = decltype(block);
+    check_whole_groups<Block>(k);
+    int16_direct_block_type<Block>(q, scales, scaled_sums, m, k, w, w_stride, n_begin, n_end, y,
+                                   ldy);
+  });
+}
+
+void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
+                const float* scaled_sums, std::int64_t vectors, std::int64_t k,
+                const std::uint8_t* w, std::size_t w_stride, std::int64_t num_rows,
+                const std::uint8_t* next, std::int64_t next_rows, float* acc) {
+  with_int16_block(dtype, [&](auto block) {
+    using Block = decltype(block);
+    check_whole_groups<Block>(k);
+    if (vectors == 1) {
+      return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
+                                        next_rows, acc);
+    }
+    PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
+    int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
+                               next_rows, acc);
+  });
+}
+
+}  // namespace pagoda::cpu::avx2

@@ -1,0 +1,83 @@
+// Matmul with int16 activations and integer dot products on AVX2 (vpmaddwd: 16 int16
+// multiply-adds per instruction, pairs summed into int32): the AVX2 twin of
+// matmul_int16_avx512.h, for the same weight types (int16_decodes(), int16_types.h) and the SAME
+// numerical contract bit for bit (see that header; tests/unit/backend/int16_contract.h is its
+// scalar transcription), so AVX2 and AVX-512 CPUs compute identical results. The block decoders
+// are int16_blocks.h, shared with the AVX-512 kernels. Two kernels:
+//
+//   int16_direct (1 to kInt16DirectMaxRows rows of x): lanes are 8 weight rows; each row's block
+//     is decoded once per pass, multiplied with x's block (2 vpmaddwd) and the 8 rows' products
+//     are summed lane-wise by a horizontal-add tree, whole 32-column (or 16-column) sub-blocks in
+//     int32 before the conversion to float.
+//   int16_tile (more rows, in pieces of up to kInt16PieceRows): x transposed so one ymm holds a
+//     column pair of 8 rows of x as int16 pairs; each weight pair is broadcast into it (vpmaddwd +
+//     vpaddd per row and vector), and after each sub-block the integer sums join fp32
+//     accumulators with the contract's FMAs.
+//
+// A row's result depends on that row alone, in both kernels. Call only when cpu_has_avx2().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/int16_types.h"
+#include "model/dtype.h"
+
+namespace pagoda::cpu::avx2 {
+
+/// Columns of x that share one int16 scale: a weight block of every type these kernels take.
+inline constexpr std::int64_t kInt16Block = 32;
+
+/// Rows of x in one column vector of int16_tile.
+inline constexpr std::int64_t kInt16Lanes = 8;
+
+/// Most rows of x per int16_tile call: two column vectors.
+inline constexpr std::int64_t kInt16PieceRows = 16;
+
+/// Weight rows per tile when x spans `vectors` (1 or 2) column vectors: each (row, vector) pair
+/// holds an int32 sum in a register while the pairs stream past (16 ymm registers).
+constexpr std::int64_t int16_tile_rows(std::int64_t vectors) {
+  return vectors == 1 ? 12 : 6;
+}
+
+/// Rows of x up to which int16_direct is used (measured, docs/perf/cpu.md "int16 activations on
+/// AVX2").
+inline constexpr std::int64_t kInt16DirectMaxRows = 8;
+
+/// Weight rows per int16_direct group: one per lane.
+inline constexpr std::int64_t kInt16DirectGroup = 8;
+
+/// x row by row (k a multiple of kInt16Block), bit for bit avx512::quantize_rows_int16: q[i, c];
+/// scales[i, b] = s;  scaled_sums[i, b] = qsum * s;  qsums[i, b] = qsum.
+void quantize_rows_int16(const float* x /* [m, k] */, std::int64_t m, std::int64_t k,
+                         std::int16_t* q /* [m, k] */, float* scales /* [m, k / 32] */,
+                         float* scaled_sums /* [m, k / 32] */,
+                         std::int32_t* qsums /* [m, k / 32] */);
+
+/// The m <= 8 * vectors rows of x quantized as quantize_rows_int16 and transposed for int16_tile:
+/// pairs[c / 2, l] = q[l, c] | q[l, c + 1] << 16;  scales[b, l] = s;  scaled_sums[b, l] = qsum * s
+/// (lanes l >= m zero).
+void quantize_columns_int16(const float* x /* [m, k] */, std::int64_t m, std::int64_t k,
+                            std::int64_t vectors, std::int32_t* pairs /* [k / 2, 8 * vectors] */,
+                            float* scales /* [k / 32, 8 * vectors] */,
+                            float* scaled_sums /* [k / 32, 8 * vectors] */);
+
+/// y[i, n] = the contract's sum for the m <= kInt16DirectMaxRows rows of x (quantize_rows_int16)
+/// and weight rows n in [n_begin, n_end) of an int16_decodes() type (row n at w + n * w_stride),
+/// in groups of kInt16DirectGroup rows; the next group's bytes are prefetched meanwhile.
+void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
+                  std::int64_t m, std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
+                  std::int64_t n_begin, std::int64_t n_end, float* y /* [m, ldy] */,
+                  std::int64_t ldy);
+
+/// acc[r, l] += the contract's sum over all k columns for stored weight rows r < num_rows
+/// <= int16_tile_rows(vectors), vectors <= 2 (row r at w + r * w_stride) of an int16_decodes()
+/// type, x from quantize_columns_int16. `next` (or nullptr): the first of `next_rows` rows, same
+/// stride, prefetched meanwhile (the next tile).
+void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
+                const float* scaled_sums, std::int64_t vectors, std::int64_t k,
+                const std::uint8_t* w /* [num_rows, k] stored */, std::size_t w_stride,
+                std::int64_t num_rows, const std::uint8_t* next, std::int64_t next_rows,
+                float* acc /* [int16_tile_rows(vectors), 8 * vectors] */);
+
+}  // namespace pagoda::cpu::avx2
