@@ -1,5 +1,7 @@
 #include "api/completion_request.h"
 
+#include <algorithm>
+
 #include "api/request_fields.h"
 #include "api/sampling_fields.h"
 #include "pagoda/sampling_params.h"
@@ -127,13 +129,23 @@ ApiErrorOr<GenerationJob> parse_completion_request(const Json& body, const Serve
     base.sampling.logprobs = *logprobs;
     response.logprobs = static_cast<std::int32_t>(*logprobs);
   }
-  if (response.echo && response.logprobs) {
-    fields.fail("echo",
-                "'echo' with 'logprobs' needs the prompt's logprobs, which this server "
-                "does not compute; drop one of them");
+  if (auto prompt_logprobs = fields.integer("prompt_logprobs", 0, SamplingParams::kMaxLogprobs)) {
+    response.prompt_logprobs = static_cast<std::int32_t>(*prompt_logprobs);
+  }
+  // Echo with logprobs scores the prompt too (lm-evaluation-harness's loglikelihood requests):
+  // the engine computes the prompt's logprobs with the larger of the two alternative counts.
+  response.echo_logprobs = response.echo && response.logprobs.has_value();
+  if (response.echo_logprobs || response.prompt_logprobs) {
+    base.sampling.prompt_logprobs = std::max(response.echo_logprobs ? *response.logprobs : 0,
+                                             response.prompt_logprobs.value_or(0));
   }
   ContextFit fit{.prompt_param = "prompt"};
-  fit.requested_max_tokens = fields.integer("max_tokens", 1);
+  // max_tokens 0 only with echo (as vLLM): the answer is the prompt (and its logprobs).
+  fit.requested_max_tokens = fields.integer("max_tokens", response.echo ? 0 : 1);
+  if (fit.requested_max_tokens && *fit.requested_max_tokens == 0) {
+    response.drop_generated = true;
+    fit.requested_max_tokens = 1;
+  }
   fit.default_max_tokens = kDefaultCompletionMaxTokens;
   const bool add_special_tokens = fields.boolean("add_special_tokens").value_or(true);
   if (!fields.ok()) return *fields.error();
@@ -151,6 +163,7 @@ ApiErrorOr<GenerationJob> parse_completion_request(const Json& body, const Serve
     request.request_id = prompts.size() == 1 ? response.id : response.id + "-" + std::to_string(p);
     response.num_prompt_tokens.push_back(fit.num_prompt_tokens);
     response.echo_texts.push_back(response.echo ? std::move(prompts[p].text) : std::string());
+    if (response.echo_logprobs) response.first_prompt_tokens.push_back(request.prompt_token_ids[0]);
     job.requests.push_back(std::move(request));
   }
   return job;

@@ -51,6 +51,17 @@ struct ResponseOptions {
   bool echo = false;
   /// Per prompt: the text echoed before its choices (empty unless echo).
   std::vector<std::string> echo_texts;
+  /// Completions echo with logprobs: each choice's logprobs start with its prompt's tokens (the
+  /// first with null logprobs), from the engine's prompt logprobs.
+  bool echo_logprobs = false;
+  /// Per prompt with echo_logprobs: its first token (the only one without a prompt logprob).
+  std::vector<std::int32_t> first_prompt_tokens;
+  /// vLLM's prompt_logprobs: each choice carries "prompt_logprobs", null for the first token
+  /// then {token id: {logprob, rank, decoded_token}} with this many alternatives.
+  std::optional<std::int32_t> prompt_logprobs;
+  /// echo with max_tokens 0: the engine generates one token, which the response leaves out (the
+  /// prompt and its logprobs are the answer; completion_tokens 0).
+  bool drop_generated = false;
   /// Chat with a reasoning parser: reasoning_content in messages and deltas, reasoning_tokens in
   /// usage.completion_tokens_details.
   bool reasoning = false;

@@ -101,7 +101,7 @@ void ResponseEncoder::finish_choice(Choice& choice, const engine::StreamOutput& 
   choice.finished = true;
   ++num_finished_;
   choice.finish_reason = std::string(out.finish_reason());
-  choice.num_completion_tokens = out.usage.num_completion_tokens;
+  choice.num_completion_tokens = options_.drop_generated ? 0 : out.usage.num_completion_tokens;
   choice.num_reasoning_tokens = out.usage.num_reasoning_tokens;
   if (out.stop_string) {
     choice.stop_reason = *out.stop_string;
@@ -139,14 +139,24 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
                                               {"delta", {{"role", "assistant"}, {"content", ""}}},
                                               {"logprobs", nullptr},
                                               {"finish_reason", nullptr}}})));
-    } else {
-      const std::size_t prompt_index = choice_index / static_cast<std::size_t>(options_.n);
-      text = options_.echo_texts[prompt_index] + text;
     }
   }
   const bool with_logprobs = options_.logprobs.has_value();
+  Json entries = empty_logprobs();
+  bool first_completion_chunk = false;
+  if (!chat && !choice.prompt_started) {
+    choice.prompt_started = true;
+    first_completion_chunk = true;
+    const std::size_t prompt_index = choice_index / static_cast<std::size_t>(options_.n);
+    text = options_.echo_texts[prompt_index] + (options_.drop_generated ? "" : text);
+    start_prompt_logprobs(prompt_index, out, choice, entries);
+  } else if (options_.drop_generated) {
+    text.clear();
+  }
   const std::string& reasoning = out.reasoning_text;
-  if (text.empty() && reasoning.empty() && !out.finished &&
+  const bool prompt_part =
+      first_completion_chunk && (options_.echo || options_.prompt_logprobs.has_value());
+  if (text.empty() && reasoning.empty() && !out.finished && !prompt_part &&
       !(with_logprobs && !out.logprobs.empty())) {
     return events;
   }
@@ -154,8 +164,7 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
 
   Json logprobs = nullptr;
   if (with_logprobs) {
-    Json entries = empty_logprobs();
-    append_logprobs(out.logprobs, choice, entries);
+    if (!options_.drop_generated) append_logprobs(out.logprobs, choice, entries);
     logprobs = chat ? Json{{"content", std::move(entries)}} : std::move(entries);
   }
   Json item = {{"index", choice_index}};
@@ -168,6 +177,9 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
     item["text"] = text;
   }
   item["logprobs"] = std::move(logprobs);
+  if (options_.prompt_logprobs && first_completion_chunk) {
+    item["prompt_logprobs"] = std::move(choice.prompt_logprobs);
+  }
   item["finish_reason"] = out.finished ? Json(choice.finish_reason) : Json(nullptr);
   if (out.finished) item["stop_reason"] = choice.stop_reason;
   return events + sse_event(chunk(Json::array({std::move(item)})));
@@ -179,11 +191,60 @@ void ResponseEncoder::gather_output(std::size_t choice_index, const engine::Stre
     choice.started = true;
     const std::size_t prompt_index = choice_index / static_cast<std::size_t>(options_.n);
     choice.text = options_.echo_texts[prompt_index];
+    if (options_.endpoint == ApiEndpoint::kCompletions) {
+      start_prompt_logprobs(prompt_index, output.output, choice, choice.logprobs);
+    }
   }
-  choice.text += output.output.text;
-  choice.reasoning += output.output.reasoning_text;
-  if (options_.logprobs) append_logprobs(output.output.logprobs, choice, choice.logprobs);
+  if (!options_.drop_generated) {
+    choice.text += output.output.text;
+    choice.reasoning += output.output.reasoning_text;
+    if (options_.logprobs) append_logprobs(output.output.logprobs, choice, choice.logprobs);
+  }
   if (output.output.finished) finish_choice(choice, output);
+}
+
+void ResponseEncoder::start_prompt_logprobs(std::size_t prompt_index,
+                                            const engine::RequestOutput& out, Choice& choice,
+                                            Json& into) const {
+  if (options_.echo_logprobs) {
+    // The first token has nothing before it to condition on: null, as OpenAI and vLLM send.
+    const std::string first =
+        spell_token(*tokenizer_, options_.first_prompt_tokens[prompt_index]).text;
+    into["tokens"].push_back(first);
+    into["token_logprobs"].push_back(nullptr);
+    into["top_logprobs"].push_back(nullptr);
+    into["text_offset"].push_back(choice.text_offset);
+    choice.text_offset += num_code_points(first);
+    // The engine computed max(logprobs, prompt_logprobs) alternatives; echo shows `logprobs`.
+    std::vector<engine::TokenLogprobs> entries = out.prompt_logprobs;
+    for (engine::TokenLogprobs& e : entries) {
+      if (e.top.size() > static_cast<std::size_t>(*options_.logprobs)) {
+        e.top.resize(static_cast<std::size_t>(*options_.logprobs));
+      }
+    }
+    append_logprobs(entries, choice, into);
+  }
+  if (options_.prompt_logprobs) {
+    Json list = Json::array({nullptr});
+    for (const engine::TokenLogprobs& e : out.prompt_logprobs) {
+      Json entry = Json::object();
+      const auto n = std::min(e.top.size(), static_cast<std::size_t>(*options_.prompt_logprobs));
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto& [id, logprob] = e.top[k];
+        entry[std::to_string(id)] = {{"logprob", json_logprob(logprob)},
+                                     {"rank", k + 1},
+                                     {"decoded_token", spell_token(*tokenizer_, id).text}};
+      }
+      const std::string key = std::to_string(e.token_id);
+      if (!entry.contains(key)) {
+        entry[key] = {{"logprob", json_logprob(e.logprob)},
+                      {"rank", e.rank},
+                      {"decoded_token", spell_token(*tokenizer_, e.token_id).text}};
+      }
+      list.push_back(std::move(entry));
+    }
+    choice.prompt_logprobs = std::move(list);
+  }
 }
 
 void ResponseEncoder::append_logprobs(const std::vector<engine::TokenLogprobs>& logprobs,
@@ -267,6 +328,7 @@ Json ResponseEncoder::choice_json(std::size_t choice_index, const Choice& choice
   } else {
     item["logprobs"] = chat ? Json{{"content", choice.logprobs}} : choice.logprobs;
   }
+  if (options_.prompt_logprobs) item["prompt_logprobs"] = choice.prompt_logprobs;
   item["finish_reason"] = choice.finished ? Json(choice.finish_reason) : Json(nullptr);
   item["stop_reason"] = choice.stop_reason;
   return item;

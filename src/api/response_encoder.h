@@ -68,16 +68,18 @@ class ResponseEncoder {
  private:
   // What one choice has produced so far.
   struct Choice {
-    bool started = false;   // first output seen (role / echo sent)
-    bool finished = false;  // final output seen
-    std::string text;       // non-streaming: the whole text
-    std::string reasoning;  // non-streaming: the whole reasoning_content
-    Json logprobs;          // non-streaming: the entries gathered (chat content / completions)
+    bool started = false;         // first output seen (role / echo sent)
+    bool prompt_started = false;  // streaming completions: echo and prompt logprobs sent
+    bool finished = false;        // final output seen
+    std::string text;             // non-streaming: the whole text
+    std::string reasoning;        // non-streaming: the whole reasoning_content
+    Json logprobs;  // non-streaming: the entries gathered (chat content / completions)
     std::string finish_reason;
     Json stop_reason;  // null, the stop token id, or the stop string
     std::int64_t num_completion_tokens = 0;
     std::int64_t num_reasoning_tokens = 0;
     std::int64_t text_offset = 0;  // completions logprobs: code points before the next token
+    Json prompt_logprobs;          // vLLM's prompt_logprobs (null unless asked for)
   };
 
   // A streamed chunk of `choices`: id, object, created, model, system_fingerprint, and "usage":
@@ -91,6 +93,10 @@ class ResponseEncoder {
   void append_logprobs(const std::vector<engine::TokenLogprobs>& logprobs, Choice& choice,
                        Json& into) const;
   Json empty_logprobs() const;
+  // On a choice's first output: echo's prompt entries (into the completions lists `into`) and
+  // vLLM's prompt_logprobs list, from the engine's prompt logprobs.
+  void start_prompt_logprobs(std::size_t prompt_index, const engine::RequestOutput& out,
+                             Choice& choice, Json& into) const;
   Json choice_json(std::size_t choice_index, const Choice& choice) const;
 
   ResponseOptions options_;

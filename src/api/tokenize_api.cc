@@ -75,4 +75,18 @@ ApiErrorOr<Json> detokenize_response(const Json& body, const ServedModel& model)
   return Json{{"prompt", model.tokenizer->decode(ids)}};
 }
 
+ApiErrorOr<Json> tokenizer_info_response(const ServedModel& model) {
+  const auto text_or_null = [](const std::string& s) {
+    return s.empty() ? Json(nullptr) : Json(s);
+  };
+  return Json{
+      {"tokenizer_class", "PreTrainedTokenizerFast"},
+      {"bos_token", text_or_null(model.bos_token)},
+      {"eos_token", text_or_null(model.eos_token)},
+      {"pad_token", nullptr},
+      {"chat_template", model.chat_template ? Json(model.chat_template->source()) : Json(nullptr)},
+      {"model_max_length", model.max_model_len},
+      {"vocab_size", model.vocab_size}};
+}
+
 }  // namespace pagoda::api

@@ -63,6 +63,9 @@ void fill_generate_response(const engine::StreamOutput& item, std::string_view r
   for (const engine::TokenLogprobs& logprobs : output.logprobs) {
     fill_logprob(logprobs, tokenizer, *response.add_logprobs());
   }
+  for (const engine::TokenLogprobs& logprobs : output.prompt_logprobs) {
+    fill_logprob(logprobs, tokenizer, *response.add_prompt_logprobs());
+  }
   if (output.finished) fill_final(output, response);
 }
 

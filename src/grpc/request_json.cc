@@ -160,6 +160,13 @@ api::ApiErrorOr<GenerateJson> generate_request_json(const v1::GenerateRequest& r
       body["logprobs"] = request.logprobs();
     }
   }
+  if (request.has_prompt_logprobs()) {
+    if (out.endpoint == api::ApiEndpoint::kChatCompletions) {
+      return api::ApiError::invalid_request(
+          "prompt_logprobs needs text or token_ids input, not chat", "prompt_logprobs");
+    }
+    body["prompt_logprobs"] = request.prompt_logprobs();
+  }
   if (request.has_add_special_tokens()) body["add_special_tokens"] = request.add_special_tokens();
   if (request.has_skip_special_tokens()) {
     body["skip_special_tokens"] = request.skip_special_tokens();

@@ -343,8 +343,8 @@ void HttpSession::dispatch() {
       if (service && !server_.draining()) {
         reply({.status = 200, .content_type = "text/plain; charset=utf-8"});
       } else {
-        reply(HttpReply::error(transport_error(503, service ? std::string(kShuttingDown)
-                                                            : "the model is still loading")));
+        reply(HttpReply::error(transport_error(
+            503, service ? std::string(kShuttingDown) : "the model is still loading")));
       }
       return;
     case Endpoint::kVersion: reply(HttpReply::json(api::version_response())); return;
@@ -391,6 +391,7 @@ void HttpSession::dispatch() {
     case Endpoint::kModel: reply(service->model(route.model_name)); return;
     case Endpoint::kTokenize: reply(service->tokenize(*body)); return;
     case Endpoint::kDetokenize: reply(service->detokenize(*body)); return;
+    case Endpoint::kTokenizerInfo: reply(service->tokenizer_info()); return;
     case Endpoint::kChatCompletions:
     case Endpoint::kCompletions: start_generation(*service, route.endpoint, *body); return;
     case Endpoint::kHealth:

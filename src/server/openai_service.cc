@@ -46,6 +46,10 @@ HttpReply OpenAiService::detokenize(const api::Json& body) const {
   return json_or_error(api::detokenize_response(body, model_));
 }
 
+HttpReply OpenAiService::tokenizer_info() const {
+  return json_or_error(api::tokenizer_info_response(model_));
+}
+
 api::ApiErrorOr<std::unique_ptr<GenerationCall>> OpenAiService::start_generation(
     Endpoint endpoint, const api::Json& body, bool trace) {
   api::ApiErrorOr<api::GenerationJob> job = endpoint == Endpoint::kChatCompletions

@@ -28,6 +28,8 @@ class OpenAiService {
   HttpReply metrics() const;
   HttpReply tokenize(const api::Json& body) const;
   HttpReply detokenize(const api::Json& body) const;
+  /// GET /tokenizer_info.
+  HttpReply tokenizer_info() const;
 
   /// Validates a chat or completion body and submits it to the engine; `trace` (the
   /// X-Pagoda-Trace header) traces it as the body's "trace": true does.

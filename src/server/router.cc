@@ -12,7 +12,7 @@ struct FixedRoute {
   Endpoint endpoint;
 };
 
-constexpr std::array<FixedRoute, 8> kFixedRoutes = {{
+constexpr std::array<FixedRoute, 9> kFixedRoutes = {{
     {"/health", "GET", Endpoint::kHealth},
     {"/version", "GET", Endpoint::kVersion},
     {"/metrics", "GET", Endpoint::kMetrics},
@@ -21,6 +21,7 @@ constexpr std::array<FixedRoute, 8> kFixedRoutes = {{
     {"/v1/completions", "POST", Endpoint::kCompletions},
     {"/tokenize", "POST", Endpoint::kTokenize},
     {"/detokenize", "POST", Endpoint::kDetokenize},
+    {"/tokenizer_info", "GET", Endpoint::kTokenizerInfo},
 }};
 
 constexpr std::string_view kModelPrefix = "/v1/models/";

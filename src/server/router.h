@@ -19,6 +19,7 @@ enum class Endpoint : std::uint8_t {
   kCompletions,
   kTokenize,
   kDetokenize,
+  kTokenizerInfo,  ///< GET /tokenizer_info (vLLM's; lm-evaluation-harness probes it)
 };
 
 /// The outcome of routing one request.

@@ -157,6 +157,29 @@ def test_logprobs_and_top_logprobs(stub, pb):
     assert not any(m.logprobs for m in stub.Generate(text_request(pb, max_tokens=3)))
 
 
+def test_prompt_logprobs(stub, pb, server, model_name):
+    ids = [504, 3458, 314, 4649, 314, 253, 2103, 28, 1458, 29]  # token-id input
+    messages = list(stub.Generate(pb.gen.GenerateRequest(
+        token_ids=pb.gen.TokenIds(ids=ids), sampling=pb.gen.SamplingParams(temperature=0.0),
+        stopping=pb.gen.StoppingCriteria(max_tokens=2), prompt_logprobs=2)))
+    first = messages[0].prompt_logprobs
+    assert [lp.token_id for lp in first] == ids[1:]
+    assert all(len(lp.top_logprobs) == 2 for lp in first)
+    assert not any(m.prompt_logprobs for m in messages[1:])
+    # The same numbers as HTTP's echo with logprobs.
+    status, out = server.post_json("/v1/completions", {
+        "model": model_name, "prompt": ids, "max_tokens": 1, "echo": True, "logprobs": 0,
+        "temperature": 0})
+    assert status == 200
+    http = out["choices"][0]["logprobs"]["token_logprobs"][1:len(ids)]
+    assert [lp.logprob for lp in first] == pytest.approx(http, abs=1e-5)
+    with pytest.raises(grpc.RpcError) as e:
+        list(stub.Generate(pb.gen.GenerateRequest(
+            chat=pb.chat.ChatInput(messages=[pb.chat.ChatMessage(role="user", content="Hi")]),
+            prompt_logprobs=1)))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_stop_string_ends_the_stream(stub, pb):
     _, free_text = ids_and_text(stub.Generate(text_request(pb, max_tokens=12)))
     words = free_text.split()

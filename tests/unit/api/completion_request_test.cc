@@ -87,5 +87,38 @@ TEST_F(CompletionRequestTest, TooManyPrompts) {
   EXPECT_EQ(job.error().param, "prompt");
 }
 
+TEST_F(CompletionRequestTest, EchoWithLogprobsAsksTheEngineForPromptLogprobs) {
+  // lm-evaluation-harness's loglikelihood request: token ids, echo, logprobs 1, max_tokens 1.
+  const GenerationJob job =
+      parse(R"({"prompt": [[72, 105], [66]], "echo": true, "logprobs": 1, "max_tokens": 1})");
+  ASSERT_EQ(job.requests.size(), 2U);
+  for (const engine::EngineRequest& r : job.requests) {
+    EXPECT_EQ(r.sampling.prompt_logprobs, 1);
+    EXPECT_EQ(r.sampling.logprobs, 1);
+  }
+  EXPECT_TRUE(job.response.echo_logprobs);
+  EXPECT_FALSE(job.response.prompt_logprobs);
+  EXPECT_EQ(job.response.first_prompt_tokens, (std::vector<std::int32_t>{72, 66}));
+  EXPECT_FALSE(job.response.drop_generated);
+}
+
+TEST_F(CompletionRequestTest, PromptLogprobsTakeTheLargerCount) {
+  const GenerationJob a = parse(R"({"prompt": "Hi", "prompt_logprobs": 5})");
+  EXPECT_EQ(a.requests[0].sampling.prompt_logprobs, 5);
+  EXPECT_EQ(a.response.prompt_logprobs, 5);
+  EXPECT_FALSE(a.response.echo_logprobs) << "no echo: the completion's logprobs stay its own";
+  const GenerationJob b =
+      parse(R"({"prompt": "Hi", "prompt_logprobs": 2, "echo": true, "logprobs": 7})");
+  EXPECT_EQ(b.requests[0].sampling.prompt_logprobs, 7);
+  const GenerationJob c = parse(R"({"prompt": "Hi", "logprobs": 3})");
+  EXPECT_FALSE(c.requests[0].sampling.prompt_logprobs) << "logprobs alone score no prompt";
+}
+
+TEST_F(CompletionRequestTest, MaxTokensZeroWithEchoGeneratesOneTokenToDrop) {
+  const GenerationJob job = parse(R"({"prompt": "Hi", "echo": true, "max_tokens": 0})");
+  EXPECT_TRUE(job.response.drop_generated);
+  EXPECT_EQ(job.requests[0].max_tokens, 1);
+}
+
 }  // namespace
 }  // namespace pagoda::api

@@ -268,5 +268,81 @@ TEST_F(ResponseEncoderTest, AbortedRequestsSayAbort) {
   EXPECT_EQ(Json::parse(encoder.finish_body().body)["choices"][0]["finish_reason"], "abort");
 }
 
+// Echo with logprobs: the prompt's tokens lead the lists, the first with null logprobs (nothing
+// conditions it), offsets run through the prompt into the completion.
+TEST_F(ResponseEncoderTest, EchoLogprobsPutThePromptFirst) {
+  for (const bool stream : {false, true}) {
+    ResponseOptions o = options(ApiEndpoint::kCompletions, stream, 1, {3});
+    o.echo = true;
+    o.echo_texts = {"abc"};
+    o.logprobs = 1;
+    o.echo_logprobs = true;
+    o.first_prompt_tokens = {'a'};
+    ResponseEncoder encoder(o, tokenizer_);
+    StreamOutput out = final_output(0, "d", 3, 1);
+    out.output.prompt_logprobs = {
+        {.token_id = 'b', .logprob = -2.0F, .top = {{'x', -0.5F}, {'b', -2.0F}}, .rank = 2},
+        {.token_id = 'c', .logprob = -0.25F, .top = {{'c', -0.25F}, {'y', -3.0F}}, .rank = 1}};
+    out.output.token_ids = {'d'};
+    out.output.logprobs = {{.token_id = 'd', .logprob = -1.5F, .top = {{'e', -1.0F}}}};
+    Json lp;
+    std::string text;
+    if (stream) {
+      const std::vector<Json> e = events(encoder.add(0, out) + encoder.finish_stream());
+      ASSERT_EQ(e.size(), 2U);
+      lp = e[0]["choices"][0]["logprobs"];
+      text = e[0]["choices"][0]["text"];
+    } else {
+      (void)encoder.add(0, out);
+      const Json b = Json::parse(encoder.finish_body().body);
+      lp = b["choices"][0]["logprobs"];
+      text = b["choices"][0]["text"];
+    }
+    EXPECT_EQ(text, "abcd");
+    EXPECT_EQ(lp["tokens"], Json::parse(R"(["a", "b", "c", "d"])"));
+    EXPECT_EQ(lp["token_logprobs"], Json::parse(R"([null, -2.0, -0.25, -1.5])"));
+    // logprobs 1: the best alternative, plus the token itself when it is not that one.
+    EXPECT_EQ(
+        lp["top_logprobs"],
+        Json::parse(R"([null, {"x": -0.5, "b": -2.0}, {"c": -0.25}, {"e": -1.0, "d": -1.5}])"));
+    EXPECT_EQ(lp["text_offset"], Json::parse("[0, 1, 2, 3]"));
+  }
+}
+
+TEST_F(ResponseEncoderTest, PromptLogprobsInVllmShape) {
+  ResponseOptions o = options(ApiEndpoint::kCompletions, false, 1, {2});
+  o.prompt_logprobs = 1;
+  ResponseEncoder encoder(o, tokenizer_);
+  StreamOutput out = final_output(0, "z", 2, 1);
+  out.output.prompt_logprobs = {
+      {.token_id = 'b', .logprob = -2.0F, .top = {{'x', -0.5F}, {'b', -2.0F}}, .rank = 3}};
+  (void)encoder.add(0, out);
+  const Json choice = Json::parse(encoder.finish_body().body)["choices"][0];
+  EXPECT_EQ(choice["prompt_logprobs"], Json::parse(R"([null, {
+      "120": {"logprob": -0.5, "rank": 1, "decoded_token": "x"},
+      "98": {"logprob": -2.0, "rank": 3, "decoded_token": "b"}}])"));
+  EXPECT_TRUE(choice["logprobs"].is_null());
+  EXPECT_EQ(choice["text"], "z");
+}
+
+TEST_F(ResponseEncoderTest, DropGeneratedLeavesThePromptOnly) {
+  ResponseOptions o = options(ApiEndpoint::kCompletions, false, 1, {2});
+  o.echo = true;
+  o.echo_texts = {"ab"};
+  o.logprobs = 0;
+  o.echo_logprobs = true;
+  o.first_prompt_tokens = {'a'};
+  o.drop_generated = true;
+  ResponseEncoder encoder(o, tokenizer_);
+  StreamOutput out = final_output(0, "z", 2, 1, RequestStatus::kFinishedLength);
+  out.output.prompt_logprobs = {{.token_id = 'b', .logprob = -2.0F, .top = {}, .rank = 4}};
+  out.output.logprobs = {{.token_id = 'z', .logprob = -1.0F, .top = {}}};
+  (void)encoder.add(0, out);
+  const Json b = Json::parse(encoder.finish_body().body);
+  EXPECT_EQ(b["choices"][0]["text"], "ab");
+  EXPECT_EQ(b["choices"][0]["logprobs"]["tokens"], Json::parse(R"(["a", "b"])"));
+  EXPECT_EQ(b["usage"]["completion_tokens"], 0);
+}
+
 }  // namespace
 }  // namespace pagoda::api
