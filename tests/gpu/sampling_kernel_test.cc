@@ -346,6 +346,8 @@ SamplingBatch make_batch(std::int64_t rows, std::int64_t vocab, int step, int of
     row.position = step + j % 3;
     row.num_logprobs = kLogprobs[j % std::size(kLogprobs)];
     if (j % 11 == 10) row.forced_token = static_cast<std::int32_t>((j * 7919) % vocab);
+    // A prompt-logprobs row: forced, and not counted for penalties (step 2 would tell).
+    if (j % 22 == 21) row.prompt_row = true;
     if (j % 13 == 12) row.return_logits = true;
     if (j % 5 == 3) {
       row.allowed_mask =
