@@ -89,5 +89,19 @@ TEST(ServedModelTest, RefusesAnUnusableConfiguration) {
   EXPECT_EQ(model->eos_token, "");  // the byte tokenizer names no EOS
 }
 
+// What lm-evaluation-harness's remote tokenizer reads: eos_token (it must be there), the
+// template source, and the limits.
+TEST(TokenizeApiTest, TokenizerInfoInVllmShape) {
+  const ServedModel model = testing::byte_model();
+  const auto info = tokenizer_info_response(model);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ((*info)["eos_token"], model.eos_token.empty() ? Json(nullptr) : Json(model.eos_token));
+  EXPECT_EQ((*info)["bos_token"], model.bos_token.empty() ? Json(nullptr) : Json(model.bos_token));
+  EXPECT_EQ((*info)["chat_template"], model.chat_template->source());
+  EXPECT_EQ((*info)["model_max_length"], model.max_model_len);
+  EXPECT_EQ((*info)["vocab_size"], model.vocab_size);
+  EXPECT_TRUE((*info)["pad_token"].is_null());
+}
+
 }  // namespace
 }  // namespace pagoda::api

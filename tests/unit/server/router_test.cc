@@ -16,6 +16,7 @@ TEST(RouterTest, MatchesEveryEndpoint) {
   EXPECT_EQ(route_request("POST", "/v1/completions").endpoint, Endpoint::kCompletions);
   EXPECT_EQ(route_request("POST", "/tokenize").endpoint, Endpoint::kTokenize);
   EXPECT_EQ(route_request("POST", "/detokenize").endpoint, Endpoint::kDetokenize);
+  EXPECT_EQ(route_request("GET", "/tokenizer_info").endpoint, Endpoint::kTokenizerInfo);
   EXPECT_EQ(route_request("HEAD", "/health").endpoint, Endpoint::kHealth);
 }
 
