@@ -319,15 +319,6 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
   for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
     const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
-    if (next != nullptr) {
-#pragma GCC unroll 16
-      for (int r = 0; r < kInt16DirectGroup; ++r) {
-#pragma GCC unroll 4
-        for (int line = 0; line < Block::kGroupBytes; line += 64) {
-          __builtin_prefetch(next + r * w_stride + at + line, /*rw=*/0, /*locality=*/3);
-        }
-      }
-    }
     if constexpr (kGroup == 1) {
       // One gather of the 16 rows' fp16 scale (and min above it): int16_blocks.h's layout.
       const __m512i header = _mm512_i32gather_epi32(_mm512_load_si512(offsets), w + at, 1);
@@ -342,6 +333,15 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
     }
     for_each_block<kGroup>([&](auto j) {
       const std::int64_t b = g * kGroup + j;
+      // The next group's rows, a block's bytes at a time (a whole group's lines at once would
+      // queue up to 64 prefetches behind each other).
+      if (next != nullptr) {
+#pragma GCC unroll 16
+        for (int r = 0; r < kInt16DirectGroup; ++r) {
+          __builtin_prefetch(next + r * w_stride + at + j * Block::kGroupBytes / kGroup, /*rw=*/0,
+                             /*locality=*/3);
+        }
+      }
       // All 16 rows' quants stay in registers while each row of x passes over them.
       __m512i wq[kInt16DirectGroup];
 #pragma GCC unroll 16
