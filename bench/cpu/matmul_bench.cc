@@ -246,14 +246,19 @@ BENCHMARK(BM_MatmulLlama1B)
 void BM_ReadBandwidth(benchmark::State& state) {
   std::vector<std::uint64_t> buffer((512u << 20) / sizeof(std::uint64_t), 1);
   for (auto _ : state) {
-    std::uint64_t a[8] = {};
+    // Named accumulators: GCC keeps an accumulator array in memory (read_bandwidth.cc).
+    std::uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
     for (std::size_t i = 0; i + 8 <= buffer.size(); i += 8) {
-#pragma GCC unroll 8
-      for (int l = 0; l < 8; ++l) a[l] += buffer[i + l];
+      a0 += buffer[i];
+      a1 += buffer[i + 1];
+      a2 += buffer[i + 2];
+      a3 += buffer[i + 3];
+      a4 += buffer[i + 4];
+      a5 += buffer[i + 5];
+      a6 += buffer[i + 6];
+      a7 += buffer[i + 7];
     }
-    std::uint64_t sum = 0;
-    for (std::uint64_t v : a) sum += v;
-    benchmark::DoNotOptimize(sum);
+    benchmark::DoNotOptimize(a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7);
   }
   state.SetBytesProcessed(
       static_cast<std::int64_t>(state.iterations() * buffer.size() * sizeof(std::uint64_t)));
@@ -262,6 +267,45 @@ BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmPrefill)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The AVX2 int16 kernels (matmul_int16_avx2.h) against the AVX2 fp32 ones, to run under
+// PAGODA_CPU_ISA=avx2: Args: type (kAvx2Int16Types), shape (kLlama1BShapes), m, int16 (1: kAuto,
+// 0: the fp32 kernel for m); each int16 case is followed by its fp32 twin. m = 512 only on the
+// two smaller shapes (one thread). docs/perf/cpu.md, "int16 activations on AVX2".
+constexpr std::array kAvx2Int16Types = {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0, DType::kQ4_K};
+
+void BM_MatmulInt16Avx2(benchmark::State& state) {
+  static ThreadPool single(1);
+  const DType dtype = kAvx2Int16Types[static_cast<std::size_t>(state.range(0))];
+  const Shape shape = kLlama1BShapes[static_cast<std::size_t>(state.range(1))];
+  const std::int64_t m = state.range(2);
+  const MatmulKernel kernel = state.range(3) != 0 ? MatmulKernel::kAuto : fp32_matmul_kernel_for(m);
+  WeightSet weights(dtype, shape.n, shape.k, m == 1 ? kColdBytes : 0);
+  std::vector<float> x(static_cast<std::size_t>(m * shape.k), 0.5f);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 29) * 0.03f - 0.4f;
+  std::vector<float> y(static_cast<std::size_t>(m * shape.n));
+  for (auto _ : state) {
+    matmul(single, x.data(), m, weights.next(), nullptr, y.data(), kernel);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * weights.bytes_per_copy()));
+  state.SetLabel(std::string(state.range(3) != 0 ? "int16 " : "fp32 ") + std::to_string(m) + "x" +
+                 std::to_string(shape.k) + " " + std::string(dtype_name(dtype)) + " " +
+                 std::to_string(shape.n) + "x" + std::to_string(shape.k));
+}
+BENCHMARK(BM_MatmulInt16Avx2)
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (int type = 0; type < 4; ++type) {
+        for (int shape = 0; shape < 5; ++shape) {
+          for (int m : {1, 4, 16, 64, 512}) {
+            if (m == 512 && shape > 1) continue;
+            for (int int16 : {1, 0}) b->Args({type, shape, m, int16});
+          }
+        }
+      }
+    })
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace pagoda::cpu::bench
