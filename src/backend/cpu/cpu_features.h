@@ -15,9 +15,10 @@ bool cpu_has_avx512();
 /// Whether it also runs AVX-512 VNNI (Ice Lake, Zen 4 and later): integer dot products.
 bool cpu_has_avx512_vnni();
 
-/// Whether matmuls on Q8_0 / Q4_0 / Q4_1 weights round activations to int16 (kDirectInt16,
-/// kBroadcastInt16) at every row count: the CPU has VNNI and PAGODA_CPU_INT16=0 does not turn
-/// it off (docs/quantization.md, "Numerics on the CPU").
+/// Whether matmuls on int16_decodes() weights round activations to int16 (kDirectInt16,
+/// kBroadcastInt16) at every row count: the CPU has AVX2 (the AVX-512 VNNI kernels, or their
+/// bit-identical AVX2 twins, matmul_int16_avx2.h) and PAGODA_CPU_INT16=0 does not turn it off
+/// (docs/quantization.md, "Numerics on the CPU").
 bool cpu_int16_activations();
 
 }  // namespace pagoda::cpu

@@ -1,7 +1,9 @@
 // y = x · W^T (+ bias): every linear layer of the model. Activations arrive as fp32; W stays in
 // its stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1; other dequantizable types through a row
-// buffer) and is decoded inside the kernel, never converted at load. On AVX-512 VNNI CPUs,
-// Q8_0 / Q4_0 / Q4_1 weights meet x rounded to int16 instead (matmul_int16_avx512.h).
+// buffer) and is decoded inside the kernel, never converted at load. On AVX2 and AVX-512 CPUs,
+// weights of the int16_decodes() types (Q8_0, Q4_*, Q5_*, Q2_K..Q6_K) meet x rounded to int16
+// instead (the int16 kernels: matmul_int16_avx512.h on VNNI CPUs, matmul_int16_avx2.h on the rest,
+// bit-identical).
 #pragma once
 
 #include <cstddef>
@@ -23,16 +25,16 @@ enum class MatmulKernel : std::uint8_t {
   kRowGroup,   ///< 4 weight rows decoded once to fp32, dotted with every row of x in tiles.
   kBroadcast,  ///< x transposed to columns of 16 rows; each decoded weight broadcast into them.
   /// As kBroadcast with x rounded to int16 per 32-column block and integer dot products, in
-  /// pieces of up to 32 rows (AVX-512 VNNI; Q8_0, Q4_0, Q4_1 weights, else the fp32 kernel for
-  /// m). See matmul_int16_avx512.h.
+  /// pieces of up to 32 (AVX-512 VNNI) or 16 (AVX2) rows; int16_decodes() weights, else the fp32
+  /// kernel for m. See matmul_int16_avx512.h (the contract) and matmul_int16_avx2.h.
   kBroadcastInt16,
   /// kBroadcastInt16's exact results for 1-8 rows with lanes across weight rows (more rows go to
   /// kBroadcastInt16).
   kDirectInt16,
 };
 
-/// The kernel kAuto picks for m rows of x on this CPU. Where cpu_int16_activations() (AVX-512
-/// VNNI, unless PAGODA_CPU_INT16=0): kDirectInt16 up to 8 rows, kBroadcastInt16 past that, so a
+/// The kernel kAuto picks for m rows of x on this CPU. Where cpu_int16_activations() (AVX2 or
+/// AVX-512, unless PAGODA_CPU_INT16=0): kDirectInt16 up to 8 rows, kBroadcastInt16 past that, so a
 /// row's result never depends on how many rows share the call; x then carries 15 significant
 /// bits, not 24. Weights those kernels do not take get fp32_matmul_kernel_for(m).
 MatmulKernel matmul_kernel_for(std::int64_t m);

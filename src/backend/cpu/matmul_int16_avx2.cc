@@ -1,10 +1,13 @@
 #include "backend/cpu/matmul_int16_avx2.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -294,110 +297,35 @@ void int16_direct_block_type(const std::int16_t* q, const float* scales, const f
   int16_direct_typed<Block, kRows>(q, scales, scaled_sums, k, w, w_stride, n_begin, n_end, y, ldy);
 }
 
-// Per 32-column block: the tile's rows' quants widened to int16 pairs into an L1 buffer (each
-// group's scales once, for all its blocks), then 16 column pairs, each kVectors loads of x and
-// kRows x kVectors vpmaddwd + vpaddd with the weight pair broadcast; after each sub-block the
-// integer sums join the fp32 accumulators with the contract's FMAs.
-template <typename Block, int kVectors>
-void int16_tile_typed(const std::int32_t* pairs, const float* scales, const float* scaled_sums,
-                      std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
-                      std::int64_t num_rows, const std::uint8_t* next, std::int64_t next_rows,
-                      float* acc) {
-  constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
-  constexpr int kWidth = static_cast<int>(kInt16Lanes) * kVectors;
-  constexpr int kPairs = kInt16Block / 2;
-  constexpr int kSub = Block::kSubBlocks;
-  constexpr int kSubPairs = kPairs / kSub;
-  constexpr int kGroup = Block::kGroupBlocks;
-  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
-  const std::int64_t num_blocks = k / kInt16Block;
-  // Rows past num_rows stay zero: their sums are finite and dropped by the caller.
-  alignas(32) std::int32_t quants[kRows][kPairs] = {};
-  // scales8 decodes 8 rows: two calls for more (rows past num_rows repeat the last row).
-  constexpr int kScaleCalls = (kRows + 7) / 8;
-  alignas(32) std::int32_t offsets[8 * kScaleCalls];
-  for (int r = 0; r < 8 * kScaleCalls; ++r) {
-    offsets[r] = static_cast<std::int32_t>(std::min<std::int64_t>(r, num_rows - 1) * w_stride);
-  }
-  alignas(32) float group_scale[kGroup * kSub][8 * kScaleCalls] = {};
-  alignas(32) float group_min[kGroup * kSub][8 * kScaleCalls] = {};
-  __m256 a[kRows][kVectors];
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kVectors; ++v) a[r][v] = _mm256_loadu_ps(acc + r * kWidth + v * 8);
-  }
-  for (std::int64_t b = 0; b < num_blocks; ++b) {
-    const int j = static_cast<int>(b % kGroup);
-    const std::size_t group_at = static_cast<std::size_t>(b / kGroup) * Block::kGroupBytes;
-    if (j == 0) {
-      for (int c = 0; c < kScaleCalls; ++c) {
-        Block::scales8(w + group_at,
-                       _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets + 8 * c)),
-                       group_scale[0] + 8 * c, group_min[0] + 8 * c, 8 * kScaleCalls);
-      }
-    }
-    for (std::int64_t r = 0; r < num_rows; ++r) {
-      store_widened(quants_at<Block>(w + r * w_stride + group_at, j),
-                    reinterpret_cast<std::int16_t*>(quants[r]));
-    }
-    if (next != nullptr) {
-      const std::size_t at = static_cast<std::size_t>(b) * Block::kGroupBytes / kGroup;
-      for (std::int64_t r = 0; r < next_rows; ++r) {
-        __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
-      }
-    }
-    const std::int32_t* xb = pairs + b * kPairs * kWidth;
-    __m256 s[kVectors];
-    for (int v = 0; v < kVectors; ++v) s[v] = _mm256_loadu_ps(scales + b * kWidth + v * 8);
-    for (int t = 0; t < kSub; ++t) {
-      // Zeroed rather than started by the first pair: one add per 16 pairs.
-      __m256i sums[kRows][kVectors];
-      __m256i half_sums[kVectors];
-      for (int v = 0; v < kVectors; ++v) {
-        half_sums[v] = _mm256_setzero_si256();
-        for (int r = 0; r < kRows; ++r) sums[r][v] = _mm256_setzero_si256();
-      }
-      for (int p = t * kSubPairs; p < (t + 1) * kSubPairs; ++p) {
-        __m256i xv[kVectors];
-        for (int v = 0; v < kVectors; ++v) {
-          xv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + p * kWidth + v * 8));
-        }
-        if constexpr (kHalfSums) {
-          const __m256i ones = _mm256_set1_epi16(1);
-          for (int v = 0; v < kVectors; ++v) {
-            half_sums[v] = _mm256_add_epi32(half_sums[v], _mm256_madd_epi16(xv[v], ones));
-          }
-        }
-        for (int r = 0; r < kRows; ++r) {
-          const __m256i wv = _mm256_set1_epi32(quants[r][p]);
-          for (int v = 0; v < kVectors; ++v) {
-            sums[r][v] = _mm256_add_epi32(sums[r][v], _mm256_madd_epi16(xv[v], wv));
-          }
-        }
-      }
-      __m256 qs[kVectors];
-      if constexpr (kHalfSums) {
-        for (int v = 0; v < kVectors; ++v) {
-          qs[v] = _mm256_mul_ps(_mm256_cvtepi32_ps(half_sums[v]), s[v]);
-        }
-      } else if constexpr (Block::kHasMin) {
-        for (int v = 0; v < kVectors; ++v)
-          qs[v] = _mm256_loadu_ps(scaled_sums + b * kWidth + v * 8);
-      }
-      for (int r = 0; r < kRows; ++r) {
-        const __m256 d = _mm256_set1_ps(group_scale[j * kSub + t][r]);
-        for (int v = 0; v < kVectors; ++v) {
-          a[r][v] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r][v]), _mm256_mul_ps(d, s[v]), a[r][v]);
-          if constexpr (Block::kHasMin) {
-            a[r][v] = _mm256_fmadd_ps(_mm256_set1_ps(group_min[j * kSub + t][r]), qs[v], a[r][v]);
-          }
-        }
-      }
-    }
-  }
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(acc + r * kWidth + v * 8, a[r][v]);
-  }
+// int16_tile_typed twice: plain AVX2, and with AVX-VNNI's VEX vpdpwssd (Alder Lake, Sapphire
+// Rapids, Zen 5), which gives the same integers as vpmaddwd + vpaddd in one instruction.
+namespace plain {
+#define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_add_epi32(acc, _mm256_madd_epi16(x, w))
+#include "backend/cpu/matmul_int16_avx2_tile.inc"
+#undef PAGODA_INT16_DOT_ADD
+}  // namespace plain
+
+#pragma GCC push_options
+#pragma GCC target("avxvnni")
+namespace vnni {
+#define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
+#include "backend/cpu/matmul_int16_avx2_tile.inc"
+#undef PAGODA_INT16_DOT_ADD
+}  // namespace vnni
+#pragma GCC pop_options
+
+// Whether the CPU has AVX-VNNI (CPUID.(EAX=7, ECX=1):EAX bit 4; libgcc's __builtin_cpu_supports
+// misses it) and PAGODA_CPU_AVX_VNNI=0 does not turn it off.
+bool use_avx_vnni() {
+  static const bool enabled = [] {
+    const char* off = std::getenv("PAGODA_CPU_AVX_VNNI");
+    if (off != nullptr && std::string_view(off) == "0") return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(7, 1, eax, ebx, ecx, edx);
+    return (eax & (1u << 4)) != 0;
+  }();
+  return enabled;
 }
 
 // Rows of a K-quant are whole 256-weight groups.
@@ -427,13 +355,14 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     check_whole_groups<Block>(k);
-    if (vectors == 1) {
-      return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
-                                        next_rows, acc);
-    }
-    PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
-    int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
-                               next_rows, acc);
+    PAGODA_CHECK(vectors == 1 || vectors == 2)
+        << "int16_tile takes up to " << kInt16PieceRows << " rows";
+    const bool vnni = use_avx_vnni();
+    auto* kernel =
+        vectors == 1
+            ? (vnni ? vnni::int16_tile_typed<Block, 1> : plain::int16_tile_typed<Block, 1>)
+            : (vnni ? vnni::int16_tile_typed<Block, 2> : plain::int16_tile_typed<Block, 2>);
+    kernel(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next, next_rows, acc);
   });
 }
 
