@@ -266,6 +266,7 @@ void EngineCore::add(EngineCoreRequest& r) {
     runner_.score_prompt(slot, r.prompt_token_ids,
                          static_cast<std::int32_t>(*r.sampling.prompt_logprobs));
     r.options.skip_prefix_cache_hits = true;
+    r.options.scores_prompt = true;
   }
   // Logprobs come one row per token and a budget forces tokens: those requests never draft
   // (nor do those scoring their prompt: keep verification rows and prompt rows apart).

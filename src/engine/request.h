@@ -50,6 +50,9 @@ struct RequestOptions {
   /// Never start from cached blocks (its blocks are still cached for others): prompt logprobs
   /// need logits at every prompt position, which a prefix hit would skip (as vLLM does).
   bool skip_prefix_cache_hits = false;
+  /// Prompt logprobs: every prompt token it runs adds a logits row, so the scheduler caps those
+  /// tokens per step (Scheduler::kMaxScoredTokensPerStep) to bound the step's logits.
+  bool scores_prompt = false;
 };
 
 /// One request inside the engine; owned by the Scheduler, lent to the KvCacheManager.

@@ -110,9 +110,20 @@ SchedulerOutput Scheduler::schedule() {
     threshold = threshold > 0 ? std::min(threshold, half) : half;
   }
   TokenBudget budget(tokens, threshold);
+  scored_tokens_left_ = kMaxScoredTokensPerStep;
   // After a preemption the pool is known to be short; admitting now would only thrash.
   if (!schedule_running(budget, out)) schedule_waiting(budget, out);
   return out;
+}
+
+std::int64_t Scheduler::take_scored(const Request& request, std::int64_t num_new) {
+  // Positions before the prompt's last token are the scored ones (each predicts a prompt token).
+  const std::int64_t unscored = request.num_prompt_tokens() - 1 - request.num_computed_tokens();
+  if (!request.options().scores_prompt || unscored <= 0 || num_new <= 0) return num_new;
+  // Every unscored position it runs needs room; positions after them need none.
+  if (std::min(num_new, unscored) > scored_tokens_left_) num_new = scored_tokens_left_;
+  scored_tokens_left_ -= std::min(num_new, unscored);
+  return num_new;
 }
 
 bool Scheduler::schedule_running(TokenBudget& budget, SchedulerOutput& out) {
@@ -130,6 +141,7 @@ bool Scheduler::schedule_running(TokenBudget& budget, SchedulerOutput& out) {
       const auto later = static_cast<std::int64_t>(running_.size() - i - 1);
       num_new = std::min(num_new, std::max<std::int64_t>(1, budget.remaining() - later));
     }
+    num_new = take_scored(request, num_new);
     if (num_new <= 0) continue;  // waiting for its sampled token
     std::optional<std::vector<std::int32_t>> blocks;
     // Drafts only behind the last known token, within the budget, and only if their slots are
@@ -163,7 +175,9 @@ void Scheduler::schedule_waiting(TokenBudget& budget, SchedulerOutput& out) {
     // Preempted while its sample was in flight: it resumes once that token is known.
     if (request.num_samples_in_flight() > 0) break;
     const ComputedBlocks computed = kv_.get_computed_blocks(request);
-    const std::int64_t num_new = budget.grant(request.num_tokens() - computed.num_tokens);
+    const std::int64_t num_new =
+        take_scored(request, budget.grant(request.num_tokens() - computed.num_tokens));
+    if (num_new <= 0) break;  // head of line waits for the next step's scoring room
     std::optional<std::vector<std::int32_t>> blocks =
         kv_.allocate_slots(request, num_new, computed);
     if (!blocks) break;  // head of line waits for blocks to free; nobody overtakes it

@@ -129,8 +129,15 @@ class Scheduler {
   /// The configuration in force.
   const SchedulerConfig& config() const { return config_; }
 
+  /// Most prompt tokens of scoring requests (RequestOptions::scores_prompt) one step runs: each
+  /// adds a logits row, and the CPU executor holds a step's rows as fp32 at once (256 x 49,152
+  /// vocab = 48 MiB; the CUDA executor's LM-head chunk is also 256 rows).
+  static constexpr std::int64_t kMaxScoredTokensPerStep = 256;
+
  private:
   using RequestMap = StringMap<std::unique_ptr<Request>>;
+  // Caps `num_new` tokens of `request` by the scored-token room left in this step, and spends it.
+  std::int64_t take_scored(const Request& request, std::int64_t num_new);
 
   Status validate_request(const Request& request) const;
   bool schedule_running(TokenBudget& budget, SchedulerOutput& out);
@@ -160,6 +167,7 @@ class Scheduler {
   std::int64_t last_done_step_id_ = 0;  // steps up to it are over
   std::uint64_t next_arrival_seq_ = 0;
   std::int64_t num_preemptions_ = 0;
+  std::int64_t scored_tokens_left_ = 0;  // in the schedule() under way
 };
 
 }  // namespace pagoda::engine

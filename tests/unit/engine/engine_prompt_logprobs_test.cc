@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/scheduler.h"
 #include "engine_test_support.h"
 
 namespace pagoda::engine {
@@ -19,7 +20,7 @@ constexpr std::int64_t kBlockSize = 16;
 
 // Log-softmax rows of the fake model at every position of `prompt`, [len][vocab].
 std::vector<std::vector<double>> reference_logprobs(const std::vector<std::int32_t>& prompt) {
-  FakeModelExecutor fake;
+  FakeModelExecutor fake(259, 512, 512);  // the whole prompt in one call
   const auto len = static_cast<std::int64_t>(prompt.size());
   const std::int64_t blocks = (len + kBlockSize - 1) / kBlockSize;
   EXPECT_TRUE(fake.allocate_kv_cache(blocks, kBlockSize).ok());
@@ -146,6 +147,38 @@ TEST(EnginePromptLogprobsStreamTest, ComeWithTheFirstOutputOnly) {
     }
   }
   EXPECT_GE(outputs, 2);
+}
+
+// A step runs at most Scheduler::kMaxScoredTokensPerStep scored prompt tokens (each adds a
+// logits row), across requests, whatever the token budget; the answers stay the same.
+TEST(EnginePromptLogprobsCapTest, ScoredRowsPerStepAreCapped) {
+  EngineConfig config;
+  config.scheduler.max_num_batched_tokens = 512;
+  config.scheduler.max_model_len = 512;
+  auto executor = std::make_unique<FakeModelExecutor>(259, 512, 512);
+  FakeModelExecutor* fake = executor.get();
+  config.cache.num_blocks = 256;
+  config.eos_token_id = kEos;
+  auto client = EngineClient::create(config, std::move(executor), make_byte_tokenizer());
+  ASSERT_TRUE(client.ok());
+  fake->hold(true);
+  std::vector<std::vector<std::int32_t>> prompts = {prompt_of(1, 300), prompt_of(2, 200)};
+  std::vector<std::shared_ptr<OutputStream>> streams;
+  for (const auto& p : prompts) {
+    EngineRequest r = request(p, 2);
+    r.stream = false;
+    r.sampling.prompt_logprobs = 1;
+    auto s = (*client)->submit(r);
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  fake->hold(false);
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const Collected c = collect(*streams[i]);
+    expect_matches(prompts[i], c.finals.at(0).output, 1);
+  }
+  EXPECT_LE(fake->max_logits_rows(), Scheduler::kMaxScoredTokensPerStep + 2);
+  EXPECT_GE(fake->max_logits_rows(), Scheduler::kMaxScoredTokensPerStep - 1);
 }
 
 }  // namespace

@@ -52,6 +52,8 @@ class FakeModelExecutor final : public sampling::HostSamplingExecutor {
   }
   /// forward() calls so far.
   std::int64_t num_calls() const { return calls_; }
+  /// Most logits rows one forward() call has produced.
+  std::int64_t max_logits_rows() const { return max_logits_rows_; }
   /// Sampling slots open now (opened and not closed).
   std::int64_t num_open_slots() const {
     std::lock_guard lock(count_mutex_);
@@ -120,6 +122,7 @@ class FakeModelExecutor final : public sampling::HostSamplingExecutor {
       slots_[static_cast<std::size_t>(batch.slot_mapping[t])] =
           std::int64_t{batch.token_ids[t]} * 1000003 + batch.positions[t];
     }
+    if (batch.num_logits() > max_logits_rows_) max_logits_rows_ = batch.num_logits();
     std::size_t seq = 0;
     for (std::int64_t r = 0; r < batch.num_logits(); ++r) {
       const std::int32_t row = batch.logits_indices[r];
@@ -158,6 +161,7 @@ class FakeModelExecutor final : public sampling::HostSamplingExecutor {
   std::int64_t block_size_ = 0;
   std::vector<std::int64_t> slots_;
   std::atomic<std::int64_t> calls_{0};
+  std::atomic<std::int64_t> max_logits_rows_{0};
   std::int64_t fail_at_ = -1;
   // The check of hold_at_ in forward() and hold(false) are one critical section: a release can
   // never come between forward()'s check and its wait (the engine thread would wait forever).
