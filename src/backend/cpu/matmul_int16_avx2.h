@@ -11,7 +11,8 @@
 //     int32 before the conversion to float.
 //   int16_tile (more rows, in pieces of up to kInt16PieceRows): x transposed so one ymm holds a
 //     column pair of 8 rows of x as int16 pairs; each weight pair is broadcast into it (vpmaddwd +
-//     vpaddd per row and vector), and after each sub-block the integer sums join fp32
+//     vpaddd per row and vector, or one VEX vpdpwssd where the CPU has AVX-VNNI: 1.4-1.5x,
+//     PAGODA_CPU_AVX_VNNI=0 turns it off), and after each sub-block the integer sums join fp32
 //     accumulators with the contract's FMAs.
 //
 // A row's result depends on that row alone, in both kernels. Call only when cpu_has_avx2().
@@ -40,8 +41,9 @@ constexpr std::int64_t int16_tile_rows(std::int64_t vectors) {
   return vectors == 1 ? 12 : 6;
 }
 
-/// Rows of x up to which int16_direct is used (measured, docs/perf/cpu.md "int16 activations on
-/// AVX2").
+/// Rows of x up to which int16_direct is used: AVX-512's crossover, not yet re-measured on AVX2
+/// (at 4 rows direct already beats the fp32 kernels, at 16 the tile does: docs/perf/cpu.md,
+/// "int16 activations on AVX2").
 inline constexpr std::int64_t kInt16DirectMaxRows = 8;
 
 /// Weight rows per int16_direct group: one per lane.
