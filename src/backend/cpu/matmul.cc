@@ -365,8 +365,7 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
   const std::int32_t* qsums = qsums_buffer.data();
-  const std::int64_t group =
-      avx512_kernel ? avx512::kInt16DirectGroup : avx2::kInt16DirectGroup;
+  const std::int64_t group = avx512_kernel ? avx512::kInt16DirectGroup : avx2::kInt16DirectGroup;
   dispatch(
       pool, outputs, group,
       [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
@@ -375,11 +374,11 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
         const std::int64_t n_begin = begin * group;
         const std::int64_t n_end = std::min(n, end * group);
         if (avx512_kernel) {
-          avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0),
-                               w.row_stride, n_begin, n_end, out.y, n);
+          avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0), w.row_stride,
+                               n_begin, n_end, out.y, n);
         } else {
-          avx2::int16_direct(w.dtype, q, scales, scaled_sums, m, k, w.row(0), w.row_stride,
-                             n_begin, n_end, out.y, n);
+          avx2::int16_direct(w.dtype, q, scales, scaled_sums, m, k, w.row(0), w.row_stride, n_begin,
+                             n_end, out.y, n);
         }
         add_bias(out.bias, m, n, n_begin, n_end, out.y);
       },
@@ -407,29 +406,28 @@ void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
   const std::int32_t* pairs = pairs_buffer.data();
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
-  dispatch(pool, outputs, tile_rows,
-           [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
-             const TensorView& w = out.w;
-             const std::int64_t n = w.num_rows;
-             thread_local std::vector<float> acc;
-             acc.resize(static_cast<std::size_t>(tile_rows * width));
-             for (std::int64_t tile = begin; tile < end; ++tile) {
-               const std::int64_t n0 = tile * tile_rows;
-               const std::int64_t count = std::min(tile_rows, n - n0);
-               const std::int64_t next_rows =
-                   tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
-               const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
-               std::fill(acc.begin(), acc.end(), 0.0f);
-               avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0),
-                                w.row_stride, count, next, next_rows, acc.data());
-               for (std::int64_t i = 0; i < m; ++i) {
-                 for (std::int64_t r = 0; r < count; ++r) {
-                   out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
-                 }
-               }
-             }
-             add_bias(out.bias, m, n, begin * tile_rows, std::min(n, end * tile_rows), out.y);
-           });
+  dispatch(
+      pool, outputs, tile_rows, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+        const TensorView& w = out.w;
+        const std::int64_t n = w.num_rows;
+        thread_local std::vector<float> acc;
+        acc.resize(static_cast<std::size_t>(tile_rows * width));
+        for (std::int64_t tile = begin; tile < end; ++tile) {
+          const std::int64_t n0 = tile * tile_rows;
+          const std::int64_t count = std::min(tile_rows, n - n0);
+          const std::int64_t next_rows = tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
+          const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0), w.row_stride,
+                           count, next, next_rows, acc.data());
+          for (std::int64_t i = 0; i < m; ++i) {
+            for (std::int64_t r = 0; r < count; ++r) {
+              out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
+            }
+          }
+        }
+        add_bias(out.bias, m, n, begin * tile_rows, std::min(n, end * tile_rows), out.y);
+      });
 }
 
 // Per thread: 16 weight rows x 256 columns decoded and transposed into a panel, then every row
@@ -516,8 +514,7 @@ MatmulKernel fp32_matmul_kernel_for(std::int64_t m) {
 
 MatmulKernel matmul_kernel_for(std::int64_t m) {
   if (!cpu_int16_activations()) return fp32_matmul_kernel_for(m);
-  return m <= int16_direct_max_rows() ? MatmulKernel::kDirectInt16
-                                      : MatmulKernel::kBroadcastInt16;
+  return m <= int16_direct_max_rows() ? MatmulKernel::kDirectInt16 : MatmulKernel::kBroadcastInt16;
 }
 
 void matmul(ThreadPool& pool, const float* x, std::int64_t m, const TensorView& w,
@@ -538,9 +535,8 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   if (any_input_permutation(outputs)) return matmul_permuted(pool, x, m, outputs, kernel);
   if (kernel == MatmulKernel::kAuto) kernel = matmul_kernel_for(m);
   if (kernel == MatmulKernel::kBroadcastInt16 || kernel == MatmulKernel::kDirectInt16) {
-    const bool int16_weights = std::all_of(outputs.begin(), outputs.end(), [](const auto& out) {
-      return int16_decodes(out.w.dtype);
-    });
+    const bool int16_weights = std::all_of(
+        outputs.begin(), outputs.end(), [](const auto& out) { return int16_decodes(out.w.dtype); });
     if (!cpu_has_avx2() || !int16_weights) {
       kernel = fp32_matmul_kernel_for(m);
     } else if (m > int16_direct_max_rows()) {
