@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/int16_blocks.h"
+#include "backend/cpu/int16_kernel_loops.h"
 #include "common/check.h"
 
 namespace pagoda::cpu::avx2 {
@@ -123,16 +124,6 @@ namespace {
 
 using int16::with_int16_block;
 
-// f(std::integral_constant<int, j>{}) for j = 0 .. kCount - 1: a group's block index as a
-// constant, so the decoders' shifts and offsets are immediates.
-template <int kCount, typename F>
-inline void for_each_block(F&& f) {
-  [&]<int... kJ>(std::integer_sequence<int, kJ...>) {
-    (f(std::integral_constant<int, kJ>{}), ...);
-  }
-  (std::make_integer_sequence<int, kCount>{});
-}
-
 // Block j of the group at g, decoded with a constant j: a predictable branch per block.
 template <typename Block>
 inline __m256i quants_at(const std::uint8_t* g, int j) {
@@ -140,7 +131,7 @@ inline __m256i quants_at(const std::uint8_t* g, int j) {
     return Block::quants(g, 0);
   } else {
     __m256i q = _mm256_setzero_si256();
-    for_each_block<Block::kGroupBlocks>([&](auto j_constant) {
+    int16::for_each_block<Block::kGroupBlocks>([&](auto j_constant) {
       if (j == j_constant) q = Block::quants(g, j_constant);
     });
     return q;
@@ -201,7 +192,7 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
       }
     }
     Block::scales8(w + at, row_offsets, group_scale[0], group_min[0], kLanes);
-    for_each_block<kGroup>([&](auto j) {
+    int16::for_each_block<kGroup>([&](auto j) {
       const std::int64_t b = g * kGroup + j;
       for (int r = 0; r < kLanes; ++r) store_widened(Block::quants(rows[r] + at, j), wq[r]);
       __m256 d[kSub];
@@ -266,37 +257,6 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   }
 }
 
-template <typename Block, int kRows>
-void int16_direct_typed(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                        std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
-                        std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
-  for (std::int64_t n0 = n_begin; n0 < n_end; n0 += kInt16DirectGroup) {
-    const int count = static_cast<int>(std::min(kInt16DirectGroup, n_end - n0));
-    const std::uint8_t* group = w + static_cast<std::size_t>(n0) * w_stride;
-    const std::uint8_t* next =
-        n0 + 2 * kInt16DirectGroup <= n_end ? group + kInt16DirectGroup * w_stride : nullptr;
-    int16_direct_group<Block, kRows>(q, scales, scaled_sums, k, group, w_stride, count, next,
-                                     y + n0, ldy);
-  }
-}
-
-// m as a template argument: the rows' accumulators then live in registers.
-template <typename Block, int kRows = 1>
-void int16_direct_block_type(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                             std::int64_t m, std::int64_t k, const std::uint8_t* w,
-                             std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end,
-                             float* y, std::int64_t ldy) {
-  if constexpr (kRows < kInt16DirectMaxRows) {
-    if (m > kRows) {
-      return int16_direct_block_type<Block, kRows + 1>(q, scales, scaled_sums, m, k, w, w_stride,
-                                                       n_begin, n_end, y, ldy);
-    }
-  }
-  PAGODA_CHECK(m == kRows) << "int16_direct takes 1 to " << kInt16DirectMaxRows << " rows, not "
-                           << m;
-  int16_direct_typed<Block, kRows>(q, scales, scaled_sums, k, w, w_stride, n_begin, n_end, y, ldy);
-}
-
 // int16_tile_typed twice: plain AVX2, and with AVX-VNNI's VEX vpdpwssd (Alder Lake, Sapphire
 // Rapids, Zen 5), which gives the same integers as vpmaddwd + vpaddd in one instruction.
 namespace plain {
@@ -328,13 +288,6 @@ bool use_avx_vnni() {
   return enabled;
 }
 
-// Rows of a K-quant are whole 256-weight groups.
-template <typename Block>
-void check_whole_groups(std::int64_t k) {
-  PAGODA_CHECK_EQ(k % (Block::kGroupBlocks * kInt16Block), 0)
-      << dtype_name(Block::kType) << " rows of " << k << " columns";
-}
-
 }  // namespace
 
 void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
@@ -342,9 +295,15 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
                   std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
-    check_whole_groups<Block>(k);
-    int16_direct_block_type<Block>(q, scales, scaled_sums, m, k, w, w_stride, n_begin, n_end, y,
-                                   ldy);
+    int16::check_whole_groups<Block, kInt16Block>(k);
+    int16::with_row_count<kInt16DirectMaxRows>(m, [&](auto rows) {
+      int16::for_each_row_group<kInt16DirectGroup>(
+          w, w_stride, n_begin, n_end,
+          [&](std::int64_t n0, int count, const std::uint8_t* group, const std::uint8_t* next) {
+            int16_direct_group<Block, decltype(rows)::value>(q, scales, scaled_sums, k, group,
+                                                             w_stride, count, next, y + n0, ldy);
+          });
+    });
   });
 }
 
@@ -354,7 +313,7 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 const std::uint8_t* next, std::int64_t next_rows, float* acc) {
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
-    check_whole_groups<Block>(k);
+    int16::check_whole_groups<Block, kInt16Block>(k);
     PAGODA_CHECK(vectors == 1 || vectors == 2)
         << "int16_tile takes up to " << kInt16PieceRows << " rows";
     const bool vnni = use_avx_vnni();

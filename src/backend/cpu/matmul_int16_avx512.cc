@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backend/cpu/int16_blocks.h"
+#include "backend/cpu/int16_kernel_loops.h"
 #include "common/check.h"
 
 namespace pagoda::cpu::avx512 {
@@ -96,17 +97,6 @@ namespace {
 
 using int16::with_int16_block;
 
-// f(std::integral_constant<int, j>{}) for j = 0 .. kCount - 1: a group's block index as a
-// constant, so the decoders' shifts and offsets are immediates (a shift by a register count costs
-// a shuffle-port uop).
-template <int kCount, typename F>
-inline void for_each_block(F&& f) {
-  [&]<int... kJ>(std::integer_sequence<int, kJ...>) {
-    (f(std::integral_constant<int, kJ>{}), ...);
-  }
-  (std::make_integer_sequence<int, kCount>{});
-}
-
 inline float load_half(const std::uint8_t* p) {
   std::uint16_t bits;
   std::memcpy(&bits, p, sizeof(bits));
@@ -152,7 +142,7 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
     // A branch per block index, so each decode has constant shifts: the pattern repeats every
     // kGroup blocks and predicts well.
     __m256i q = _mm256_setzero_si256();
-    for_each_block<kGroup>([&](auto j_constant) {
+    int16::for_each_block<kGroup>([&](auto j_constant) {
       if (j == j_constant) q = Block::quants(group, j_constant);
     });
     _mm512_store_si512(quants[buffer][r], _mm512_cvtepi8_epi16(q));
@@ -331,7 +321,7 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
       Block::scales8(w + at, offsets_low, group_scale[0], group_min[0], 16);
       Block::scales8(w + at, offsets_high, group_scale[0] + 8, group_min[0] + 8, 16);
     }
-    for_each_block<kGroup>([&](auto j) {
+    int16::for_each_block<kGroup>([&](auto j) {
       const std::int64_t b = g * kGroup + j;
       // The next group's rows, a block's bytes at a time (a whole group's lines at once would
       // queue up to 64 prefetches behind each other).
@@ -398,44 +388,6 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + i * ldy, lanes, acc[i]);
 }
 
-template <typename Block, int kRows>
-void int16_direct_typed(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                        std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
-                        std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
-  for (std::int64_t n0 = n_begin; n0 < n_end; n0 += kInt16DirectGroup) {
-    const int count = static_cast<int>(std::min(kInt16DirectGroup, n_end - n0));
-    const std::uint8_t* group = w + static_cast<std::size_t>(n0) * w_stride;
-    const std::uint8_t* next =
-        n0 + 2 * kInt16DirectGroup <= n_end ? group + kInt16DirectGroup * w_stride : nullptr;
-    int16_direct_group<Block, kRows>(q, scales, scaled_sums, k, group, w_stride, count, next,
-                                     y + n0, ldy);
-  }
-}
-
-// m as a template argument: the rows' accumulators then live in registers.
-template <typename Block, int kRows = 1>
-void int16_direct_block_type(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                             std::int64_t m, std::int64_t k, const std::uint8_t* w,
-                             std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end,
-                             float* y, std::int64_t ldy) {
-  if constexpr (kRows < kInt16DirectMaxRows) {
-    if (m > kRows) {
-      return int16_direct_block_type<Block, kRows + 1>(q, scales, scaled_sums, m, k, w, w_stride,
-                                                       n_begin, n_end, y, ldy);
-    }
-  }
-  PAGODA_CHECK(m == kRows) << "int16_direct takes 1 to " << kInt16DirectMaxRows << " rows, not "
-                           << m;
-  int16_direct_typed<Block, kRows>(q, scales, scaled_sums, k, w, w_stride, n_begin, n_end, y, ldy);
-}
-
-// Rows of a K-quant are whole 256-weight groups.
-template <typename Block>
-void check_whole_groups(std::int64_t k) {
-  PAGODA_CHECK_EQ(k % (Block::kGroupBlocks * kInt16Block), 0)
-      << dtype_name(Block::kType) << " rows of " << k << " columns";
-}
-
 }  // namespace
 
 void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
@@ -444,7 +396,7 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 const std::uint8_t* next, std::int64_t next_rows, float* acc) {
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
-    check_whole_groups<Block>(k);
+    int16::check_whole_groups<Block, kInt16Block>(k);
     if (vectors == 1) {
       return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
                                         next_rows, acc);
@@ -461,9 +413,15 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
                   std::int64_t n_end, float* y, std::int64_t ldy) {
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
-    check_whole_groups<Block>(k);
-    int16_direct_block_type<Block>(q, scales, scaled_sums, m, k, w, w_stride, n_begin, n_end, y,
-                                   ldy);
+    int16::check_whole_groups<Block, kInt16Block>(k);
+    int16::with_row_count<kInt16DirectMaxRows>(m, [&](auto rows) {
+      int16::for_each_row_group<kInt16DirectGroup>(
+          w, w_stride, n_begin, n_end,
+          [&](std::int64_t n0, int count, const std::uint8_t* group, const std::uint8_t* next) {
+            int16_direct_group<Block, decltype(rows)::value>(q, scales, scaled_sums, k, group,
+                                                             w_stride, count, next, y + n0, ldy);
+          });
+    });
   });
 }
 
