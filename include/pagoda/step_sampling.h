@@ -129,8 +129,8 @@ struct StepOutput {
   /// Row i's raw logits; CHECK-free: empty when it did not ask for them.
   std::span<const float> logits(std::size_t i) const {
     if (i >= returned_row.size() || returned_row[i] < 0) return {};
-    return {returned_logits.data() + static_cast<std::size_t>(returned_row[i]) *
-                                         static_cast<std::size_t>(vocab_size),
+    return {returned_logits.data() +
+                static_cast<std::size_t>(returned_row[i]) * static_cast<std::size_t>(vocab_size),
             static_cast<std::size_t>(vocab_size)};
   }
 };

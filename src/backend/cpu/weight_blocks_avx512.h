@@ -1,6 +1,7 @@
 // AVX-512 fp32 decoders for one 32-weight block of Q8_0, Q4_0 and Q4_1, shared by the fp32
-// *_avx512.cc kernels (the int16 kernels' decoders are int16_blocks.h). Include only from translation units compiled with AVX-512 flags; everything here has
-// internal linkage (see weight_blocks_avx2.h).
+// *_avx512.cc kernels (the int16 kernels' decoders are int16_blocks.h). Include only from
+// translation units compiled with AVX-512 flags; everything here has internal linkage (see
+// weight_blocks_avx2.h).
 #pragma once
 
 #include <immintrin.h>
