@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/int16_types.h"
 #include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/matmul_broadcast_avx512.h"
 #include "backend/cpu/row_decoder.h"
@@ -63,12 +64,12 @@ void expect_matmul_matches(ThreadPool& pool, std::mt19937_64& rng, DType dtype, 
        {MatmulKernel::kAuto, MatmulKernel::kDirect, MatmulKernel::kPacked, MatmulKernel::kBlasPanel,
         MatmulKernel::kRowGroup, MatmulKernel::kBroadcast, MatmulKernel::kBroadcastInt16}) {
     SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
-    // The int16 kernels (kAuto's pick at every row count on a VNNI CPU) round x, at any m (in
-    // pieces past 32 rows); on other weight types or CPUs they fall back to fp32 kernels.
+    // The int16 kernels (kAuto's pick at every row count on an AVX2 CPU: AVX-512 VNNI or their
+    // AVX2 twins) round x, at any m; on other weight types or CPUs they fall back to fp32 kernels.
     const MatmulKernel chosen = kernel == MatmulKernel::kAuto ? matmul_kernel_for(m) : kernel;
     const bool int16_kernel =
         chosen == MatmulKernel::kBroadcastInt16 || chosen == MatmulKernel::kDirectInt16;
-    const bool rounds_x = int16_kernel && cpu_has_avx512_vnni() && avx512::decodes(dtype);
+    const bool rounds_x = int16_kernel && cpu_has_avx2() && int16_decodes(dtype);
     std::vector<float> y(static_cast<std::size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
     matmul(pool, x.data(), m, w, b, y.data(), kernel);
     int failures = 0;
