@@ -1,0 +1,144 @@
+#include "quant/w4a16_layout.h"
+
+#include <string>
+
+#include "model/dequantize.h"
+#include "quant/q4_z_block.h"
+
+namespace pagoda::quant {
+
+namespace {
+
+struct NibbleSlot {
+  std::size_t word;
+  int shift;
+};
+
+// Where the code of (row, col) lives; the inverse of the fragment map in w4a16_layout.h.
+NibbleSlot slot_of(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
+  const std::int64_t nt = row / kW4A16TileRows, in_tile_row = row % kW4A16TileRows;
+  const std::int64_t kt = col / kW4A16TileCols, in_tile_col = col % kW4A16TileCols;
+  const std::int64_t n_tile = in_tile_row / 8, g = in_tile_row % 8;
+  const std::int64_t step = in_tile_col / 16, c = in_tile_col % 16;
+  const std::int64_t upper = c / 8, t = (c % 8) / 2, high = c % 2;
+  const std::int64_t lane = 4 * g + t;
+  const std::int64_t pair = 2 * n_tile + upper;
+  return {static_cast<std::size_t>((nt * m.k_tiles() + kt) * kW4A16TileWords + 4 * lane + step),
+          static_cast<int>(4 * pair + 16 * high)};
+}
+
+W4A16Matrix empty_layout(std::int64_t rows, std::int64_t cols, std::int64_t group_size) {
+  W4A16Matrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.group_size = group_size;
+  m.packed.assign(static_cast<std::size_t>(m.row_tiles() * m.k_tiles() * kW4A16TileWords), 0);
+  const auto per_group = static_cast<std::size_t>(m.groups() * m.padded_rows());
+  m.scales.assign(per_group, 0);
+  m.zeros.assign(per_group, 0);
+  return m;
+}
+
+void put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
+  const NibbleSlot s = slot_of(m, row, col);
+  m.packed[s.word] |= static_cast<std::uint32_t>(q & 0x0F) << s.shift;
+}
+
+std::uint16_t load_u16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+
+// Copies 32 codes from a block's 16 nibble bytes (element j low, j + 16 high) to stored columns
+// [col, col + 32) of `row`.
+void put_block_codes(W4A16Matrix& m, std::int64_t row, std::int64_t col, const std::uint8_t* qs) {
+  for (int j = 0; j < 16; ++j) {
+    put_code(m, row, col + j, qs[j] & 0x0F);
+    put_code(m, row, col + j + 16, qs[j] >> 4);
+  }
+}
+
+// True when every 32-block of each group of `group_size` columns carries the same scale and
+// zero, so one (scale, zero) per group says what the blocks say.
+bool groups_are_uniform(const QuantizedMatrix& q, std::int64_t group_size) {
+  const std::int64_t blocks_per_row = q.cols / 32;
+  const std::int64_t blocks_per_group = group_size / 32;
+  for (std::int64_t n = 0; n < q.rows; ++n) {
+    const std::uint8_t* row = q.bytes.data() + static_cast<std::size_t>(n) * q.row_bytes();
+    for (std::int64_t b = 0; b < blocks_per_row; ++b) {
+      const std::uint8_t* first = row + (b - b % blocks_per_group) * kQ4ZBlockBytes;
+      const std::uint8_t* block = row + b * kQ4ZBlockBytes;
+      if (block[0] != first[0] || block[1] != first[1] || block[2] != first[2]) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
+  if (q.dtype != DType::kQ4_Z) {
+    return invalid_argument(std::string("W4A16 repacks Q4_Z, not ") +
+                                    std::string(dtype_name(q.dtype)));
+  }
+  if (q.rows <= 0 || q.cols <= 0 || q.cols % 32 != 0 ||
+      q.bytes.size() != static_cast<std::size_t>(q.rows) * q.row_bytes()) {
+    return invalid_argument("W4A16: a Q4_Z matrix of " + std::to_string(q.rows) + " x " +
+                                    std::to_string(q.cols) + " with " +
+                                    std::to_string(q.bytes.size()) + " bytes is malformed");
+  }
+  std::int64_t group_size = q.group_size >= q.cols ? q.cols : q.group_size;
+  if (group_size < 32 || group_size % 32 != 0 || q.cols % group_size != 0 ||
+      !groups_are_uniform(q, group_size)) {
+    group_size = 32;
+  }
+  W4A16Matrix m = empty_layout(q.rows, q.cols, group_size);
+  m.input_permutation = q.input_permutation;
+  const std::int64_t blocks_per_row = q.cols / 32;
+  for (std::int64_t n = 0; n < q.rows; ++n) {
+    const std::uint8_t* row = q.bytes.data() + static_cast<std::size_t>(n) * q.row_bytes();
+    for (std::int64_t b = 0; b < blocks_per_row; ++b) {
+      const std::uint8_t* block = row + b * kQ4ZBlockBytes;
+      const std::int64_t col = b * 32;
+      if (col % group_size == 0) {
+        const auto at = static_cast<std::size_t>((col / group_size) * m.padded_rows() + n);
+        m.scales[at] = load_u16(block);
+        m.zeros[at] = block[2];
+      }
+      put_block_codes(m, n, col, block + 3);
+    }
+  }
+  return m;
+}
+
+StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t rows,
+                                        std::int64_t cols) {
+  if (rows <= 0 || cols <= 0 || cols % 32 != 0) {
+    return invalid_argument("W4A16: Q4_0 rows of " + std::to_string(cols) +
+                                    " columns are not whole 32-blocks");
+  }
+  constexpr std::int64_t kQ4_0BlockBytes = 18;
+  W4A16Matrix m = empty_layout(rows, cols, 32);
+  const std::int64_t blocks_per_row = cols / 32;
+  for (std::int64_t n = 0; n < rows; ++n) {
+    for (std::int64_t b = 0; b < blocks_per_row; ++b) {
+      const std::uint8_t* block = blocks + (n * blocks_per_row + b) * kQ4_0BlockBytes;
+      const auto at = static_cast<std::size_t>(b * m.padded_rows() + n);
+      m.scales[at] = load_u16(block);
+      m.zeros[at] = 8;
+      put_block_codes(m, n, b * 32, block + 2);
+    }
+  }
+  return m;
+}
+
+int w4a16_code(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
+  const NibbleSlot s = slot_of(m, row, col);
+  return static_cast<int>((m.packed[s.word] >> s.shift) & 0x0F);
+}
+
+float w4a16_weight(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
+  const auto at = static_cast<std::size_t>((col / m.group_size) * m.padded_rows() + row);
+  return fp16_to_float(m.scales[at]) * static_cast<float>(w4a16_code(m, row, col) - m.zeros[at]);
+}
+
+}  // namespace pagoda::quant

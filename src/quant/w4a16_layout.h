@@ -1,0 +1,70 @@
+// The GPU's W4A16 weight layout: 4-bit weights with an fp16 scale and an integer zero per
+// (output row, group of input columns), the nibbles reshuffled so that one 16-byte load per lane
+// is exactly the tensor-core B fragments of four mma.m16n8k16 steps (kernels/gemm/w4a16_gemm.h).
+// Built on the host from the CPU's exact layouts (Q4_Z for GPTQ / AWQ / int4 RTN, GGUF Q4_0), so
+// the weights the GPU multiplies are the same numbers, w = d * (q - z), with no rounding added.
+//
+// Tiles of 16 output rows x 64 input columns, 128 words each, stored tile-row-major
+// (tile (nt, kt) at word (nt * k_tiles + kt) * 128). Lane l (g = l / 4, t = l % 4) owns words
+// 4l .. 4l+3; word s holds the 16-column step s of the tile, and in it the nibble pair i (bits
+// 4i..4i+3 and 16+4i..16+4i+3) is the B-fragment register b[i % 2] of n-tile i / 2:
+//
+//   pair i, low nibble:  row 16 nt + 8 (i / 2) + g, column 64 kt + 16 s + 2t + 8 (i % 2)
+//   pair i, high nibble: the same row, the next column
+//
+// so `(word >> 4i) & 0x000F000F | magic` is two 16-bit floats {magic + q_lo, magic + q_hi} in
+// the fragment's order. Rows past `rows` and columns past `cols` hold q = 0, scale 0.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pagoda/status.h"
+#include "quant/quantized_matrix.h"
+
+namespace pagoda::quant {
+
+inline constexpr std::int64_t kW4A16TileRows = 16;
+inline constexpr std::int64_t kW4A16TileCols = 64;
+inline constexpr std::int64_t kW4A16TileWords = 128;
+
+struct W4A16Matrix {
+  std::int64_t rows = 0;  ///< output channels (n)
+  std::int64_t cols = 0;  ///< input channels (k), as stored (see input_permutation)
+  /// Consecutive stored columns sharing a scale and zero: a multiple of 32 (cols for per-channel
+  /// scales; the kernel reads the last group's scale for the zero padding past cols).
+  std::int64_t group_size = 0;
+  std::vector<std::uint32_t> packed;  ///< row_tiles() * k_tiles() * 128 words
+  std::vector<std::uint16_t> scales;  ///< fp16 bits, [groups()][padded_rows()]
+  std::vector<std::uint8_t> zeros;    ///< 0..16, [groups()][padded_rows()]
+  /// [cols] or empty, as QuantizedMatrix: stored column j multiplies x[:, input_permutation[j]].
+  std::vector<std::int32_t> input_permutation;
+
+  std::int64_t row_tiles() const { return (rows + kW4A16TileRows - 1) / kW4A16TileRows; }
+  std::int64_t k_tiles() const { return (cols + kW4A16TileCols - 1) / kW4A16TileCols; }
+  std::int64_t padded_rows() const { return row_tiles() * kW4A16TileRows; }
+  std::int64_t groups() const { return (cols + group_size - 1) / group_size; }
+  /// Bytes the GPU holds for this matrix (packed + scales + zeros).
+  std::size_t device_bytes() const {
+    return packed.size() * sizeof(std::uint32_t) + scales.size() * sizeof(std::uint16_t) +
+           zeros.size();
+  }
+};
+
+/// Repacks a Q4_Z matrix (GPTQ, AWQ, int4 RTN). Its group_size is kept when every 32-block of a
+/// group repeats the group's scale and zero (as the checkpoint repackers write them); otherwise
+/// each 32-block is its own group, which is always exact.
+StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& matrix);
+
+/// Repacks GGUF Q4_0 rows ([rows, cols], 18-byte blocks: fp16 d, 16 bytes of nibbles in the
+/// Q4_Z order): w = d * (q - 8), groups of 32.
+StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t rows,
+                                        std::int64_t cols);
+
+/// The 4-bit code q (0..15) of stored weight (row, col), read back from the packed tiles.
+int w4a16_code(const W4A16Matrix& m, std::int64_t row, std::int64_t col);
+
+/// The weight d * (q - z) at (row, col), in float (exact), read back from the packed layout.
+float w4a16_weight(const W4A16Matrix& m, std::int64_t row, std::int64_t col);
+
+}  // namespace pagoda::quant
