@@ -5,7 +5,8 @@
 //
 //   gpu_bench kernels                     B, F and each kernel against its goal, the sampler of
 //                                         execute() per batch x vocab ("sampler ..." lines)
-//   gpu_bench kernels [GROUP...]          GROUP: decode, prefill, elementwise, sampler, skinny
+//   gpu_bench kernels [GROUP...]          GROUP: decode, prefill, elementwise, sampler, skinny,
+//                                         w4a16
 //   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy)
 //                   [--dtype bf16] [--batch 1,64,128] [--context 512] [--steps 32]
 //                                         through forward() and through execute(), and the bytes
@@ -39,6 +40,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/common/pdl.cuh"
 #include "kernels/gemm/skinny_gemm.h"
+#include "kernels/gemm/w4a16_gemm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
 #include "kernels/sampling/device_sampler.h"
@@ -461,7 +463,97 @@ void bench_skinny_gemm(const Ceilings& ceil, cuda::BlasLt& blas) {
   }
 }
 
-// `groups` empty: all; else any of decode, prefill, elementwise, sampler, skinny.
+// G6 / G7: W4A16 (group 128) against cuBLASLt BF16 on the same shapes, as time ratios
+// (cuBLAS / ours, above 1 is faster), weights rotated past L2; at m >= 64 also the large-m
+// path (dequantize to bf16, then cuBLASLt), which the executor's dispatch picks when faster.
+void bench_w4a16(const Ceilings& ceil, cuda::BlasLt& blas) {
+  const std::int64_t shapes[][2] = {{4096, 14336}, {28672, 4096}, {6144, 4096}, {4096, 4096}};
+  constexpr std::int64_t kGroup = 128;
+  constexpr int kCopies = 8;
+  for (const auto& s : shapes) {
+    const std::int64_t n = s[0], k = s[1];
+    const std::int64_t padded_n = (n + 15) / 16 * 16, k_tiles = (k + 63) / 64;
+    const std::int64_t groups = (k + kGroup - 1) / kGroup;
+    const auto packed_bytes = static_cast<std::size_t>(padded_n / 16 * k_tiles * 512);
+    const auto scale_bytes = static_cast<std::size_t>(groups * padded_n * 2);
+    std::vector<DeviceBuffer> bf16_w, packed, scales, zeros;
+    for (int i = 0; i < kCopies; ++i) {
+      bf16_w.push_back(random_buffer(n * k, ScalarType::kBF16, 70 + i));
+      // Random codes (any bits are valid codes), scales 0x2020 (~0.0084), zeros 8.
+      packed.push_back(
+          random_buffer(static_cast<std::int64_t>(packed_bytes / 4), ScalarType::kF32, 80 + i));
+      scales.push_back(alloc(scale_bytes));
+      zeros.push_back(alloc(scale_bytes / 2));
+      check(cuda::cuda_status(cudaMemset(scales.back().data(), 0x20, scale_bytes), "memset"),
+            "scales");
+      check(cuda::cuda_status(cudaMemset(zeros.back().data(), 8, scale_bytes / 2), "memset"),
+            "zeros");
+    }
+    const auto weights = [&](int i) {
+      return kernels::W4A16Weights{.packed = packed[i % kCopies].as<std::uint32_t>(),
+                                   .scales = scales[i % kCopies].as<std::uint16_t>(),
+                                   .zeros = zeros[i % kCopies].as<std::uint8_t>(),
+                                   .rows = n,
+                                   .cols = k,
+                                   .group_size = kGroup};
+    };
+    DeviceBuffer dequantized = alloc(static_cast<std::size_t>(n * k) * 2);
+    const double int4_bytes = static_cast<double>(packed_bytes + scale_bytes + scale_bytes / 2);
+    for (std::int64_t m : {1, 16, 64, 128, 256}) {
+      DeviceBuffer x = random_buffer(m * k, ScalarType::kBF16, 90);
+      DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
+      const std::size_t ws_bytes = kernels::w4a16_gemm_workspace_bytes(m, n, k);
+      DeviceBuffer ws = alloc(std::max<std::size_t>(ws_bytes, 4));
+      const auto cublas = [&](const void* w) {
+        check(blas.linear({.x = x.data(),
+                           .w = w,
+                           .y = y.data(),
+                           .m = m,
+                           .n = n,
+                           .k = k,
+                           .input_type = ScalarType::kBF16,
+                           .output_type = ScalarType::kBF16},
+                          nullptr),
+              "cublas bf16");
+      };
+      const double cublas_ms = median_ms([&](int i) { cublas(bf16_w[i % kCopies].data()); });
+      const double ours_ms = median_ms([&](int i) {
+        check(kernels::launch_w4a16_gemm({.x = x.data(),
+                                          .w = weights(i),
+                                          .y = y.data(),
+                                          .m = m,
+                                          .dtype = ScalarType::kBF16,
+                                          .workspace = ws.as<float>(),
+                                          .workspace_bytes = ws_bytes},
+                                         nullptr),
+              "w4a16");
+      });
+      const char* goal = m == 1    ? ">= 2.0x cuBLAS bf16 (stretch 2.8x)"
+                         : m == 16 ? ">= 1.9x cuBLAS bf16"
+                         : m == 64 ? ">= 1.2x cuBLAS bf16"
+                                   : "(info; dispatch takes the faster path)";
+      char label[112];
+      std::snprintf(label, sizeof(label), "%s W4A16 g128 M=%lld %lldx%lld (%.0f GB/s)",
+                    m == 1 ? "G6" : "G7", static_cast<long long>(m), static_cast<long long>(n),
+                    static_cast<long long>(k), int4_bytes / (ours_ms * 1e-3) / 1e9);
+      result(label, ours_ms * 1e3, "us", cublas_ms / ours_ms, goal);
+      if (m < 64) continue;
+      const double dequant_ms = median_ms([&](int i) {
+        check(kernels::launch_w4a16_dequantize(weights(i), dequantized.data(), ScalarType::kBF16,
+                                               nullptr),
+              "dequantize");
+        cublas(dequantized.data());
+      });
+      std::snprintf(label, sizeof(label), "G7 dequant+cuBLAS g128 M=%lld %lldx%lld",
+                    static_cast<long long>(m), static_cast<long long>(n),
+                    static_cast<long long>(k));
+      result(label, dequant_ms * 1e3, "us", cublas_ms / dequant_ms, "(info: the large-m path)");
+    }
+  }
+  (void)ceil;
+}
+
+// `groups` empty: all; else any of decode, prefill, elementwise, sampler, skinny, w4a16.
 int run_kernels(const std::vector<std::string>& groups) {
   const auto wanted = [&](const char* group) {
     return groups.empty() || std::find(groups.begin(), groups.end(), group) != groups.end();
@@ -487,6 +579,7 @@ int run_kernels(const std::vector<std::string>& groups) {
   if (wanted("elementwise")) bench_elementwise(ceil);
   if (wanted("sampler")) bench_sampler(ceil);
   if (wanted("skinny")) bench_skinny_gemm(ceil, **blas);
+  if (wanted("w4a16")) bench_w4a16(ceil, **blas);
   return 0;
 }
 

@@ -28,6 +28,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/common/mma.cuh"
 
 namespace pagoda::kernels::prefill_mma {
 
@@ -76,25 +77,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
-}
-
-/// d (16x8 fp32) += a (16x16, row) * b (16x8, col), in T (bf16 or f16).
-template <typename T>
-__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
-                                          std::uint32_t b0, std::uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
 }
 
 /// 2^x with one MUFU.EX2: exp2f adds a denormal-range rescale around it, several instructions per

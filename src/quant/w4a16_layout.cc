@@ -9,24 +9,6 @@ namespace pagoda::quant {
 
 namespace {
 
-struct NibbleSlot {
-  std::size_t word;
-  int shift;
-};
-
-// Where the code of (row, col) lives; the inverse of the fragment map in w4a16_layout.h.
-NibbleSlot slot_of(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
-  const std::int64_t nt = row / kW4A16TileRows, in_tile_row = row % kW4A16TileRows;
-  const std::int64_t kt = col / kW4A16TileCols, in_tile_col = col % kW4A16TileCols;
-  const std::int64_t n_tile = in_tile_row / 8, g = in_tile_row % 8;
-  const std::int64_t step = in_tile_col / 16, c = in_tile_col % 16;
-  const std::int64_t upper = c / 8, t = (c % 8) / 2, high = c % 2;
-  const std::int64_t lane = 4 * g + t;
-  const std::int64_t pair = 2 * n_tile + upper;
-  return {static_cast<std::size_t>((nt * m.k_tiles() + kt) * kW4A16TileWords + 4 * lane + step),
-          static_cast<int>(4 * pair + 16 * high)};
-}
-
 W4A16Matrix empty_layout(std::int64_t rows, std::int64_t cols, std::int64_t group_size) {
   W4A16Matrix m;
   m.rows = rows;
@@ -40,8 +22,10 @@ W4A16Matrix empty_layout(std::int64_t rows, std::int64_t cols, std::int64_t grou
 }
 
 void put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
-  const NibbleSlot s = slot_of(m, row, col);
-  m.packed[s.word] |= static_cast<std::uint32_t>(q & 0x0F) << s.shift;
+  std::int64_t word = 0;
+  int shift = 0;
+  w4a16_slot(row, col, m.k_tiles(), &word, &shift);
+  m.packed[static_cast<std::size_t>(word)] |= static_cast<std::uint32_t>(q & 0x0F) << shift;
 }
 
 std::uint16_t load_u16(const std::uint8_t* p) {
@@ -78,13 +62,13 @@ bool groups_are_uniform(const QuantizedMatrix& q, std::int64_t group_size) {
 StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
   if (q.dtype != DType::kQ4_Z) {
     return invalid_argument(std::string("W4A16 repacks Q4_Z, not ") +
-                                    std::string(dtype_name(q.dtype)));
+                            std::string(dtype_name(q.dtype)));
   }
   if (q.rows <= 0 || q.cols <= 0 || q.cols % 32 != 0 ||
       q.bytes.size() != static_cast<std::size_t>(q.rows) * q.row_bytes()) {
     return invalid_argument("W4A16: a Q4_Z matrix of " + std::to_string(q.rows) + " x " +
-                                    std::to_string(q.cols) + " with " +
-                                    std::to_string(q.bytes.size()) + " bytes is malformed");
+                            std::to_string(q.cols) + " with " + std::to_string(q.bytes.size()) +
+                            " bytes is malformed");
   }
   std::int64_t group_size = q.group_size >= q.cols ? q.cols : q.group_size;
   if (group_size < 32 || group_size % 32 != 0 || q.cols % group_size != 0 ||
@@ -114,7 +98,7 @@ StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t
                                         std::int64_t cols) {
   if (rows <= 0 || cols <= 0 || cols % 32 != 0) {
     return invalid_argument("W4A16: Q4_0 rows of " + std::to_string(cols) +
-                                    " columns are not whole 32-blocks");
+                            " columns are not whole 32-blocks");
   }
   constexpr std::int64_t kQ4_0BlockBytes = 18;
   W4A16Matrix m = empty_layout(rows, cols, 32);
@@ -132,8 +116,10 @@ StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t
 }
 
 int w4a16_code(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
-  const NibbleSlot s = slot_of(m, row, col);
-  return static_cast<int>((m.packed[s.word] >> s.shift) & 0x0F);
+  std::int64_t word = 0;
+  int shift = 0;
+  w4a16_slot(row, col, m.k_tiles(), &word, &shift);
+  return static_cast<int>((m.packed[static_cast<std::size_t>(word)] >> shift) & 0x0F);
 }
 
 float w4a16_weight(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {

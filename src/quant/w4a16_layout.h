@@ -22,11 +22,30 @@
 #include "pagoda/status.h"
 #include "quant/quantized_matrix.h"
 
+#if defined(__CUDACC__)
+#define PAGODA_W4A16_HD __host__ __device__ __forceinline__
+#else
+#define PAGODA_W4A16_HD inline
+#endif
+
 namespace pagoda::quant {
 
 inline constexpr std::int64_t kW4A16TileRows = 16;
 inline constexpr std::int64_t kW4A16TileCols = 64;
 inline constexpr std::int64_t kW4A16TileWords = 128;
+
+/// Where the code of stored weight (row, col) lives, for a matrix of `k_tiles` column tiles: the
+/// word index in `packed` and the bit shift in it (the inverse of the map above; host and device).
+PAGODA_W4A16_HD void w4a16_slot(std::int64_t row, std::int64_t col, std::int64_t k_tiles,
+                                std::int64_t* word, int* shift) {
+  const std::int64_t in_tile_row = row % kW4A16TileRows, in_tile_col = col % kW4A16TileCols;
+  const std::int64_t g = in_tile_row % 8, step = in_tile_col / 16, c = in_tile_col % 16;
+  const std::int64_t lane = 4 * g + (c % 8) / 2;
+  const std::int64_t pair = 2 * (in_tile_row / 8) + c / 8;
+  *word =
+      ((row / kW4A16TileRows) * k_tiles + col / kW4A16TileCols) * kW4A16TileWords + 4 * lane + step;
+  *shift = static_cast<int>(4 * pair + 16 * (c % 2));
+}
 
 struct W4A16Matrix {
   std::int64_t rows = 0;  ///< output channels (n)

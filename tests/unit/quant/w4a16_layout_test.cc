@@ -13,42 +13,13 @@
 #include <vector>
 
 #include "model/dequantize.h"
-#include "quant/q4_z_block.h"
+#include "random_q4_z.h"
 
 namespace pagoda::quant {
 namespace {
 
-std::uint16_t random_scale_bits(std::mt19937_64& rng) {
-  // A finite fp16 in [2^-14, 2): any mantissa, exponents 1..15, either sign.
-  const auto exponent = static_cast<std::uint16_t>(1 + rng() % 15);
-  return static_cast<std::uint16_t>(((rng() & 1) << 15) | (exponent << 10) | (rng() & 0x3FF));
-}
-
-// A Q4_Z matrix whose groups of `group_size` columns share one (scale, zero) per row, as the
-// checkpoint repackers write them; `uniform` false gives every 32-block its own.
-QuantizedMatrix random_q4_z(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols,
-                            std::int64_t group_size, bool uniform) {
-  QuantizedMatrix q;
-  q.rows = rows;
-  q.cols = cols;
-  q.group_size = group_size;
-  q.bytes.resize(static_cast<std::size_t>(rows) * q.row_bytes());
-  for (std::int64_t n = 0; n < rows; ++n) {
-    std::uint16_t scale = 0;
-    std::uint8_t zero = 0;
-    for (std::int64_t b = 0; b < cols / 32; ++b) {
-      if (!uniform || (b * 32) % group_size == 0) {
-        scale = random_scale_bits(rng);
-        zero = static_cast<std::uint8_t>(rng() % 17);
-      }
-      std::uint8_t codes[32];
-      for (std::uint8_t& c : codes) c = static_cast<std::uint8_t>(rng() % 16);
-      write_q4_z_block(scale, zero, codes,
-                       q.bytes.data() + static_cast<std::size_t>(n) * q.row_bytes() + b * 19);
-    }
-  }
-  return q;
-}
+using testing::random_q4_z;
+using testing::random_scale_bits;
 
 std::vector<float> dequantized(DType dtype, const std::vector<std::uint8_t>& bytes,
                                std::int64_t rows, std::int64_t cols) {
@@ -72,8 +43,7 @@ void expect_weights_equal(const W4A16Matrix& m, const std::vector<float>& want) 
 void expect_fragments_match(const W4A16Matrix& m) {
   for (std::int64_t nt = 0; nt < m.row_tiles(); ++nt) {
     for (std::int64_t kt = 0; kt < m.k_tiles(); ++kt) {
-      const std::uint32_t* tile =
-          m.packed.data() + (nt * m.k_tiles() + kt) * kW4A16TileWords;
+      const std::uint32_t* tile = m.packed.data() + (nt * m.k_tiles() + kt) * kW4A16TileWords;
       for (int lane = 0; lane < 32; ++lane) {
         const int g = lane / 4, t = lane % 4;
         for (int step = 0; step < 4; ++step) {
@@ -86,8 +56,8 @@ void expect_fragments_match(const W4A16Matrix& m) {
               const std::int64_t row = nt * 16 + n_tile * 8 + g;
               const std::int64_t col = kt * 64 + step * 16 + 2 * t + e + 8 * reg;
               const int want = row < m.rows && col < m.cols ? w4a16_code(m, row, col) : 0;
-              ASSERT_EQ(code, want) << "tile " << nt << "," << kt << " lane " << lane
-                                    << " step " << step << " pair " << pair << " e " << e;
+              ASSERT_EQ(code, want) << "tile " << nt << "," << kt << " lane " << lane << " step "
+                                    << step << " pair " << pair << " e " << e;
             }
           }
         }

@@ -1,0 +1,38 @@
+// Tensor-core building blocks shared by the mma.sync kernels (prefill attention, W4A16 GEMM).
+//
+// mma.m16n8k16 fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"), lane = 4 g + t:
+//   A (16x16, row-major)  a0 = (row g, cols 2t, 2t+1)   a1 = (row g+8, the same cols)
+//                         a2 = (row g, cols 2t+8, 2t+9) a3 = (row g+8, cols 2t+8, 2t+9)
+//   B (16x8, k x n)       b0 = (k 2t, 2t+1; col g)      b1 = (k 2t+8, 2t+9; col g)
+//   C/D (16x8, fp32)      d0, d1 = (row g, cols 2t, 2t+1)  d2, d3 = (row g+8, the same cols)
+// Each 32-bit register holds two 16-bit elements, the lower index in the low half.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace pagoda::kernels {
+
+/// d (16x8 fp32) += a (16x16, row) * b (16x8, col), in T (bf16 or f16).
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
+                                          std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,70 @@
+// W4A16: y = x W^T (+ bias) with 16-bit activations and 4-bit weights (GPTQ, AWQ, int4 RTN,
+// GGUF Q4_0) in the tile layout of quant/w4a16_layout.h, dequantized in registers straight into
+// tensor-core fragments (the Marlin recipe, ../shared/GPU.md 4.3).
+//
+// Per 16-column step a lane turns one 32-bit word into four B registers with a mask and an OR
+// (16-bit floats {magic + q}) and one exact subtraction of {magic + z}: the fragments hold the
+// integers q - z, so mma.m16n8k16 sums x (q - z) over a group in fp32 and the group's fp16 scale
+// multiplies that sum once. The weights are never rounded: the only rounding besides fp32
+// summation is the output's. Weights stream once per 16 (m <= 16), 32 or 64 rows of x, with
+// evict-first loads several tiles ahead per lane; K is split over the CTA's 4 warps and, when
+// there are too few column tiles to fill the GPU, over CTAs whose partial sums a second kernel
+// adds in a fixed order (deterministic: the same bits every run).
+//
+// For large m the executor dequantizes to 16-bit rows (launch_w4a16_dequantize) and calls
+// cuBLASLt instead (GPU.md 4.3: Marlin-style mma.sync pays up to m ~ 64 on Hopper).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/scalar_type.h"
+#include "pagoda/status.h"
+
+namespace pagoda::kernels {
+
+/// A W4A16Matrix uploaded as is (quant/w4a16_layout.h).
+struct W4A16Weights {
+  const std::uint32_t* packed = nullptr;  ///< row_tiles * k_tiles * 128 words
+  const std::uint16_t* scales = nullptr;  ///< fp16, [groups][padded_rows]
+  const std::uint8_t* zeros = nullptr;    ///< [groups][padded_rows]
+  std::int64_t rows = 0;                  ///< n
+  std::int64_t cols = 0;                  ///< k
+  std::int64_t group_size = 0;            ///< a multiple of 32 (cols: per channel)
+};
+
+struct W4A16GemmParams {
+  const void* x = nullptr;  ///< [m, cols] dtype, row-major; already in stored column order
+  W4A16Weights w;
+  const void* bias = nullptr;  ///< [rows] dtype, or nullptr
+  void* y = nullptr;           ///< [m, rows] dtype
+  std::int64_t m = 0;
+  cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< kBF16 or kF16
+  /// fp32 partial sums when K is split over CTAs: w4a16_gemm_workspace_bytes(m, rows, cols).
+  float* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+};
+
+/// Workspace launch_w4a16_gemm uses for this shape on the current device (0: none).
+std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k);
+
+/// True when `p` can run: 16-bit dtype, m >= 1, cols a multiple of 32, group_size a multiple of
+/// 32, 4-byte aligned x and 16-byte aligned packed weights.
+bool w4a16_gemm_applies(const W4A16GemmParams& p);
+
+/// Each output is an fp32 sum of per-group fp32 sums, rounded once to the output type. A
+/// workspace smaller than w4a16_gemm_workspace_bytes only means fewer CTAs share K.
+Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream);
+
+/// out [rows, cols] dtype = d * (q - z), computed exactly in fp32 and rounded once.
+Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarType dtype,
+                               cudaStream_t stream);
+
+/// out [m, k] = x[:, permutation[j]] for each stored column j (GPTQ act-order), 16-bit dtype.
+Status launch_gather_columns(const void* x, std::int64_t m, std::int64_t k,
+                             const std::int32_t* permutation, void* out, cuda::ScalarType dtype,
+                             cudaStream_t stream);
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,204 @@
+// The W4A16 GEMM against a float64 product of the same numbers: x rounded to the 16-bit dtype,
+// the weights read back exactly from the host layout (quant/w4a16_layout.h), which the CPU test
+// checks against the reference dequantizer. Awkward sizes throughout: m in {1, 7, 16, 33, 64,
+// 257} (every m-tile count, partial tiles), n not a multiple of 16, k not a multiple of the
+// 64-column tile, groups of 32, 64, 128 and per channel, asymmetric zeros, bias, K split over
+// CTAs (with a workspace) and not (without).
+//
+// Tolerance: each product x (q - z) is exact in the tensor cores' fp32; per group the sum is
+// fp32, then scaled (exact scale, one rounding) and summed in fp32 over groups and warps, then
+// rounded once to the output. So |got - ref| <= u_out |ref| + c * 2^-24 * sum |x w| with c the
+// number of additions on the longest path (< k / 8 + 64 here); a wrong fragment, group or tile
+// is off by whole |x w| terms.
+#include "kernels/gemm/w4a16_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "model/dequantize.h"
+#include "quant/w4a16_layout.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/unit/quant/random_q4_z.h"
+
+namespace pagoda::kernels {
+namespace {
+
+using cuda::ScalarType;
+using gpu_test::DeviceArray;
+using gpu_test::DeviceVector;
+
+struct DeviceW4A16 {
+  explicit DeviceW4A16(const quant::W4A16Matrix& m)
+      : packed(m.packed), scales(m.scales), zeros(m.zeros) {
+    view = {.packed = packed.data(),
+            .scales = scales.data(),
+            .zeros = zeros.data(),
+            .rows = m.rows,
+            .cols = m.cols,
+            .group_size = m.group_size};
+  }
+  DeviceVector<std::uint32_t> packed;
+  DeviceVector<std::uint16_t> scales;
+  DeviceVector<std::uint8_t> zeros;
+  W4A16Weights view;
+};
+
+struct Shape {
+  std::int64_t n, k, group_size;
+};
+
+quant::W4A16Matrix random_matrix(std::mt19937_64& rng, const Shape& s) {
+  const quant::QuantizedMatrix q = quant::testing::random_q4_z(rng, s.n, s.k, s.group_size, true);
+  StatusOr<quant::W4A16Matrix> m = quant::repack_w4a16(q);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return std::move(*m);
+}
+
+// The weights as floats, [rows, cols], read back from the packed layout (exact).
+std::vector<float> dense_weights(const quant::W4A16Matrix& w) {
+  std::vector<float> dense(static_cast<std::size_t>(w.rows * w.cols));
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    for (std::int64_t c = 0; c < w.cols; ++c) {
+      dense[static_cast<std::size_t>(r * w.cols + c)] = quant::w4a16_weight(w, r, c);
+    }
+  }
+  return dense;
+}
+
+void expect_matches_reference(const std::vector<float>& got, const std::vector<float>& x,
+                              const quant::W4A16Matrix& w, const std::vector<float>& dense,
+                              const std::vector<float>& bias, std::int64_t m, ScalarType type,
+                              const std::string& what) {
+  const double u_out = gpu_test::unit_roundoff(type);
+  const double sum_eps = (static_cast<double>(w.cols) / 8 + 64) * 0x1p-24;
+  int failures = 0;
+  for (std::int64_t i = 0; i < m && failures < 5; ++i) {
+    for (std::int64_t j = 0; j < w.rows && failures < 5; ++j) {
+      double ref = bias.empty() ? 0.0 : bias[static_cast<std::size_t>(j)];
+      double magnitude = std::abs(ref);
+      for (std::int64_t c = 0; c < w.cols; ++c) {
+        const double p = static_cast<double>(x[static_cast<std::size_t>(i * w.cols + c)]) *
+                         dense[static_cast<std::size_t>(j * w.cols + c)];
+        ref += p;
+        magnitude += std::abs(p);
+      }
+      const double g = got[static_cast<std::size_t>(i * w.rows + j)];
+      const double tol = u_out * std::abs(ref) + sum_eps * magnitude + 1e-30;
+      if (!(std::abs(g - ref) <= tol)) {
+        ADD_FAILURE() << what << ": y[" << i << ", " << j << "] = " << g << ", want " << ref
+                      << " +- " << tol;
+        ++failures;
+      }
+    }
+  }
+}
+
+TEST(GpuW4A16Gemm, MatchesFloat64ReferenceAtAwkwardSizes) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(20261127);
+  std::mt19937 rng32(5);
+  for (const Shape& s : {Shape{100, 4128, 32}, Shape{256, 1024, 128}, Shape{48, 2080, 2080},
+                         Shape{37, 640, 64}, Shape{16, 64, 32}}) {
+    const quant::W4A16Matrix w = random_matrix(rng, s);
+    const std::vector<float> dense = dense_weights(w);
+    const DeviceW4A16 dw(w);
+    for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+      for (std::int64_t m : {1, 7, 16, 33, 64, 257}) {
+        const std::string what = std::string(gpu_test::name_of(type)) + " m=" + std::to_string(m) +
+                                 " " + std::to_string(s.n) + "x" + std::to_string(s.k) + " group " +
+                                 std::to_string(s.group_size);
+        SCOPED_TRACE(what);
+        const std::vector<float> x = gpu_test::round_to(
+            gpu_test::random_vector(static_cast<std::size_t>(m * s.k), rng32), type);
+        const std::vector<float> bias =
+            gpu_test::round_to(gpu_test::random_vector(static_cast<std::size_t>(s.n), rng32), type);
+        const bool with_bias = m % 2 == 1;
+        DeviceArray dx(x, type), db(bias, type);
+        const std::size_t ws_bytes = w4a16_gemm_workspace_bytes(m, s.n, s.k);
+        DeviceVector<float> workspace(std::max<std::size_t>(ws_bytes / sizeof(float), 1));
+        // With the planned workspace (K split over CTAs where the plan wants it) and without.
+        for (bool split : {true, false}) {
+          DeviceArray dy(static_cast<std::size_t>(m * s.n), type);
+          dy.poison();
+          const W4A16GemmParams p{.x = dx.data(),
+                                  .w = dw.view,
+                                  .bias = with_bias ? db.data() : nullptr,
+                                  .y = dy.data(),
+                                  .m = m,
+                                  .dtype = type,
+                                  .workspace = split ? workspace.data() : nullptr,
+                                  .workspace_bytes = split ? ws_bytes : 0};
+          ASSERT_TRUE(w4a16_gemm_applies(p));
+          const Status st = launch_w4a16_gemm(p, nullptr);
+          ASSERT_TRUE(st.ok()) << st.to_string();
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const std::vector<float> got = dy.download();
+          expect_matches_reference(got, x, w, dense, with_bias ? bias : std::vector<float>{}, m,
+                                   type, what + (split ? " split" : " unsplit"));
+          // The same bits on a second run: the splits are added in a fixed order.
+          dy.poison();
+          ASSERT_TRUE(launch_w4a16_gemm(p, nullptr).ok());
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const std::vector<float> again = dy.download();
+          ASSERT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * sizeof(float)));
+        }
+      }
+    }
+  }
+}
+
+// The large-m path's weights: d (q - z) rounded once to the dtype, bit for bit what the host
+// rounds, for every element (padding excluded).
+TEST(GpuW4A16Gemm, DequantizeIsExactThenRoundedOnce) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(3);
+  for (const Shape& s : {Shape{100, 4128, 32}, Shape{37, 640, 640}}) {
+    const quant::W4A16Matrix w = random_matrix(rng, s);
+    const DeviceW4A16 dw(w);
+    const std::vector<float> exact = dense_weights(w);
+    for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+      SCOPED_TRACE(gpu_test::name_of(type));
+      DeviceArray out(exact.size(), type);
+      out.poison();
+      ASSERT_TRUE(launch_w4a16_dequantize(dw.view, out.data(), type, nullptr).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = out.download();
+      const std::vector<float> want = gpu_test::round_to(exact, type);
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << "element " << i;
+      }
+    }
+  }
+}
+
+TEST(GpuW4A16Gemm, GatherColumnsFollowsThePermutation) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(9);
+  const std::int64_t m = 5, k = 96;
+  std::vector<std::int32_t> perm(static_cast<std::size_t>(k));
+  for (std::int64_t j = 0; j < k; ++j) perm[static_cast<std::size_t>(j)] = (j * 37 + 11) % k;
+  const std::vector<float> x = gpu_test::round_to(
+      gpu_test::random_vector(static_cast<std::size_t>(m * k), rng), ScalarType::kBF16);
+  DeviceArray dx(x, ScalarType::kBF16), out(x.size(), ScalarType::kBF16);
+  DeviceVector<std::int32_t> dperm(perm);
+  out.poison();
+  ASSERT_TRUE(
+      launch_gather_columns(dx.data(), m, k, dperm.data(), out.data(), ScalarType::kBF16, nullptr)
+          .ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> got = out.download();
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < k; ++j) {
+      ASSERT_EQ(got[static_cast<std::size_t>(i * k + j)],
+                x[static_cast<std::size_t>(i * k + perm[static_cast<std::size_t>(j)])]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::kernels
