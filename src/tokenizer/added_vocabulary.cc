@@ -28,15 +28,45 @@ AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalize
     has_normalized_ = has_normalized_ || token.normalized;
     patterns_.push_back(token.normalized && !normalizer.empty() ? normalizer.apply(token.content)
                                                                 : token.content);
-    if (!patterns_[i].empty()) {
-      by_first_byte_[static_cast<unsigned char>(patterns_[i][0])].push_back(i);
+    if (!patterns_[i].empty()) insert(i);
+  }
+}
+
+void AddedVocabulary::insert(std::size_t index) {
+  std::int32_t node = 0;
+  for (const char c : patterns_[index]) {
+    const auto byte = static_cast<unsigned char>(c);
+    auto& children = trie_[node].children;
+    const auto it = std::find_if(children.begin(), children.end(),
+                                 [&](const auto& child) { return child.first == byte; });
+    if (it != children.end()) {
+      node = it->second;
+      continue;
     }
+    const auto next = static_cast<std::int32_t>(trie_.size());
+    children.emplace_back(byte, next);
+    trie_.emplace_back();  // May move trie_, so `children` is not used after this.
+    node = next;
   }
-  for (auto& candidates : by_first_byte_) {
-    std::stable_sort(candidates.begin(), candidates.end(), [&](std::size_t a, std::size_t b) {
-      return patterns_[a].size() > patterns_[b].size();
-    });
+  std::int32_t& slot = trie_[node].token_index[tokens_[index].normalized ? 1 : 0];
+  if (slot < 0) slot = static_cast<std::int32_t>(index);  // Equal patterns: the first one wins.
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> AddedVocabulary::longest_match(
+    std::string_view text, std::size_t pos, bool normalized) const {
+  std::optional<std::pair<std::size_t, std::size_t>> best;
+  std::int32_t node = 0;
+  for (std::size_t i = pos; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const auto& children = trie_[node].children;
+    const auto it = std::find_if(children.begin(), children.end(),
+                                 [&](const auto& child) { return child.first == byte; });
+    if (it == children.end()) break;
+    node = it->second;
+    const std::int32_t index = trie_[node].token_index[normalized ? 1 : 0];
+    if (index >= 0) best.emplace(static_cast<std::size_t>(index), i + 1 - pos);
   }
+  return best;
 }
 
 std::vector<TextSegment> AddedVocabulary::split(std::string_view text, bool at_text_start,
@@ -45,22 +75,14 @@ std::vector<TextSegment> AddedVocabulary::split(std::string_view text, bool at_t
   std::size_t emitted = 0;  // Text before this offset is already in `out`.
   std::size_t pos = 0;
   while (pos < text.size()) {
-    const AddedToken* match = nullptr;
-    std::size_t match_length = 0;
-    for (std::size_t index : by_first_byte_[static_cast<unsigned char>(text[pos])]) {
-      const AddedToken& token = tokens_[index];
-      if (token.normalized == normalized && text.substr(pos).starts_with(patterns_[index])) {
-        match = &token;
-        match_length = patterns_[index].size();
-        break;
-      }
-    }
-    if (match == nullptr) {
+    const auto found = longest_match(text, pos, normalized);
+    if (!found) {
       ++pos;
       continue;
     }
+    const AddedToken* match = &tokens_[found->first];
     std::size_t start = pos;
-    std::size_t stop = pos + match_length;
+    std::size_t stop = pos + found->second;
     // Like the Aho-Corasick scan in tokenizers, a rejected match is skipped as a whole.
     const bool skip_special = !parse_special && match->special;
     const bool inside_word =

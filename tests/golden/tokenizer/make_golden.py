@@ -3,7 +3,7 @@
 
 Run with the dev venv (scripts/setup_dev_venv.sh creates .venv-dev) after scripts/setup.sh has put
 the GGUF files under models/ and make_corpus.py has written the corpus:
-    python3 tests/golden/tokenizer/make_golden.py
+    python3 tests/golden/tokenizer/make_golden.py [NAME...]   (default: every tokenizer below)
 
 Steps, per tokenizer:
   1. transformers' AutoTokenizer.from_pretrained(models_dir, gguf_file=...) converts the GGUF
@@ -46,6 +46,7 @@ SOURCES = {
     "llama_spm": (os.path.join(MODELS, "vocab"), "ggml-vocab-llama-spm.gguf", True),
     "llama_bpe": (os.path.join(MODELS, "vocab"), "ggml-vocab-llama-bpe.gguf", False),
     "qwen2": (os.path.join(MODELS, "vocab"), "ggml-vocab-qwen2.gguf", False),
+    "gemma3": (os.path.join(MODELS, "gemma-3-270m"), "gemma-3-270m-q4_k_m.gguf", False),
 }
 
 
@@ -142,8 +143,12 @@ def main():
     except Exception:
         pass
     samples = read_corpus()
+    names = sys.argv[1:] or list(SOURCES)
+    unknown = sorted(set(names) - set(SOURCES))
+    if unknown:
+        sys.exit(f"unknown tokenizer(s) {unknown}; known: {sorted(SOURCES)}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in SOURCES:
+        for name in names:
             tok_json = export(name, tmp)
             if name == "llama_bpe":
                 folder, gguf_file, _ = SOURCES[name]
