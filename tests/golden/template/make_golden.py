@@ -47,6 +47,7 @@ SPECIAL_TOKENS = {
     "mistralai-Mistral-Nemo-Instruct-2407": ("<s>", "</s>"),
     "Mistral-Small-3.2-24B-Instruct-2506": ("<s>", "</s>"),
     "google-gemma-2-2b-it": ("<bos>", "<eos>"),
+    "google-gemma-3-it": ("<bos>", "<eos>"),
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "Qwen-Qwen3-0.6B": ("", "<|im_end|>"),
     "microsoft-Phi-3.5-mini-instruct": ("<s>", "<|endoftext|>"),
