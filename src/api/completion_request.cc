@@ -4,6 +4,7 @@
 
 #include "api/request_fields.h"
 #include "api/sampling_fields.h"
+#include "api/structured_output.h"
 #include "pagoda/sampling_params.h"
 
 namespace pagoda::api {
@@ -124,6 +125,7 @@ ApiErrorOr<GenerationJob> parse_completion_request(const Json& body, const Serve
   if (!fields.ok()) return *fields.error();
   read_sampling_fields(fields, model, base);
   refuse_unsupported(fields, base.sampling.n);
+  const std::optional<StructuredOutputRequest> structured = read_structured_output(fields);
   response.echo = fields.boolean("echo").value_or(false);
   if (auto logprobs = fields.integer("logprobs", 0, SamplingParams::kMaxLogprobs)) {
     base.sampling.logprobs = *logprobs;
@@ -154,6 +156,11 @@ ApiErrorOr<GenerationJob> parse_completion_request(const Json& body, const Serve
                               read_prompts(fields.find("prompt"), model, add_special_tokens));
   base.stream = response.stream;
   response.n = base.sampling.n;
+  if (structured) {
+    if (std::optional<ApiError> error = compile_structured_output(*structured, model, base)) {
+      return *error;
+    }
+  }
   for (std::size_t p = 0; p < prompts.size(); ++p) {
     engine::EngineRequest request = base;
     request.prompt_token_ids = std::move(prompts[p].token_ids);

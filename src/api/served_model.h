@@ -14,6 +14,7 @@
 #include "pagoda/model_config.h"
 #include "pagoda/status.h"
 #include "pagoda/tokenizer.h"
+#include "structured/constraint_compiler.h"
 #include "template/chat_template.h"
 
 namespace pagoda::api {
@@ -44,6 +45,9 @@ struct ServedModel {
   /// means in tokens. Chat responses then carry reasoning_content; unset refuses
   /// max_reasoning_tokens and reasoning_effort.
   std::optional<engine::ReasoningEffortBudgets> reasoning;
+  /// Compiles structured-output constraints for this model's vocabulary (thread-safe, cached);
+  /// null refuses them.
+  std::shared_ptr<structured::ConstraintCompiler> constraints;
 
   /// The name /v1/models reports.
   const std::string& name() const { return names.front(); }

@@ -137,6 +137,12 @@ struct ModelLoader {
     // than the tokenizer's (--tokenizer, padded embeddings); ids the tokenizer lacks decode to "".
     if (files->config.vocab_size > 0) model.vocab_size = files->config.vocab_size;
     if (resolved.reasoning) model.reasoning = resolved.reasoning_effort_budgets;
+    // Structured outputs compile against the logits' vocabulary; a complete constraint lets EOS
+    // through (each request's own stop tokens replace it).
+    std::vector<std::int32_t> eos;
+    if (resolved.eos_token_id) eos.push_back(*resolved.eos_token_id);
+    model.constraints = std::make_shared<structured::ConstraintCompiler>(
+        *tokenizer, engine->vocab_size(), std::move(eos));
     // Bare lines, so scripts can grep '^startup:' and '^cuda graphs:'.
     std::fprintf(stderr, "%s\n", startup.summary().c_str());
     if (startup.graphs) std::fprintf(stderr, "%s\n", startup.graphs_summary().c_str());

@@ -51,6 +51,11 @@ EngineClient::~EngineClient() {
 Status EngineClient::validate(const EngineRequest& r) const {
   const std::int64_t prompt = static_cast<std::int64_t>(r.prompt_token_ids.size());
   if (prompt == 0) return invalid_argument("prompt is empty; give at least one token");
+  if (r.constraint && r.constraint->vocab_size() != vocab_size_) {
+    return invalid_argument("the structured-output constraint was compiled for " +
+                            std::to_string(r.constraint->vocab_size()) + " tokens, not the " +
+                            "model's " + std::to_string(vocab_size_));
+  }
   for (const std::int32_t id : r.prompt_token_ids) {
     if (id < 0 || id >= vocab_size_) {
       return invalid_argument("prompt token id " + std::to_string(id) +
@@ -177,7 +182,8 @@ StatusOr<std::shared_ptr<OutputStream>> EngineClient::submit(EngineRequest reque
                         .output = output,
                         .channel = channel,
                         .traced = traced,
-                        .max_reasoning_tokens = request.max_reasoning_tokens});
+                        .max_reasoning_tokens = request.max_reasoning_tokens,
+                        .constraint = request.constraint});
   }
   return std::make_shared<OutputStream>(id, n, std::move(channel));
 }

@@ -61,6 +61,9 @@ struct EngineRequest {
   /// Trace this request (X-Pagoda-Trace, gRPC metadata) when a trace sink is configured; the
   /// sample rate (EngineConfig::trace_sample_rate) may trace others too.
   bool trace = false;
+  /// Structured output: the output must match this (after a thinking span, with a reasoning
+  /// parser); null: unconstrained. Needs a stop token (EOS, or stop_token_ids with ignore_eos).
+  std::shared_ptr<const structured::CompiledConstraint> constraint;
 };
 
 /// The outputs of one submitted request; thread-safe.
@@ -121,6 +124,8 @@ class EngineClient {
   std::int64_t num_in_flight() const { return state_->in_flight.load(); }
   /// The resolved configuration.
   const EngineConfig& config() const { return core_->config(); }
+  /// The model's logits width (token ids are checked against it; constraints cover it).
+  std::int64_t vocab_size() const { return vocab_size_; }
 
  private:
   // Shared with every channel's on_final callback (run on the engine thread).

@@ -268,16 +268,30 @@ void EngineCore::add(EngineCoreRequest& r) {
     r.options.skip_prefix_cache_hits = true;
     r.options.scores_prompt = true;
   }
+  if (r.constraint) {
+    if (stop_ids.empty()) {
+      abort(slot, invalid_argument("a structured output needs a stop token to end on: leave "
+                                   "ignore_eos off or give stop_token_ids"));
+      return;
+    }
+    // A prompt that opened a thinking span: the constraint starts after its end tag.
+    std::optional<std::string> end_tag;
+    if (r.output.reasoning && r.output.reasoning_starts_inside) end_tag = r.output.reasoning->end;
+    l.constraint = std::make_unique<RequestConstraint>(r.constraint, stop_ids, std::move(end_tag));
+  }
   // Logprobs come one row per token and a budget forces tokens: those requests never draft
-  // (nor do those scoring their prompt: keep verification rows and prompt rows apart).
-  if (speculator_ && !num_logprobs && !r.sampling.prompt_logprobs && !r.max_reasoning_tokens) {
+  // (nor do those scoring their prompt: keep verification rows and prompt rows apart; nor
+  // constrained ones, whose masks follow one token at a time).
+  if (speculator_ && !num_logprobs && !r.sampling.prompt_logprobs && !r.max_reasoning_tokens &&
+      !r.constraint) {
     speculator_->add(slot, r.sampling, r.prompt_token_ids, stop_ids);
     l.drafts = true;
   }
   auto request = std::make_unique<Request>(r.request_id, std::move(r.prompt_token_ids), r.options);
   request->set_slot(slot);
-  // A budget's forced tokens depend on the text so far: such a request waits for its tokens.
-  request->set_schedules_ahead(overlap_ && !r.max_reasoning_tokens);
+  // A budget's forced tokens depend on the text so far, a constraint's mask on the tokens so
+  // far: such a request waits for its tokens.
+  request->set_schedules_ahead(overlap_ && !r.max_reasoning_tokens && !r.constraint);
   status = scheduler_.add_request(std::move(request));
   if (!status.ok()) abort(slot, status);
 }
@@ -465,6 +479,57 @@ void EngineCore::fill_sampling_rows(const SchedulerOutput& scheduled) {
       rows[0].forced_token = l.budget->forced.front();
     }
   }
+  fill_constraint_masks(scheduled);
+}
+
+// A constrained request samples its next token through a mask of what its constraint allows
+// after the tokens so far; unconstrained requests (and prompt-scoring rows) get none.
+void EngineCore::fill_constraint_masks(const SchedulerOutput& scheduled) {
+  std::vector<std::uint32_t>& masks = runner_.allowed_masks();
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t filled = 0;
+  for (std::size_t i = 0; i < scheduled.requests.size(); ++i) {
+    const ScheduledRequest& s = scheduled.requests[i];
+    LiveRequest& l = live(s.slot);
+    if (!l.constraint || !l.constraint->active() || l.constraint_failure) continue;
+    const std::span<SamplingRow> rows = runner_.rows_for(i);
+    if (rows.empty() || rows.back().prompt_row || rows.back().return_logits) continue;
+    const auto words = static_cast<std::size_t>(l.constraint->mask_words());
+    const std::size_t first = masks.size();
+    masks.resize(first + words);
+    if (!l.constraint->fill_mask(std::span(masks).subspan(first, words))) {
+      l.constraint_failure = invalid_argument(
+          "the structured output cannot be completed: its constraint allows no next token");
+    }
+    rows.back().allowed_mask = static_cast<std::int32_t>(first / words);
+    ++filled;
+  }
+  if (filled == 0) return;
+  num_constraint_masks_ += filled;
+  constraint_mask_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool EngineCore::follow_constraint(std::int32_t slot, std::int32_t token) {
+  LiveRequest& l = live(slot);
+  if (!l.constraint) return true;
+  if (!l.constraint_failure &&
+      l.constraint->accept(token) == RequestConstraint::Outcome::kRefused) {
+    l.constraint_failure =
+        invalid_argument("the structured output left its constraint (token " +
+                         std::to_string(token) + " is not allowed there)");
+  }
+  if (!l.constraint_failure) return true;
+  failed_constraint_slots_.push_back(slot);
+  return false;
+}
+
+void EngineCore::end_failed_constraints() {
+  for (const std::int32_t slot : std::exchange(failed_constraint_slots_, {})) {
+    LiveRequest& l = live(slot);
+    if (l.request_id.empty() || !l.constraint_failure) continue;
+    abort(slot, *l.constraint_failure);
+  }
 }
 
 // The step's tokens by scheduled request: the executor's sample, or for drafts the verifier's
@@ -513,6 +578,8 @@ void EngineCore::collect(const SchedulerOutput& scheduled, std::span<const std::
       continue;
     }
     const std::int32_t token = out.token_ids[r];
+    // A failed constraint ends the request after this step, without this token.
+    if (!follow_constraint(s.slot, token)) continue;
     if (l.budget && !l.budget->forced.empty()) l.budget->forced.pop_front();
     if (l.drafts) speculator_->accept(s.slot, token);
     sampled.token_ids[i].assign(1, token);
@@ -540,6 +607,7 @@ void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
   for (std::size_t i = 0; i < result.outputs.size(); ++i) {
     deliver(result.output_slots[i], std::move(result.outputs[i]));
   }
+  end_failed_constraints();
 }
 
 // Trace events for spans that opened or closed, and budgets: once a request has spent its
@@ -636,6 +704,8 @@ void EngineCore::publish_stats() {
   if (speculator_) stats_.spec_decode = speculator_->stats();
   stats_.device_time = executor_->device_time();
   stats_.host_gap = host_gap_.stats();
+  stats_.constraint_masks = num_constraint_masks_;
+  stats_.constraint_mask_seconds = constraint_mask_seconds_;
   const trace::TraceSinkStats trace = tracer_.sink_stats();
   stats_.trace_events_written = trace.events_written;
   stats_.trace_events_dropped = trace.events_dropped;

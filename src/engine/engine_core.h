@@ -45,6 +45,7 @@
 #include "engine/output_options.h"
 #include "engine/output_processor.h"
 #include "engine/request.h"
+#include "engine/request_constraint.h"
 #include "engine/request_tracer.h"
 #include "engine/scheduler.h"
 #include "engine/slot_allocator.h"
@@ -54,6 +55,7 @@
 #include "pagoda/sampling_params.h"
 #include "pagoda/step_sampling.h"
 #include "pagoda/tokenizer.h"
+#include "structured/compiled_constraint.h"
 
 namespace pagoda::engine {
 
@@ -72,6 +74,8 @@ struct EngineCoreRequest {
   bool traced = false;
   /// Tokens inside the thinking span before the engine closes it; unset: no budget.
   std::optional<std::int64_t> max_reasoning_tokens;
+  /// Structured output (EngineRequest::constraint); null: none.
+  std::shared_ptr<const structured::CompiledConstraint> constraint;
 };
 
 /// Host time between steps that the device waits through: from a step's launch returning (its
@@ -112,6 +116,9 @@ struct EngineStats {
   DeviceTimeStats device_time;
   /// Host time between steps (the engine's side of device idle).
   HostGapStats host_gap;
+  /// Structured outputs: allowed-token masks filled, and the engine time it took.
+  std::int64_t constraint_masks = 0;
+  double constraint_mask_seconds = 0.0;
 };
 
 /// The loop thread and everything it owns.
@@ -165,6 +172,11 @@ class EngineCore {
     bool drafts = false;  // the speculator holds it
     // Prompt logprobs gathered so far (prompt tokens 1, 2, ...); they go with its first output.
     std::vector<TokenLogprobs> prompt_logprobs;
+    // Structured output: its matcher; null when unconstrained.
+    std::unique_ptr<RequestConstraint> constraint;
+    // Why the constraint ended it (no token allowed, a token refused); set in a step, acted on
+    // after the step's outputs.
+    std::optional<Status> constraint_failure;
   };
 
   EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor> executor,
@@ -209,6 +221,12 @@ class EngineCore {
   // complete() of the step in flight, if any.
   void finish_in_flight();
   void fill_sampling_rows(const SchedulerOutput& scheduled);
+  // The allowed-token masks of constrained requests' rows (request_constraint.h).
+  void fill_constraint_masks(const SchedulerOutput& scheduled);
+  // Advances the constraint of the request at `slot` by `token`; false when it failed.
+  bool follow_constraint(std::int32_t slot, std::int32_t token);
+  // Ends requests whose constraint failed this step, with the reason.
+  void end_failed_constraints();
   void collect(const SchedulerOutput& scheduled, std::span<const std::int32_t> first_row,
                std::span<const ModelRunner::PromptRows> prompt_rows, const StepOutput& out,
                SampledTokens& sampled);
@@ -272,6 +290,9 @@ class EngineCore {
   std::int64_t num_steps_ = 0;
   std::int64_t num_failed_steps_ = 0;
   std::int64_t num_generated_tokens_ = 0;
+  std::int64_t num_constraint_masks_ = 0;
+  double constraint_mask_seconds_ = 0.0;
+  std::vector<std::int32_t> failed_constraint_slots_;
   const std::chrono::steady_clock::time_point start_time_;
 
   mutable std::mutex mutex_;  // guards everything below

@@ -1,0 +1,170 @@
+#include "structured/constraint_compiler.h"
+
+#include <gtest/gtest.h>
+
+#include "structured_test_support.h"
+
+namespace pagoda::structured {
+namespace {
+
+using testing::accepts;
+using testing::allowed;
+using testing::byte_compiler;
+using testing::kEos;
+
+std::shared_ptr<const CompiledConstraint> compile_ok(ConstraintCompiler& compiler,
+                                                     ConstraintSpec spec) {
+  auto compiled = compiler.compile(spec);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  return compiled.ok() ? *compiled : nullptr;
+}
+
+TEST(ConstraintCompilerTest, JsonSchemaAcceptsConformingObjectsOnly) {
+  auto compiler = byte_compiler();
+  const auto schema = compile_ok(*compiler, {.kind = ConstraintKind::kJsonSchema,
+                                             .text = R"({"type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+        "required": ["name", "age"], "additionalProperties": false})"});
+  ASSERT_NE(schema, nullptr);
+  EXPECT_TRUE(accepts(schema, R"({"name": "Ada", "age": 36})"));
+  EXPECT_FALSE(accepts(schema, R"({"name": "Ada"})"));             // age is required
+  EXPECT_FALSE(accepts(schema, R"({"name": "Ada", "age": -1})"));  // minimum
+  EXPECT_FALSE(accepts(schema, R"({"name": 7, "age": 1})"));
+  EXPECT_FALSE(accepts(schema, R"([1, 2])"));
+}
+
+TEST(ConstraintCompilerTest, TheFirstMaskOfAJsonObjectAllowsOnlyTheBrace) {
+  auto compiler = byte_compiler();
+  const auto object = compile_ok(*compiler, {.kind = ConstraintKind::kJsonObject});
+  ASSERT_NE(object, nullptr);
+  ConstraintMatcher matcher(object, {kEos});
+  std::vector<std::uint32_t> mask(static_cast<std::size_t>(matcher.mask_words()));
+  ASSERT_TRUE(matcher.fill_next_token_mask(mask));
+  for (std::int32_t token = 0; token < testing::kVocab; ++token) {
+    EXPECT_EQ(allowed(mask, token), token == '{') << "token " << token;
+  }
+  EXPECT_TRUE(accepts(object, R"({"any": [1, {"thing": null}]})"));
+}
+
+TEST(ConstraintCompilerTest, RegexChoiceAndGrammar) {
+  auto compiler = byte_compiler();
+  const auto regex = compile_ok(*compiler, {.kind = ConstraintKind::kRegex,
+                                            .text = R"([a-z]+@[a-z]+\.(com|org))"});
+  EXPECT_TRUE(accepts(regex, "ada@example.org"));
+  EXPECT_FALSE(accepts(regex, "ada@example.net"));
+
+  const auto choice = compile_ok(
+      *compiler, {.kind = ConstraintKind::kChoice, .choices = {"yes", "no", "say \"maybe\"\n"}});
+  EXPECT_TRUE(accepts(choice, "yes"));
+  EXPECT_TRUE(accepts(choice, "say \"maybe\"\n"));  // quotes and control bytes escaped
+  EXPECT_FALSE(accepts(choice, "ye"));
+  EXPECT_FALSE(accepts(choice, "yesno"));
+
+  const auto grammar = compile_ok(*compiler, {.kind = ConstraintKind::kGrammar,
+                                              .text = R"g(root ::= "(" num ("+" num)* ")"
+num ::= [0-9]+)g"});
+  EXPECT_TRUE(accepts(grammar, "(1+22+333)"));
+  EXPECT_FALSE(accepts(grammar, "(1+)"));
+}
+
+TEST(ConstraintCompilerTest, BadSpecsNameTheProblem) {
+  auto compiler = byte_compiler();
+  struct Case {
+    ConstraintSpec spec;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {{.kind = ConstraintKind::kJsonSchema, .text = "{not json"}, "not valid JSON"},
+      {{.kind = ConstraintKind::kJsonSchema, .text = "[1, 2]"}, "must be an object"},
+      {{.kind = ConstraintKind::kJsonSchema, .text = R"({"$ref": "#/$defs/missing"})"},
+       "invalid json_schema"},
+      {{.kind = ConstraintKind::kRegex, .text = "[0-9"}, "invalid regex"},
+      {{.kind = ConstraintKind::kGrammar, .text = "root ::= undefined_rule"}, "invalid grammar"},
+      {{.kind = ConstraintKind::kGrammar, .text = "start ::= \"a\""}, "invalid grammar"},
+  };
+  for (const Case& c : cases) {
+    auto compiled = compiler->compile(c.spec);
+    ASSERT_FALSE(compiled.ok()) << c.spec.text;
+    EXPECT_EQ(compiled.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(compiled.status().message().find(c.expected), std::string::npos)
+        << compiled.status().message();
+    // No source location of the grammar engine leaks into the message.
+    EXPECT_EQ(compiled.status().message().find(".cc:"), std::string::npos)
+        << compiled.status().message();
+  }
+}
+
+TEST(ConstraintCompilerTest, CachesResultsAndErrorsPerSpec) {
+  auto compiler = byte_compiler();
+  const ConstraintSpec spec{.kind = ConstraintKind::kRegex, .text = "[0-9]{3}"};
+  const auto first = compile_ok(*compiler, spec);
+  const auto second = compile_ok(*compiler, spec);
+  EXPECT_EQ(first.get(), second.get());
+  const ConstraintSpec bad{.kind = ConstraintKind::kRegex, .text = "(("};
+  EXPECT_FALSE(compiler->compile(bad).ok());
+  EXPECT_FALSE(compiler->compile(bad).ok());
+  const CompilerStats stats = compiler->stats();
+  EXPECT_EQ(stats.compiles, 2);
+  EXPECT_EQ(stats.cache_hits, 2);
+  EXPECT_EQ(stats.cached, 2);
+  EXPECT_GT(stats.cache_bytes, 0u);
+  // A different spec of the same kind is a different entry.
+  EXPECT_NE(compile_ok(*compiler, {.kind = ConstraintKind::kRegex, .text = "[0-9]{4}"}).get(),
+            first.get());
+}
+
+TEST(ConstraintCompilerTest, TheCacheStaysWithinItsBytes) {
+  ConstraintLimits limits;
+  limits.cache_bytes = 1;  // nothing fits: every compile is fresh
+  auto compiler = byte_compiler(limits);
+  const ConstraintSpec spec{.kind = ConstraintKind::kRegex, .text = "[a-z]{2}"};
+  compile_ok(*compiler, spec);
+  compile_ok(*compiler, spec);
+  EXPECT_EQ(compiler->stats().compiles, 2);
+  EXPECT_EQ(compiler->stats().cache_bytes, 0u);
+}
+
+TEST(ConstraintCompilerTest, ACompileOverItsTimeIsRefused) {
+  ConstraintLimits limits;
+  limits.compile_timeout_seconds = 1e-9;
+  auto compiler = byte_compiler(limits);
+  auto compiled = compiler->compile(
+      {.kind = ConstraintKind::kJsonSchema,
+       .text = R"({"type": "object", "properties": {"a": {"type": "string"}}})"});
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(compiled.status().message().find("longer than"), std::string::npos)
+      << compiled.status().message();
+  EXPECT_EQ(compiler->stats().timeouts, 1);
+}
+
+TEST(ConstraintMatcherTest, RollbackUndoesAcceptedTokens) {
+  auto compiler = byte_compiler();
+  const auto regex = compile_ok(*compiler, {.kind = ConstraintKind::kRegex, .text = "ab|ac"});
+  ConstraintMatcher matcher(regex, {kEos});
+  ASSERT_TRUE(testing::walk(matcher, "ab"));
+  EXPECT_FALSE(matcher.accept_token('c'));  // refused, and no change
+  EXPECT_TRUE(matcher.is_completed());
+  matcher.rollback(1);
+  EXPECT_FALSE(matcher.is_completed());
+  EXPECT_TRUE(matcher.accept_token('c'));
+  EXPECT_TRUE(matcher.accept_token(kEos));
+  EXPECT_TRUE(matcher.is_terminated());
+  std::vector<std::uint32_t> mask(static_cast<std::size_t>(matcher.mask_words()));
+  EXPECT_FALSE(matcher.fill_next_token_mask(mask));  // nothing after the end
+}
+
+TEST(ConstraintMatcherTest, SpecialTokensOtherThanStopsAreNeverAllowed) {
+  auto compiler = byte_compiler();
+  const auto object = compile_ok(*compiler, {.kind = ConstraintKind::kJsonObject});
+  ConstraintMatcher matcher(object, {kEos});
+  ASSERT_TRUE(testing::walk(matcher, "{}"));
+  std::vector<std::uint32_t> mask(static_cast<std::size_t>(matcher.mask_words()));
+  ASSERT_TRUE(matcher.fill_next_token_mask(mask));
+  EXPECT_TRUE(allowed(mask, kEos));
+  EXPECT_FALSE(allowed(mask, engine::kImStart));
+  EXPECT_FALSE(allowed(mask, ' '));  // compact JSON: no trailing whitespace
+}
+
+}  // namespace
+}  // namespace pagoda::structured
