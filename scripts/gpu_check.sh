@@ -30,10 +30,12 @@ BUILD_DIR="${PAGODA_GPU_BUILD_DIR:-$ROOT/build-gpu-check}"
 UNPACKED=/tmp/pagoda-gpu-bundle
 TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
          gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
-         gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test gpu_bench)
+         gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test
+         gpu_fp8_gemm_test gpu_bench)
 TESTS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
        gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
-       gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test)
+       gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test
+       gpu_fp8_gemm_test)
 
 build() {
   local jobs="$1"
@@ -140,7 +142,8 @@ run_all() {
                 "gpu_paged_attention_test:GpuPagedAttention.DecodeMatchesCpuOracleWithOneAndManySplits" \
                 "gpu_paged_attention_test:GpuPagedPrefillMma.AutoDispatch" \
                 "gpu_skinny_gemm_test:GpuSkinnyGemm.*" \
-                "gpu_w4a16_gemm_test:GpuW4A16Gemm.DequantizeIsExactThenRoundedOnce:GpuW4A16Gemm.GatherColumnsFollowsThePermutation"; do
+                "gpu_w4a16_gemm_test:GpuW4A16Gemm.DequantizeIsExactThenRoundedOnce:GpuW4A16Gemm.GatherColumnsFollowsThePermutation" \
+                "gpu_fp8_gemm_test:GpuFp8.QuantizeRowsIsTheHostRuleBitForBit:GpuFp8.RmsNormFusedOutputEqualsQuantizingItsOutput"; do
       local t="${spec%%:*}" filter="${spec#*:}"
       echo "== memcheck $t $filter" >>"$sanitizer_log"
       timeout 150 compute-sanitizer --tool memcheck --error-exitcode 7 \

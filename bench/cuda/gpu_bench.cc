@@ -6,7 +6,7 @@
 //   gpu_bench kernels                     B, F and each kernel against its goal, the sampler of
 //                                         execute() per batch x vocab ("sampler ..." lines)
 //   gpu_bench kernels [GROUP...]          GROUP: decode, prefill, elementwise, sampler, skinny,
-//                                         w4a16
+//                                         w4a16, fp8
 //   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy)
 //                   [--dtype bf16] [--batch 1,64,128] [--context 512] [--steps 32]
 //                                         through forward() and through execute(), and the bytes
@@ -42,6 +42,7 @@
 #include "kernels/gemm/skinny_gemm.h"
 #include "kernels/gemm/w4a16_gemm.h"
 #include "kernels/norm/rms_norm.h"
+#include "kernels/quant/fp8_quantize.h"
 #include "kernels/rope/rope_kv_cache.h"
 #include "kernels/sampling/device_sampler.h"
 #include "model/hf_config.h"
@@ -553,7 +554,61 @@ void bench_w4a16(const Ceilings& ceil, cuda::BlasLt& blas) {
   (void)ceil;
 }
 
-// `groups` empty: all; else any of decode, prefill, elementwise, sampler, skinny, w4a16.
+// G8: FP8 W8A8 through cuBLASLt (E4M3 codes, per-token x per-channel scale vectors) at prefill
+// shapes, TFLOP/s against F; once the product alone, once with the activations' quantization
+// (launch_fp8_quantize_rows over a bf16 x) in front of it, as the executor runs it.
+void bench_fp8(const Ceilings& ceil, cuda::BlasLt& blas) {
+  if (!blas.fp8_linear_supported()) {
+    std::printf("note: cuBLASLt has no FP8 algorithm with per-row scales here; G8 not run\n");
+    return;
+  }
+  const std::int64_t shapes[][2] = {{6144, 4096}, {28672, 4096}, {4096, 14336}, {8192, 8192}};
+  for (std::int64_t m : {2048, 4096, 8192}) {
+    for (const auto& s : shapes) {
+      const std::int64_t n = s[0], k = s[1];
+      // Any byte is a code; NaN codes only cost what any code costs. Scales near 1/256.
+      DeviceBuffer w = random_buffer(n * k / 4, ScalarType::kF32, 100);
+      DeviceBuffer x = random_buffer(m * k / 4, ScalarType::kF32, 101);
+      DeviceBuffer x16 = random_buffer(m * k, ScalarType::kBF16, 102);
+      DeviceBuffer ws = random_buffer(n, ScalarType::kF32, 103, 1.0f / 512, 1.0f / 128);
+      DeviceBuffer xs = random_buffer(m, ScalarType::kF32, 104, 1.0f / 512, 1.0f / 128);
+      DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
+      const cuda::Fp8LinearGemm g{.x = x.data(),
+                                  .x_scales = xs.as<float>(),
+                                  .w = w.data(),
+                                  .w_scales = ws.as<float>(),
+                                  .y = y.data(),
+                                  .m = m,
+                                  .n = n,
+                                  .k = k};
+      const double gemm_ms = median_ms([&](int) { check(blas.linear_fp8(g, nullptr), "fp8"); });
+      const double with_quant_ms = median_ms([&](int) {
+        check(kernels::launch_fp8_quantize_rows({.x = x16.data(),
+                                                 .codes = x.as<std::uint8_t>(),
+                                                 .scales = xs.as<float>(),
+                                                 .rows = m,
+                                                 .cols = k},
+                                                nullptr),
+              "fp8 quantize");
+        check(blas.linear_fp8(g, nullptr), "fp8");
+      });
+      const double flops = 2.0 * m * n * k;
+      char label[96];
+      std::snprintf(label, sizeof(label), "G8 fp8 gemm M=%lld %lldx%lld", static_cast<long long>(m),
+                    static_cast<long long>(n), static_cast<long long>(k));
+      const double tflops = flops / (gemm_ms * 1e-3) / 1e12;
+      result(label, tflops, "TFLOP/s", tflops / ceil.tflops, ">= 1.6x F (stretch 1.85x)");
+      std::snprintf(label, sizeof(label), "G8 fp8 quant+gemm M=%lld %lldx%lld",
+                    static_cast<long long>(m), static_cast<long long>(n),
+                    static_cast<long long>(k));
+      const double with_quant_tflops = flops / (with_quant_ms * 1e-3) / 1e12;
+      result(label, with_quant_tflops, "TFLOP/s", with_quant_tflops / ceil.tflops,
+             ">= 1.6x F (stretch 1.85x)");
+    }
+  }
+}
+
+// `groups` empty: all; else any of decode, prefill, elementwise, sampler, skinny, w4a16, fp8.
 int run_kernels(const std::vector<std::string>& groups) {
   const auto wanted = [&](const char* group) {
     return groups.empty() || std::find(groups.begin(), groups.end(), group) != groups.end();
@@ -580,6 +635,7 @@ int run_kernels(const std::vector<std::string>& groups) {
   if (wanted("sampler")) bench_sampler(ceil);
   if (wanted("skinny")) bench_skinny_gemm(ceil, **blas);
   if (wanted("w4a16")) bench_w4a16(ceil, **blas);
+  if (wanted("fp8")) bench_fp8(ceil, **blas);
   return 0;
 }
 

@@ -22,6 +22,11 @@ struct RmsNormParams {
   std::int64_t hidden = 0;
   float eps = 1e-6f;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;
+  /// Optional, for an FP8 GEMM next: out again as E4M3 codes [num_tokens, hidden] and per-row
+  /// scales [num_tokens], by kernels/quant/fp8_row_scale.cuh's rule applied to out as stored
+  /// (the same bits launch_fp8_quantize_rows would give from out). Both or neither; 16-bit dtype.
+  std::uint8_t* out_fp8 = nullptr;
+  float* out_fp8_scales = nullptr;
 };
 
 /// out = weight * (v * rsqrt(mean(v^2) + eps)) per row, v = x or the updated residual; the mean

@@ -45,9 +45,10 @@ void BlasLt::destroy(Plan& plan) {
 //
 //   A: rows k, cols n, ld k (transa = T)    B: rows k, cols m, ld k    D: rows n, cols m, ld n
 //
-// This is the TN layout FP8 will need as well (both operands K-major).
-StatusOr<BlasLt::Plan*> BlasLt::plan_for(const LinearGemm& g) {
-  const PlanKey key{g.m, g.n, g.k, g.input_type, g.output_type, g.bias != nullptr};
+// This is the TN layout FP8 needs (both operands K-major). With scale vectors, cuBLASLt's A
+// scale has one entry per row of D (n: the weight's channels) and B's one per column (m: tokens).
+StatusOr<BlasLt::Plan*> BlasLt::plan_for(const PlanSpec& g) {
+  const PlanKey key = key_of(g);
   if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
 
   Plan plan;
@@ -67,14 +68,25 @@ StatusOr<BlasLt::Plan*> BlasLt::plan_for(const LinearGemm& g) {
                                                           &trans_b, sizeof(trans_b)),
                            "set TRANSB");
   }
-  if (status.ok() && g.bias != nullptr) {
+  if (status.ok() && g.scale_vectors) {
+    const cublasLtMatmulMatrixScale_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    status = cublas_status(cublasLtMatmulDescSetAttribute(
+                               plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)),
+                           "set A_SCALE_MODE");
+    if (status.ok()) {
+      status = cublas_status(cublasLtMatmulDescSetAttribute(
+                                 plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)),
+                             "set B_SCALE_MODE");
+    }
+  }
+  if (status.ok() && g.bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     status = cublas_status(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                           &epilogue, sizeof(epilogue)),
                            "set EPILOGUE");
   }
-  const cudaDataType_t in = cuda_data_type(g.input_type);
-  const cudaDataType_t out = cuda_data_type(g.output_type);
+  const cudaDataType_t in = g.input;
+  const cudaDataType_t out = g.output;
   if (status.ok()) {
     status = cublas_status(cublasLtMatrixLayoutCreate(&plan.a, in, g.k, g.n, g.k), "layout A");
   }
@@ -103,9 +115,11 @@ StatusOr<BlasLt::Plan*> BlasLt::plan_for(const LinearGemm& g) {
                                                      plan.d, preference, 1, &result, &returned),
                       "cublasLtMatmulAlgoGetHeuristic");
     if (status.ok() && returned == 0) {
-      status = internal_error("cuBLASLt has no algorithm for a " + std::to_string(g.m) + "x" +
-                              std::to_string(g.n) + "x" + std::to_string(g.k) + " " +
-                              std::string(scalar_type_name(g.input_type)) + " product");
+      status = Status(g.scale_vectors ? StatusCode::kUnimplemented : StatusCode::kInternal,
+                      "cuBLASLt has no algorithm for a " + std::to_string(g.m) + "x" +
+                          std::to_string(g.n) + "x" + std::to_string(g.k) +
+                          (g.scale_vectors ? " FP8 product with per-row scales"
+                                           : " product of type " + std::to_string(in)));
     }
     if (status.ok()) plan.algo = result.algo;
   }
@@ -128,7 +142,12 @@ Status BlasLt::linear(const LinearGemm& g, cudaStream_t stream) {
   if (g.bias != nullptr && g.output_type != g.input_type) {
     return invalid_argument("linear: a bias needs the output in the input type");
   }
-  PAGODA_ASSIGN_OR_RETURN(Plan * plan, plan_for(g));
+  PAGODA_ASSIGN_OR_RETURN(Plan * plan, plan_for({.m = g.m,
+                                                 .n = g.n,
+                                                 .k = g.k,
+                                                 .input = cuda_data_type(g.input_type),
+                                                 .output = cuda_data_type(g.output_type),
+                                                 .bias = g.bias != nullptr}));
   if (g.bias != nullptr) {
     PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
         plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
@@ -139,6 +158,55 @@ Status BlasLt::linear(const LinearGemm& g, cudaStream_t stream) {
       cublasLtMatmul(handle_, plan->desc, &alpha, g.w, plan->a, g.x, plan->b, &beta, g.y, plan->d,
                      g.y, plan->d, &plan->algo, workspace_.data(), workspace_.bytes(), stream));
   return Status::ok_status();
+}
+
+Status BlasLt::linear_fp8(const Fp8LinearGemm& g, cudaStream_t stream) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.k % 16 != 0) {
+    return invalid_argument("linear_fp8: a " + std::to_string(g.m) + "x" + std::to_string(g.n) +
+                            "x" + std::to_string(g.k) +
+                            " product (k must be a positive multiple of 16)");
+  }
+  if (g.output_type != ScalarType::kBF16 && g.output_type != ScalarType::kF16) {
+    return invalid_argument("linear_fp8: the output must be bf16 or f16");
+  }
+  if (g.x_scales == nullptr || g.w_scales == nullptr) {
+    return invalid_argument("linear_fp8: both scale vectors are required");
+  }
+  PAGODA_ASSIGN_OR_RETURN(Plan * plan, plan_for({.m = g.m,
+                                                 .n = g.n,
+                                                 .k = g.k,
+                                                 .input = CUDA_R_8F_E4M3,
+                                                 .output = cuda_data_type(g.output_type),
+                                                 .bias = g.bias != nullptr,
+                                                 .scale_vectors = true}));
+  // A is the weight (its scale vector runs over D's rows, the channels), B the activations.
+  PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.w_scales, sizeof(g.w_scales)));
+  PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.x_scales, sizeof(g.x_scales)));
+  if (g.bias != nullptr) {
+    PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+        plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  }
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  PAGODA_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmul(handle_, plan->desc, &alpha, g.w, plan->a, g.x, plan->b, &beta, g.y, plan->d,
+                     g.y, plan->d, &plan->algo, workspace_.data(), workspace_.bytes(), stream));
+  return Status::ok_status();
+}
+
+bool BlasLt::fp8_linear_supported() {
+  if (fp8_supported_ < 0) {
+    const StatusOr<Plan*> plan = plan_for({.m = 16,
+                                           .n = 64,
+                                           .k = 64,
+                                           .input = CUDA_R_8F_E4M3,
+                                           .output = CUDA_R_16BF,
+                                           .scale_vectors = true});
+    fp8_supported_ = plan.ok() ? 1 : 0;
+  }
+  return fp8_supported_ == 1;
 }
 
 }  // namespace pagoda::cuda

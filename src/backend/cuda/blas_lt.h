@@ -31,6 +31,23 @@ struct LinearGemm {
   ScalarType output_type = ScalarType::kBF16;
 };
 
+/// y = (sx ⊗ sw) · (x_codes w_codes^T) (+ bias) with E4M3 operands (FP8 W8A8), row-major like
+/// LinearGemm: each output (i, j) is the fp32 sum over k of the codes' products, times
+/// x_scales[i] (the token's dynamic scale) and w_scales[j] (the channel's), plus bias[j], rounded
+/// once to output_type. k must be a multiple of 16 (cuBLASLt's FP8 alignment).
+struct Fp8LinearGemm {
+  const void* x = nullptr;          ///< [m, k] E4M3 codes
+  const float* x_scales = nullptr;  ///< [m], device
+  const void* w = nullptr;          ///< [n, k] E4M3 codes
+  const float* w_scales = nullptr;  ///< [n], device
+  const void* bias = nullptr;       ///< [n], output_type; nullptr for none
+  void* y = nullptr;                ///< [m, n], output_type
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  ScalarType output_type = ScalarType::kBF16;  ///< kBF16 or kF16
+};
+
 /// The cuBLASLt handle, its workspace and the plan cache. Not thread-safe: one per executor.
 class BlasLt {
  public:
@@ -44,7 +61,29 @@ class BlasLt {
   /// with the CPU backend tightly; BF16/FP16 accumulate in FP32.
   Status linear(const LinearGemm& gemm, cudaStream_t stream);
 
+  /// Issues `gemm` on `stream` with per-row scale vectors on both operands (cuBLASLt's
+  /// OUTER_VEC_32F scale mode, Hopper and later). UNIMPLEMENTED when this GPU's cuBLASLt has no
+  /// algorithm for it; the caller then takes fp8_linear_supported() == false.
+  Status linear_fp8(const Fp8LinearGemm& gemm, cudaStream_t stream);
+
+  /// Whether linear_fp8 runs here: probed once with a small product (cached).
+  bool fp8_linear_supported();
+
  private:
+  /// What a plan depends on: the shape, the operand and output types, a bias epilogue, and
+  /// per-row scale vectors (FP8).
+  struct PlanSpec {
+    std::int64_t m = 0, n = 0, k = 0;
+    cudaDataType_t input = CUDA_R_32F;
+    cudaDataType_t output = CUDA_R_32F;
+    bool bias = false;
+    bool scale_vectors = false;
+  };
+  using PlanKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, cudaDataType_t,
+                             cudaDataType_t, bool, bool>;
+  static PlanKey key_of(const PlanSpec& s) {
+    return {s.m, s.n, s.k, s.input, s.output, s.bias, s.scale_vectors};
+  }
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr;
@@ -52,16 +91,15 @@ class BlasLt {
     cublasLtMatrixLayout_t d = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  using PlanKey =
-      std::tuple<std::int64_t, std::int64_t, std::int64_t, ScalarType, ScalarType, bool>;
 
   BlasLt() = default;
-  StatusOr<Plan*> plan_for(const LinearGemm& gemm);
+  StatusOr<Plan*> plan_for(const PlanSpec& spec);
   static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
   std::map<PlanKey, Plan> plans_;
+  int fp8_supported_ = -1;  // -1: not probed yet
 };
 
 }  // namespace pagoda::cuda
