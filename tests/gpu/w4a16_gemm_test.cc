@@ -20,6 +20,8 @@
 #include <random>
 #include <string>
 
+#include "backend/cuda/blas_lt.h"
+#include "kernels/gemm/w4a16_linear.h"
 #include "model/dequantize.h"
 #include "quant/w4a16_layout.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -147,6 +149,67 @@ TEST(GpuW4A16Gemm, MatchesFloat64ReferenceAtAwkwardSizes) {
           const std::vector<float> again = dy.download();
           ASSERT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * sizeof(float)));
         }
+      }
+    }
+  }
+}
+
+// The layer the executor calls: both sides of the kernel / dequantize + cuBLASLt dispatch, with an
+// act-order permutation (y = x[:, perm] W_stored^T) and without.
+TEST(GpuW4A16Gemm, LinearLayerDispatchAndActOrder) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  auto blas = cuda::BlasLt::create(32u << 20);
+  ASSERT_TRUE(blas.ok());
+  std::mt19937_64 rng(41);
+  std::mt19937 rng32(43);
+  const Shape s{200, 1024, 128};
+  for (bool act_order : {false, true}) {
+    quant::QuantizedMatrix q = quant::testing::random_q4_z(rng, s.n, s.k, s.group_size, true);
+    if (act_order) {
+      q.input_permutation.resize(static_cast<std::size_t>(s.k));
+      for (std::int64_t j = 0; j < s.k; ++j) {
+        q.input_permutation[static_cast<std::size_t>(j)] =
+            static_cast<std::int32_t>((j * 389 + 7) % s.k);
+      }
+    }
+    StatusOr<quant::W4A16Matrix> w = quant::repack_w4a16(q);
+    ASSERT_TRUE(w.ok());
+    StatusOr<W4A16Linear> layer = W4A16Linear::upload(*w);
+    ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+    const std::vector<float> dense = dense_weights(*w);
+    for (std::int64_t m : {std::int64_t{3}, kW4A16KernelMaxRows, kW4A16KernelMaxRows + 37}) {
+      const std::string what =
+          std::string(act_order ? "act-order" : "plain") + " m=" + std::to_string(m);
+      SCOPED_TRACE(what);
+      const ScalarType type = ScalarType::kBF16;
+      const std::vector<float> x = gpu_test::round_to(
+          gpu_test::random_vector(static_cast<std::size_t>(m * s.k), rng32), type);
+      // The reference multiplies the gathered x by the stored weights.
+      std::vector<float> gathered = x;
+      if (act_order) {
+        for (std::int64_t i = 0; i < m; ++i) {
+          for (std::int64_t j = 0; j < s.k; ++j) {
+            gathered[static_cast<std::size_t>(i * s.k + j)] = x[static_cast<std::size_t>(
+                i * s.k + q.input_permutation[static_cast<std::size_t>(j)])];
+          }
+        }
+      }
+      DeviceArray dx(x, type), dy(static_cast<std::size_t>(m * s.n), type);
+      dy.poison();
+      const std::size_t scratch_bytes = layer->scratch_bytes(m, type);
+      DeviceVector<std::uint8_t> scratch(std::max<std::size_t>(scratch_bytes, 1));
+      const Status st = layer->forward(dx.data(), m, nullptr, dy.data(), type, **blas,
+                                       scratch.data(), scratch_bytes, nullptr);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      // Past the kernel's rows the weights are rounded to the dtype before cuBLASLt
+      // (launch_w4a16_dequantize), so the reference takes the rounded weights there.
+      const std::vector<float> got = dy.download();
+      if (m <= kW4A16KernelMaxRows) {
+        expect_matches_reference(got, gathered, *w, dense, {}, m, type, what);
+      } else {
+        const std::vector<float> rounded = gpu_test::round_to(dense, type);
+        expect_matches_reference(got, gathered, *w, rounded, {}, m, type, what);
       }
     }
   }
