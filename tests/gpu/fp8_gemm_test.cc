@@ -14,11 +14,13 @@
 
 #include "backend/cuda/blas_lt.h"
 #include "backend/cuda/cuda_device.h"
+#include "kernels/gemm/fp8_linear.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/quant/fp8_quantize.h"
 #include "model/dequantize.h"
 #include "quant/float_codes.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/unit/quant/random_quant_blocks.h"
 
 namespace pagoda::kernels {
 namespace {
@@ -220,6 +222,60 @@ TEST(GpuFp8, LinearMatchesFloat64OnTheDequantizedOperands) {
               ++failures;
             }
           }
+        }
+      }
+    }
+  }
+}
+
+// The layer the executor calls, from F8_S blocks: the same product as float64 on the weights the
+// CPU dequantizes and on x quantized by the host rule (quantize_on_host above).
+TEST(GpuFp8, LinearLayerFromCpuBlocks) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 tensor cores need sm_89 or later";
+  auto blas = cuda::BlasLt::create(32u << 20);
+  ASSERT_TRUE(blas.ok());
+  std::mt19937_64 rng(31);
+  std::mt19937 rng32(37);
+  const std::int64_t n = 96, k = 1024;
+  const quant::QuantizedMatrix q = quant::testing::random_f8_s(rng, n, k, true);
+  StatusOr<quant::Fp8ChannelMatrix> split = quant::split_fp8_per_channel(q);
+  ASSERT_TRUE(split.ok());
+  StatusOr<Fp8Linear> layer = Fp8Linear::upload(*split);
+  ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+  std::vector<float> w(static_cast<std::size_t>(n * k));
+  ASSERT_TRUE(dequantize(DType::kF8_S, q.bytes, w).ok());
+  for (std::int64_t m : {1, 5, 64, 300}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    const ScalarType type = ScalarType::kBF16;
+    const std::vector<float> x = gpu_test::round_to(
+        gpu_test::random_vector(static_cast<std::size_t>(m * k), rng32, -3.0f, 3.0f), type);
+    const HostFp8Rows xq = quantize_on_host(x, m, k);
+    DeviceArray dx(x, type), dy(static_cast<std::size_t>(m * n), type);
+    dy.poison();
+    DeviceVector<std::uint8_t> scratch(layer->scratch_bytes(m));
+    const Status st = layer->forward(dx.data(), m, nullptr, dy.data(), type, **blas, scratch.data(),
+                                     layer->scratch_bytes(m), nullptr);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> got = dy.download();
+    int failures = 0;
+    for (std::int64_t i = 0; i < m && failures < 5; ++i) {
+      for (std::int64_t j = 0; j < n && failures < 5; ++j) {
+        double ref = 0.0, magnitude = 0.0;
+        for (std::int64_t c = 0; c < k; ++c) {
+          const auto xi = static_cast<std::size_t>(i * k + c);
+          const double p = static_cast<double>(fp8_e4m3_to_float(xq.codes[xi])) *
+                           xq.scales[static_cast<std::size_t>(i)] *
+                           w[static_cast<std::size_t>(j * k + c)];
+          ref += p;
+          magnitude += std::abs(p);
+        }
+        const double g = got[static_cast<std::size_t>(i * n + j)];
+        const double tol = gpu_test::unit_roundoff(type) * std::abs(ref) + 0x1p-10 * magnitude;
+        if (!(std::abs(g - ref) <= tol)) {
+          ADD_FAILURE() << "y[" << i << ", " << j << "] = " << g << ", want " << ref;
+          ++failures;
         }
       }
     }

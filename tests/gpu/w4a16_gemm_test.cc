@@ -25,7 +25,7 @@
 #include "model/dequantize.h"
 #include "quant/w4a16_layout.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "tests/unit/quant/random_q4_z.h"
+#include "tests/unit/quant/random_quant_blocks.h"
 
 namespace pagoda::kernels {
 namespace {

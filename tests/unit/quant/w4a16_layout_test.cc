@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "model/dequantize.h"
-#include "random_q4_z.h"
+#include "random_quant_blocks.h"
 
 namespace pagoda::quant {
 namespace {

@@ -1,0 +1,78 @@
+#include "kernels/gemm/fp8_linear.h"
+
+#include <string>
+
+#include "backend/cuda/cuda_status.h"
+#include "kernels/quant/fp8_quantize.h"
+
+namespace pagoda::kernels {
+
+namespace {
+
+std::size_t aligned(std::size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+}  // namespace
+
+StatusOr<Fp8Linear> Fp8Linear::upload(const quant::Fp8ChannelMatrix& m) {
+  if (!m.input_permutation.empty()) {
+    return unimplemented("FP8 weights with an input permutation");
+  }
+  if (m.cols % 16 != 0) {
+    return invalid_argument("FP8 weights need a multiple of 16 columns, not " +
+                            std::to_string(m.cols));
+  }
+  Fp8Linear layer;
+  layer.rows_ = m.rows;
+  layer.cols_ = m.cols;
+  PAGODA_ASSIGN_OR_RETURN(layer.codes_, cuda::DeviceBuffer::allocate(m.codes.size()));
+  PAGODA_ASSIGN_OR_RETURN(layer.scales_,
+                          cuda::DeviceBuffer::allocate(m.scales.size() * sizeof(float)));
+  PAGODA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(layer.codes_.data(), m.codes.data(), m.codes.size(), cudaMemcpyHostToDevice));
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy(layer.scales_.data(), m.scales.data(),
+                                         m.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return layer;
+}
+
+std::size_t Fp8Linear::scratch_bytes(std::int64_t m) const {
+  return aligned(static_cast<std::size_t>(m * cols_)) +
+         aligned(static_cast<std::size_t>(m) * sizeof(float));
+}
+
+Status Fp8Linear::forward(const void* x, std::int64_t m, const void* bias, void* y,
+                          cuda::ScalarType dtype, cuda::BlasLt& blas, void* scratch,
+                          std::size_t scratch_bytes_given, cudaStream_t stream) const {
+  if (m <= 0) return Status::ok_status();
+  if (scratch_bytes_given < scratch_bytes(m)) {
+    return invalid_argument("fp8 linear: " + std::to_string(scratch_bytes_given) +
+                            " bytes of scratch for m " + std::to_string(m));
+  }
+  auto* codes = static_cast<std::uint8_t*>(scratch);
+  auto* scales = reinterpret_cast<float*>(codes + aligned(static_cast<std::size_t>(m * cols_)));
+  PAGODA_RETURN_IF_ERROR(launch_fp8_quantize_rows(
+      {.x = x, .codes = codes, .scales = scales, .rows = m, .cols = cols_, .dtype = dtype},
+      stream));
+  return forward_quantized(codes, scales, m, bias, y, dtype, blas, stream);
+}
+
+Status Fp8Linear::forward_quantized(const std::uint8_t* x_codes, const float* x_scales,
+                                    std::int64_t m, const void* bias, void* y,
+                                    cuda::ScalarType dtype, cuda::BlasLt& blas,
+                                    cudaStream_t stream) const {
+  if (m <= 0) return Status::ok_status();
+  return blas.linear_fp8({.x = x_codes,
+                          .x_scales = x_scales,
+                          .w = codes_.data(),
+                          .w_scales = scales_.as<float>(),
+                          .bias = bias,
+                          .y = y,
+                          .m = m,
+                          .n = rows_,
+                          .k = cols_,
+                          .output_type = dtype},
+                         stream);
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,53 @@
+// An FP8 W8A8 linear layer on the device: E4M3 weight codes with per-channel scales
+// (quant/fp8_channel_layout.h), activations quantized per token on the way in, and cuBLASLt's
+// scaled FP8 product (cuda::BlasLt::linear_fp8). A producer that writes FP8 itself (RMSNorm's
+// out_fp8) calls forward_quantized and skips the separate quantization pass.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/blas_lt.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/scalar_type.h"
+#include "pagoda/status.h"
+#include "quant/fp8_channel_layout.h"
+
+namespace pagoda::kernels {
+
+class Fp8Linear {
+ public:
+  /// Copies `m` to the device (synchronously: done once at load). Act-order permutations are not
+  /// part of FP8 checkpoints and are refused.
+  static StatusOr<Fp8Linear> upload(const quant::Fp8ChannelMatrix& m);
+
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  std::size_t device_bytes() const { return codes_.bytes() + scales_.bytes(); }
+
+  /// Scratch forward() needs for `m` rows: the activations' codes and scales.
+  std::size_t scratch_bytes(std::int64_t m) const;
+
+  /// y [m, rows] = x [m, cols] W^T (+ bias), x, bias and y in `dtype` (bf16 or f16): x is
+  /// quantized per token into `scratch`, then multiplied.
+  Status forward(const void* x, std::int64_t m, const void* bias, void* y, cuda::ScalarType dtype,
+                 cuda::BlasLt& blas, void* scratch, std::size_t scratch_bytes,
+                 cudaStream_t stream) const;
+
+  /// The same from activations already quantized by the producer: codes [m, cols], scales [m].
+  Status forward_quantized(const std::uint8_t* x_codes, const float* x_scales, std::int64_t m,
+                           const void* bias, void* y, cuda::ScalarType dtype, cuda::BlasLt& blas,
+                           cudaStream_t stream) const;
+
+ private:
+  Fp8Linear() = default;
+
+  cuda::DeviceBuffer codes_;
+  cuda::DeviceBuffer scales_;
+  std::int64_t rows_ = 0;
+  std::int64_t cols_ = 0;
+};
+
+}  // namespace pagoda::kernels
