@@ -37,6 +37,12 @@ struct RopeScaling {
   std::int64_t original_max_position_embeddings = 0;
 };
 
+/// What one attention layer sees (config.json `layer_types`).
+enum class AttentionType : std::uint8_t {
+  kFull,     ///< every earlier position
+  kSliding,  ///< the last `sliding_window` positions
+};
+
 /// Hyperparameters of a Llama-family model.
 struct ModelConfig {
   /// GGUF `general.architecture`; config.json `model_type` ("llama", "mistral", "qwen2").
@@ -76,6 +82,24 @@ struct ModelConfig {
   std::vector<std::int64_t> eos_token_ids;
   /// config.json `torch_dtype` (or `dtype`), e.g. "bfloat16"; empty when unknown (GGUF).
   std::string torch_dtype;
+
+  // Interleaved sliding-window attention and Gemma's score scale (Gemma 3). Models without them
+  // leave these empty: every layer full, scores scaled by head_dim^-1/2, one RoPE base.
+  /// Per layer; empty means all kFull. config.json `layer_types`; GGUF gemma3: every 6th layer
+  /// full, the rest sliding (llama.cpp's pattern; `<arch>.attention.sliding_window_pattern` if
+  /// present).
+  std::vector<AttentionType> layer_types;
+  /// GGUF `<arch>.attention.sliding_window`; config.json `sliding_window`. A sliding layer's
+  /// position i attends to the positions j with i - sliding_window < j <= i.
+  std::int64_t sliding_window = 0;
+  /// RoPE base of the sliding layers (rope_theta is the full layers'). GGUF
+  /// `<arch>.rope.freq_base_swa`, else 10000 for gemma3 (its GGUF does not store it);
+  /// config.json `rope_local_base_freq`.
+  std::optional<double> rope_local_theta;
+  /// Attention scores are scaled by query_pre_attn_scalar^-1/2. config.json
+  /// `query_pre_attn_scalar`; GGUF gemma3: head_dim (hidden_size / heads for the 62-layer 27B), as
+  /// llama.cpp derives it.
+  std::optional<double> query_pre_attn_scalar;
 
   /// OK when the fields describe a buildable model; otherwise names the bad field.
   Status validate() const;

@@ -94,6 +94,37 @@ StatusOr<RopeScaling> read_rope_scaling(const GgufFile& file, const GgufKeys& ke
   return scaling;
 }
 
+// Gemma 3's interleaved attention. Its GGUF stores only the window; llama.cpp fixes the rest for
+// the architecture (5 sliding layers then 1 full, local RoPE base 10000, scores scaled by
+// head_dim^-1/2 except in the 62-layer 27B), and so do we, reading the keys newer files carry.
+Status read_gemma3_attention(const GgufFile& file, const GgufKeys& keys, ModelConfig& config) {
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> window,
+                          keys.optional_int(keys.key("attention.sliding_window")));
+  if (!window) return keys.missing(keys.key("attention.sliding_window"));
+  config.sliding_window = *window;
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> pattern,
+                          keys.optional_int(keys.key("attention.sliding_window_pattern")));
+  const std::int64_t every = pattern.value_or(6);
+  if (every <= 0) {
+    return invalid_argument(
+        file.path() + ": metadata key " + keys.key("attention.sliding_window_pattern") +
+        " must be positive, not " + std::to_string(every) + "; the file is corrupt");
+  }
+  config.layer_types.resize(static_cast<std::size_t>(config.num_hidden_layers));
+  for (std::size_t i = 0; i < config.layer_types.size(); ++i) {
+    config.layer_types[i] = (i + 1) % static_cast<std::size_t>(every) == 0
+                                ? AttentionType::kFull
+                                : AttentionType::kSliding;
+  }
+  PAGODA_ASSIGN_OR_RETURN(std::optional<double> local_theta,
+                          keys.optional_float(keys.key("rope.freq_base_swa")));
+  config.rope_local_theta = local_theta.value_or(10000.0);
+  config.query_pre_attn_scalar = static_cast<double>(
+      config.num_hidden_layers == 62 ? config.hidden_size / config.num_attention_heads
+                                     : config.head_dim);
+  return {};
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> model_config_from_gguf(const GgufFile& file) {
@@ -153,6 +184,7 @@ StatusOr<ModelConfig> model_config_from_gguf(const GgufFile& file) {
                           keys.optional_float(keys.key("rope.freq_base")));
   config.rope_theta = theta.value_or(10000.0);
   PAGODA_ASSIGN_OR_RETURN(config.rope_scaling, read_rope_scaling(file, keys));
+  if (*arch == "gemma3") PAGODA_RETURN_IF_ERROR(read_gemma3_attention(file, keys, config));
 
   config.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
   config.attention_bias = file.find_tensor("blk.0.attn_q.bias") != nullptr;

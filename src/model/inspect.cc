@@ -86,6 +86,19 @@ Status write_model_summary(const ModelFiles& files, std::ostream& out) {
   fmt::print(out, "context length:     {}\n", c.max_position_embeddings);
   fmt::print(out, "rms norm eps:       {}\n", c.rms_norm_eps);
   fmt::print(out, "rope theta:         {}\n", rope);
+  if (!c.layer_types.empty()) {
+    std::string full;
+    for (std::size_t i = 0; i < c.layer_types.size(); ++i) {
+      if (c.layer_types[i] == AttentionType::kFull)
+        full += (full.empty() ? "" : ",") + std::to_string(i);
+    }
+    fmt::print(out, "sliding window:     {} (full layers {}; local rope theta {})\n",
+               c.sliding_window, full.empty() ? "none" : full,
+               c.rope_local_theta.value_or(c.rope_theta));
+  }
+  if (c.query_pre_attn_scalar) {
+    fmt::print(out, "query scale:        {}^-1/2\n", *c.query_pre_attn_scalar);
+  }
   fmt::print(out, "tied embeddings:    {}\n", c.tie_word_embeddings ? "yes" : "no");
   fmt::print(out, "attention bias:     {}\n", c.attention_bias ? "yes" : "no");
   fmt::print(out, "bos / eos ids:      {} / {}\n",

@@ -1,5 +1,6 @@
 #include "pagoda/model_config.h"
 
+#include <algorithm>
 #include <string>
 
 namespace pagoda {
@@ -57,6 +58,22 @@ Status ModelConfig::validate() const {
     return bad_field("rope_scaling",
                      "of type llama3 needs original_max_position_embeddings > 0 and "
                      "high_freq_factor > low_freq_factor");
+  }
+  if (!layer_types.empty() && static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) {
+    return bad_field("layer_types", "has " + std::to_string(layer_types.size()) + " entries for " +
+                                        std::to_string(num_hidden_layers) + " layers");
+  }
+  const bool slides = std::find(layer_types.begin(), layer_types.end(), AttentionType::kSliding) !=
+                      layer_types.end();
+  if (slides && sliding_window <= 0) {
+    return bad_field("sliding_window",
+                     "must be positive when a layer slides, got " + std::to_string(sliding_window));
+  }
+  if (rope_local_theta && !(*rope_local_theta > 0)) {
+    return bad_field("rope_local_base_freq", "must be positive");
+  }
+  if (query_pre_attn_scalar && !(*query_pre_attn_scalar > 0)) {
+    return bad_field("query_pre_attn_scalar", "must be positive");
   }
   const auto in_vocab = [&](std::int64_t id) { return id >= 0 && id < vocab_size; };
   if (bos_token_id && !in_vocab(*bos_token_id)) {
