@@ -91,16 +91,31 @@ struct SamplingRow {
   bool prompt_row = false;
 };
 
+/// Allowed-token masks still being filled while the forward pass runs (structured outputs).
+class PendingMasks {
+ public:
+  virtual ~PendingMasks() = default;
+  /// Returns once every mask of the step is written.
+  virtual void wait() = 0;
+};
+
 /// The rows of one step, aligned with ForwardBatch::logits_indices.
 struct SamplingBatch {
   std::vector<SamplingRow> rows;
   /// [num_masks, mask_words(vocab)]: bit v of a row (word v / 32, bit v % 32) allows token v.
   std::vector<std::uint32_t> allowed_masks;
+  /// Set while allowed_masks (whose size and row indices are final) are still being written: an
+  /// executor starts the forward pass, then calls wait_for_masks() before it reads them.
+  PendingMasks* pending_masks = nullptr;
 
   static std::int64_t mask_words(std::int64_t vocab_size) { return (vocab_size + 31) / 32; }
+  void wait_for_masks() const {
+    if (pending_masks != nullptr) pending_masks->wait();
+  }
   void clear() {
     rows.clear();
     allowed_masks.clear();
+    pending_masks = nullptr;
   }
 };
 

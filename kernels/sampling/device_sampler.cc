@@ -176,13 +176,9 @@ Status DeviceSampler::begin_step(const SamplingBatch& batch, cudaStream_t stream
     if (slot->penalty_row >= 0 && !row.prompt_row) r.flags |= kRowCountToken;
     records[i] = r;
   }
-  if (!batch.allowed_masks.empty()) {
-    std::memcpy(step.input.as<std::uint8_t>() + masks_offset, batch.allowed_masks.data(),
-                batch.allowed_masks.size() * sizeof(std::uint32_t));
-  }
-  if (total > 0) {
-    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.data(), step.input.data(), total,
-                                                cudaMemcpyHostToDevice, stream));
+  if (rows_bytes > 0) {
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.data(), step.input.data(),
+                                                rows_bytes, cudaMemcpyHostToDevice, stream));
   }
   PAGODA_RETURN_IF_ERROR(reserve_returned(
       step, static_cast<std::size_t>(num_returned) * static_cast<std::size_t>(vocab)));
@@ -191,6 +187,19 @@ Status DeviceSampler::begin_step(const SamplingBatch& batch, cudaStream_t stream
   step.records_offset = records_offset(num_rows);
   step.num_logprobs_rows = num_logprobs_rows;
   step.num_returned = num_returned;
+  return Status::ok_status();
+}
+
+Status DeviceSampler::stage_masks(const SamplingBatch& batch, cudaStream_t stream) {
+  batch.wait_for_masks();
+  if (batch.allowed_masks.empty()) return Status::ok_status();
+  HostStep& step = current();
+  const std::size_t bytes = batch.allowed_masks.size() * sizeof(std::uint32_t);
+  std::memcpy(step.input.as<std::uint8_t>() + step.masks_offset, batch.allowed_masks.data(),
+              bytes);
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.as<std::uint8_t>() + step.masks_offset,
+                                              step.input.as<std::uint8_t>() + step.masks_offset,
+                                              bytes, cudaMemcpyHostToDevice, stream));
   return Status::ok_status();
 }
 

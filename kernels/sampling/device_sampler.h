@@ -2,7 +2,8 @@
 // sampled beside the logits, chunk by chunk as the LM head produces them, so that only token
 // ids, the asked-for logprobs and the raw rows of return_logits rows reach the host.
 //
-//   begin_step    check the rows, pack them (and the allowed masks) into pinned memory, one copy
+//   begin_step    check the rows, pack them into pinned memory, one copy
+//   stage_masks   after the forward pass is launched: wait for the allowed masks, one copy
 //   sample_chunk  per chunk of logits rows: process -> sample -> logprobs; returned rows start
 //                 their copy to pinned memory
 //   finish_step   count the tokens for penalties (device), one copy of ids + logprobs back, one
@@ -59,8 +60,12 @@ class DeviceSampler {
 
   /// Checks `batch` (INVALID_ARGUMENT for a closed slot, a bad mask index, a forced token outside
   /// the vocabulary, num_logprobs past kMaxLogprobs, more rows than max_rows) and sends its rows
-  /// and masks to the device in one copy.
+  /// to the device; its masks follow with stage_masks().
   Status begin_step(const SamplingBatch& batch, cudaStream_t stream);
+  /// Waits for `batch`'s masks (SamplingBatch::wait_for_masks: they are filled on the host while
+  /// the forward pass runs, so call this after launching it) and sends them to the device,
+  /// before the first sample_chunk. The same batch as begin_step's.
+  Status stage_masks(const SamplingBatch& batch, cudaStream_t stream);
   /// Rows [first_row, first_row + num_rows) of the step, whose raw logits `logits` holds
   /// ([num_rows, vocab] fp32, device; read until the stream passes this call).
   Status sample_chunk(const float* logits, std::int64_t first_row, std::int64_t num_rows,

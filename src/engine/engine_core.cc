@@ -145,6 +145,7 @@ void EngineCore::run() {
     } catch (const std::exception& e) {
       // Last resort (allocation failure): nothing may escape the loop, and no request may be
       // left without a final output.
+      wait_for_constraint_masks();
       drop_in_flight();
       abort_all(internal_error(std::string("engine step failed: ") + e.what()));
       scheduler_.reset_prefix_cache();
@@ -346,6 +347,7 @@ void EngineCore::overlapped_step() {
   bool launched = false;
   begin_launch();
   Status status = runner_.launch(&launched);
+  wait_for_constraint_masks();
   if (launched && status.ok()) {
     end_launch();
     in_flight_ = InFlightStep{std::move(next), runner_.first_rows(), runner_.prompt_rows()};
@@ -369,8 +371,10 @@ bool EngineCore::execute(const SchedulerOutput& scheduled, SampledTokens& sample
   prepare(scheduled);
   begin_launch();
   const auto run_start = std::chrono::steady_clock::now();
-  if (Status s = runner_.run(); !s.ok()) {
-    fail_step(scheduled, s);
+  Status run_status = runner_.run();
+  wait_for_constraint_masks();  // the executor waited already, unless the step failed early
+  if (!run_status.ok()) {
+    fail_step(scheduled, run_status);
     return false;
   }
   if (step_budget_) {
@@ -483,31 +487,41 @@ void EngineCore::fill_sampling_rows(const SchedulerOutput& scheduled) {
 }
 
 // A constrained request samples its next token through a mask of what its constraint allows
-// after the tokens so far; unconstrained requests (and prompt-scoring rows) get none.
+// after the tokens so far; unconstrained requests (and prompt-scoring rows) get none. The masks'
+// places are laid out here; the filler writes them while the forward pass runs, and the
+// executor waits for them before it samples (constraint_mask_filler.h).
 void EngineCore::fill_constraint_masks(const SchedulerOutput& scheduled) {
-  std::vector<std::uint32_t>& masks = runner_.allowed_masks();
-  const auto start = std::chrono::steady_clock::now();
-  std::int64_t filled = 0;
+  SamplingBatch& sampling = runner_.mutable_sampling();
+  std::vector<std::pair<std::size_t, std::size_t>> placed;  // (scheduled index, first word)
+  std::size_t words = 0;
   for (std::size_t i = 0; i < scheduled.requests.size(); ++i) {
     const ScheduledRequest& s = scheduled.requests[i];
     LiveRequest& l = live(s.slot);
     if (!l.constraint || !l.constraint->active() || l.constraint_failure) continue;
     const std::span<SamplingRow> rows = runner_.rows_for(i);
     if (rows.empty() || rows.back().prompt_row || rows.back().return_logits) continue;
-    const auto words = static_cast<std::size_t>(l.constraint->mask_words());
-    const std::size_t first = masks.size();
-    masks.resize(first + words);
-    if (!l.constraint->fill_mask(std::span(masks).subspan(first, words))) {
-      l.constraint_failure = invalid_argument(
-          "the structured output cannot be completed: its constraint allows no next token");
-    }
-    rows.back().allowed_mask = static_cast<std::int32_t>(first / words);
-    ++filled;
+    words = static_cast<std::size_t>(l.constraint->mask_words());
+    rows.back().allowed_mask = static_cast<std::int32_t>(placed.size());
+    placed.emplace_back(i, placed.size() * words);
   }
-  if (filled == 0) return;
-  num_constraint_masks_ += filled;
-  constraint_mask_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (placed.empty()) return;
+  // Sized once, before the filler starts: it writes into this storage.
+  sampling.allowed_masks.assign(placed.size() * words, 0u);
+  std::vector<ConstraintMaskFiller::Job> jobs;
+  jobs.reserve(placed.size());
+  for (const auto& [i, first] : placed) {
+    LiveRequest& l = live(scheduled.requests[i].slot);
+    jobs.push_back({.constraint = l.constraint.get(),
+                    .words = std::span(sampling.allowed_masks).subspan(first, words),
+                    .failure = &l.constraint_failure});
+  }
+  if (!mask_filler_) mask_filler_ = std::make_unique<ConstraintMaskFiller>();
+  mask_filler_->start(std::move(jobs));
+  sampling.pending_masks = mask_filler_.get();
+}
+
+void EngineCore::wait_for_constraint_masks() {
+  if (mask_filler_) mask_filler_->wait();
 }
 
 bool EngineCore::follow_constraint(std::int32_t slot, std::int32_t token) {
@@ -668,6 +682,7 @@ void EngineCore::deliver(std::int32_t slot, RequestOutput output, Status error) 
 void EngineCore::release_slot(std::int32_t slot) {
   LiveRequest& l = live(slot);
   if (l.request_id.empty()) return;
+  wait_for_constraint_masks();  // the filler may hold its constraint (a step that failed early)
   if (l.drafts) speculator_->remove(slot);
   runner_.clear_prompt_scoring(slot);
   tracer_.release(slot);
@@ -704,8 +719,11 @@ void EngineCore::publish_stats() {
   if (speculator_) stats_.spec_decode = speculator_->stats();
   stats_.device_time = executor_->device_time();
   stats_.host_gap = host_gap_.stats();
-  stats_.constraint_masks = num_constraint_masks_;
-  stats_.constraint_mask_seconds = constraint_mask_seconds_;
+  if (mask_filler_) {
+    stats_.constraint_masks = mask_filler_->num_filled();
+    stats_.constraint_mask_seconds = mask_filler_->fill_seconds();
+    stats_.constraint_mask_wait_seconds = mask_filler_->wait_seconds();
+  }
   const trace::TraceSinkStats trace = tracer_.sink_stats();
   stats_.trace_events_written = trace.events_written;
   stats_.trace_events_dropped = trace.events_dropped;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "common/string_map.h"
+#include "engine/constraint_mask_filler.h"
 #include "engine/engine_config.h"
 #include "engine/model_runner.h"
 #include "engine/output_channel.h"
@@ -116,9 +117,11 @@ struct EngineStats {
   DeviceTimeStats device_time;
   /// Host time between steps (the engine's side of device idle).
   HostGapStats host_gap;
-  /// Structured outputs: allowed-token masks filled, and the engine time it took.
+  /// Structured outputs: allowed-token masks filled, the filler's time on them (beside the
+  /// forward passes), and the time steps waited for them before sampling.
   std::int64_t constraint_masks = 0;
   double constraint_mask_seconds = 0.0;
+  double constraint_mask_wait_seconds = 0.0;
 };
 
 /// The loop thread and everything it owns.
@@ -221,8 +224,10 @@ class EngineCore {
   // complete() of the step in flight, if any.
   void finish_in_flight();
   void fill_sampling_rows(const SchedulerOutput& scheduled);
-  // The allowed-token masks of constrained requests' rows (request_constraint.h).
+  // The allowed-token masks of constrained requests' rows (request_constraint.h), started on the
+  // filler; wait_for_constraint_masks() once the step has run (or failed).
   void fill_constraint_masks(const SchedulerOutput& scheduled);
+  void wait_for_constraint_masks();
   // Advances the constraint of the request at `slot` by `token`; false when it failed.
   bool follow_constraint(std::int32_t slot, std::int32_t token);
   // Ends requests whose constraint failed this step, with the reason.
@@ -290,8 +295,8 @@ class EngineCore {
   std::int64_t num_steps_ = 0;
   std::int64_t num_failed_steps_ = 0;
   std::int64_t num_generated_tokens_ = 0;
-  std::int64_t num_constraint_masks_ = 0;
-  double constraint_mask_seconds_ = 0.0;
+  // Fills constrained rows' masks beside the forward pass; made on the first constrained step.
+  std::unique_ptr<ConstraintMaskFiller> mask_filler_;
   std::vector<std::int32_t> failed_constraint_slots_;
   const std::chrono::steady_clock::time_point start_time_;
 

@@ -83,9 +83,9 @@ class ModelRunner {
   /// The batch the last prepare() built (for tests and tracing).
   const ForwardBatch& batch() const { return batch_; }
   const SamplingBatch& sampling() const { return sampling_; }
-  /// The step's allowed-token masks, which the caller fills after prepare() (SamplingRow::
-  /// allowed_mask indexes them).
-  std::vector<std::uint32_t>& allowed_masks() { return sampling_.allowed_masks; }
+  /// The step's sampling batch, whose allowed-token masks the caller adds after prepare()
+  /// (SamplingRow::allowed_mask indexes them; SamplingBatch::pending_masks while being filled).
+  SamplingBatch& mutable_sampling() { return sampling_; }
   /// Requests whose state the runner holds.
   std::size_t num_requests() const { return num_live_; }
   /// The block table the runner holds for a slot, or nullptr.

@@ -381,7 +381,7 @@ Status CudaModelExecutor::launch(const ForwardBatch& batch, const SamplingBatch&
   }
   PAGODA_RETURN_IF_ERROR(step_timer_.begin(stream_.get()));
   Status s = sampler_.begin_step(sampling, stream_.get());
-  if (s.ok()) s = forward_and_sample(batch, previous_pairs);
+  if (s.ok()) s = forward_and_sample(batch, sampling, previous_pairs);
   if (s.ok()) s = step_timer_.end(stream_.get());
   if (s.ok()) s = sampler_.end_step(stream_.get());
   if (!s.ok()) {
@@ -401,9 +401,12 @@ Status CudaModelExecutor::collect(StepOutput& out) {
 }
 
 Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch,
+                                             const SamplingBatch& sampling,
                                              std::span<const std::int32_t> previous_pairs) {
   if (batch.num_tokens() == 0) return Status::ok_status();
   PAGODA_RETURN_IF_ERROR(run_model(batch, previous_pairs));
+  // The host fills structured outputs' masks while the device runs the layers.
+  PAGODA_RETURN_IF_ERROR(sampler_.stage_masks(sampling, stream_.get()));
   for (std::int64_t r0 = 0; r0 < batch.num_logits(); r0 += kLogitsChunk) {
     const std::int64_t rows = std::min(kLogitsChunk, batch.num_logits() - r0);
     PAGODA_RETURN_IF_ERROR(lm_head(batch, r0, rows));

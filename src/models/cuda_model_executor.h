@@ -150,7 +150,7 @@ class CudaModelExecutor final : public ModelExecutor {
   // The LM head over logits rows [first, first + rows) into logits_.
   Status lm_head(const ForwardBatch& batch, std::int64_t first, std::int64_t rows);
   Status compute_logits(const ForwardBatch& batch, float* logits);
-  Status forward_and_sample(const ForwardBatch& batch,
+  Status forward_and_sample(const ForwardBatch& batch, const SamplingBatch& sampling,
                             std::span<const std::int32_t> previous_pairs);
   // execute() in two halves: launch issues the whole step and its copy back without waiting
   // (at most DeviceSampler::kMaxStepsInFlight uncollected); collect waits for the oldest

@@ -28,7 +28,10 @@ Status HostSamplingExecutor::execute(const ForwardBatch& batch, const SamplingBa
   }
   const std::size_t vocab = static_cast<std::size_t>(info().vocab_size);
   logits_.resize(batch.logits_indices.size() * vocab);
-  PAGODA_RETURN_IF_ERROR(forward(batch, logits_.data()));
+  const Status forwarded = forward(batch, logits_.data());
+  // Structured outputs' masks were filled beside the forward pass.
+  sampling.wait_for_masks();
+  PAGODA_RETURN_IF_ERROR(forwarded);
   sampler().sample(logits_, sampling, sampling_pool(), out);
   return Status::ok_status();
 }

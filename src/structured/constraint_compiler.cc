@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "structured/strict_formats.h"
 #include "structured/xgrammar_handles.h"
 
 namespace pagoda::structured {
@@ -84,7 +85,8 @@ struct ConstraintCompiler::State {
           case ConstraintKind::kJsonSchema:
             // Compact separators (", " and ": "), no free whitespace: a small model cannot loop
             // on blank lines, and every output is still valid JSON for the schema.
-            return compiler.CompileJSONSchema(spec.text, /*any_whitespace=*/false, std::nullopt,
+            return compiler.CompileJSONSchema(with_strict_formats(spec.text),
+                                              /*any_whitespace=*/false, std::nullopt,
                                               std::nullopt, /*strict_mode=*/true);
           case ConstraintKind::kRegex:
             return compiler.CompileRegex(spec.text);

@@ -92,7 +92,7 @@ class SchemaWalk {
       product = follows ? product * std::max<std::int64_t>(largest, 1)
                         : std::max<std::int64_t>(largest, 1);
       if (product > limits.max_repetition * 16) {
-        return invalid_argument(too_large("the nested counted repetitions in the regex", product,
+        return invalid_argument(too_large("the product of nested counted repetitions in the regex", product,
                                           limits.max_repetition * 16));
       }
       i = j;

@@ -232,6 +232,7 @@ class Harness {
     StepOutput gpu;
     DeviceVector<float> d_logits(logits);
     Status s = device_->begin_step(batch, nullptr);
+    if (s.ok()) s = device_->stage_masks(batch, nullptr);
     EXPECT_TRUE(s.ok()) << what << ": " << s.to_string();
     if (!s.ok()) return gpu;
     std::vector<float> gpu_processed;
@@ -448,6 +449,7 @@ TEST(GpuSampler, OverlappedStepsMatchOneAtATime) {
   }
   const auto run = [&](DeviceSampler& sampler, int step) {
     ASSERT_TRUE(sampler.begin_step(batches[step], nullptr).ok());
+    ASSERT_TRUE(sampler.stage_masks(batches[step], nullptr).ok());
     for (std::int64_t r0 = 0; r0 < rows; r0 += 5) {
       ASSERT_TRUE(sampler
                       .sample_chunk(logits[step].data() + r0 * vocab, r0,
@@ -606,6 +608,45 @@ TEST(GpuSampler, RejectsBadRowsAndSlots) {
   // A returned row needs no open slot.
   EXPECT_TRUE(
       s.begin_step({.rows = {SamplingRow{.slot = 7, .return_logits = true}}}, nullptr).ok());
+}
+
+// Structured outputs fill their masks while the forward pass runs: masks written only when
+// stage_masks() waits for them (after begin_step) are the ones the device applies.
+TEST(GpuSampler, MasksFilledAfterBeginStepAreApplied) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  constexpr std::int64_t kVocab = 100;
+  auto made = DeviceSampler::create({.vocab_size = kVocab, .max_rows = 2, .max_chunk_rows = 2});
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  DeviceSampler& s = *made;
+  ASSERT_TRUE(s.open_slot(0, {}, nullptr).ok());
+  // Token 7 has the largest logit in both rows; the late masks allow only 42 and 63.
+  std::vector<float> logits(2 * kVocab, 0.0f);
+  logits[7] = logits[kVocab + 7] = 10.0f;
+  struct LateMasks final : PendingMasks {
+    SamplingBatch* batch = nullptr;
+    int waits = 0;
+    void wait() override {
+      ++waits;
+      const std::size_t words = static_cast<std::size_t>(SamplingBatch::mask_words(kVocab));
+      std::fill(batch->allowed_masks.begin(), batch->allowed_masks.end(), 0u);
+      batch->allowed_masks[42 / 32] |= 1u << (42 % 32);
+      batch->allowed_masks[words + 63 / 32] |= 1u << (63 % 32);
+    }
+  } late;
+  SamplingBatch batch;
+  batch.rows = {SamplingRow{.slot = 0, .allowed_mask = 0},
+                SamplingRow{.slot = 0, .temperature = 1.0f, .seed = 3, .allowed_mask = 1}};
+  batch.allowed_masks.assign(2 * SamplingBatch::mask_words(kVocab), ~0u);  // not final yet
+  late.batch = &batch;
+  batch.pending_masks = &late;
+  ASSERT_TRUE(s.begin_step(batch, nullptr).ok());
+  ASSERT_TRUE(s.stage_masks(batch, nullptr).ok());
+  EXPECT_EQ(late.waits, 1);
+  DeviceVector<float> d_logits(logits);
+  ASSERT_TRUE(s.sample_chunk(d_logits.data(), 0, 2, nullptr).ok());
+  StepOutput out;
+  ASSERT_TRUE(s.finish_step(nullptr, out).ok());
+  EXPECT_EQ(out.token_ids, (std::vector<std::int32_t>{42, 63}));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "structured/strict_formats.h"
 #include "structured_test_support.h"
 
 namespace pagoda::structured {
@@ -164,6 +165,24 @@ TEST(ConstraintMatcherTest, SpecialTokensOtherThanStopsAreNeverAllowed) {
   EXPECT_TRUE(allowed(mask, kEos));
   EXPECT_FALSE(allowed(mask, engine::kImStart));
   EXPECT_FALSE(allowed(mask, ' '));  // compact JSON: no trailing whitespace
+}
+
+}  // namespace
+}  // namespace pagoda::structured
+
+namespace pagoda::structured {
+namespace {
+
+TEST(StrictFormatsTest, Ipv4OctetsHaveNoLeadingZeros) {
+  auto compiler = testing::byte_compiler();
+  auto ip = compiler->compile(
+      {.kind = ConstraintKind::kJsonSchema, .text = R"({"type": "string", "format": "ipv4"})"});
+  ASSERT_TRUE(ip.ok()) << ip.status().to_string();
+  EXPECT_TRUE(testing::accepts(*ip, R"("10.0.255.1")"));
+  EXPECT_FALSE(testing::accepts(*ip, R"("10.00.255.1")"));
+  EXPECT_FALSE(testing::accepts(*ip, R"("10.0.256.1")"));
+  EXPECT_EQ(with_strict_formats(R"({"format": "ipv4", "pattern": "^1$"})"),
+            R"({"format": "ipv4", "pattern": "^1$"})");
 }
 
 }  // namespace
