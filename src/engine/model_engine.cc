@@ -198,17 +198,12 @@ std::string StartupReport::graphs_summary() const {
 Status check_device_support(Device device, const ModelFiles& files,
                             quant::LoadTimeQuantization quantization) {
   if (device != Device::kCuda) return Status::ok_status();
-  // The CUDA executor dequantizes weights into --dtype at upload; it has no load-time
-  // quantization and no act-order input permutation yet.
+  // The CUDA executor dequantizes weights into --dtype at upload (act-order columns put back in
+  // input order there); it has no load-time quantization yet.
   if (quantization != quant::LoadTimeQuantization::kNone) {
     return unimplemented("--quantization " +
                          std::string(quant::load_time_quantization_name(quantization)) +
                          " runs on the CPU only so far; add --device cpu");
-  }
-  if (files.quantization.desc_act) {
-    return unimplemented(files.path +
-                         ": act-order GPTQ (desc_act) runs on the CPU only so far; add --device "
-                         "cpu");
   }
   return Status::ok_status();
 }

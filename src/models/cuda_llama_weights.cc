@@ -28,7 +28,9 @@ class Uploader {
   }
 
   // Appends rows [0, view.num_rows) of `view`, decoded and converted, at element `offset` of
-  // `dst` (a matrix of view.num_cols columns).
+  // `dst` (a matrix of view.num_cols columns). A GPTQ act-order view's stored column j is input
+  // channel input_permutation[j]: it lands in column input_permutation[j], so the device matrix
+  // multiplies x in its own order, as the CPU's gathered product does.
   Status matrix(const cpu::TensorView& view, DeviceBuffer& dst, std::int64_t row_offset) {
     const std::int64_t cols = view.num_cols;
     const std::size_t row_bytes = static_cast<std::size_t>(cols) * cuda::scalar_type_size(dtype_);
@@ -36,12 +38,18 @@ class Uploader {
         std::max<std::int64_t>(1, static_cast<std::int64_t>(kStagingBytes / row_bytes));
     if (row_bytes > kStagingBytes) return invalid_argument("weight row larger than the staging");
     row_f32_.resize(static_cast<std::size_t>(cols));
+    row_in_order_.resize(static_cast<std::size_t>(cols));
+    const std::int32_t* perm = view.input_permutation;
     for (std::int64_t r0 = 0; r0 < view.num_rows; r0 += rows_per_chunk) {
       const std::int64_t rows = std::min(rows_per_chunk, view.num_rows - r0);
       auto* staging = static_cast<std::uint8_t*>(staging_.data());
       for (std::int64_t r = 0; r < rows; ++r) {
         cpu::decode_row(view, r0 + r, 0, cols, row_f32_.data());
-        cuda::convert_from_f32(row_f32_.data(), cols, dtype_, staging + r * row_bytes);
+        if (perm != nullptr) {
+          for (std::int64_t j = 0; j < cols; ++j) row_in_order_[perm[j]] = row_f32_[j];
+        }
+        cuda::convert_from_f32(perm != nullptr ? row_in_order_.data() : row_f32_.data(), cols,
+                               dtype_, staging + r * row_bytes);
       }
       auto* target = static_cast<std::uint8_t*>(dst.data()) + (row_offset + r0) * row_bytes;
       PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy(
@@ -68,6 +76,7 @@ class Uploader {
   ScalarType dtype_ = ScalarType::kBF16;
   cuda::PinnedHostBuffer staging_;
   std::vector<float> row_f32_;
+  std::vector<float> row_in_order_;  // row_f32_ with act-order columns put back in input order
 };
 
 StatusOr<DeviceBuffer> allocate(std::int64_t elements, ScalarType type) {

@@ -50,9 +50,11 @@ using gpu_test::make_batch;
 using gpu_test::make_model;
 using gpu_test::SequenceState;
 
-// Runs the same schedule on the CPU model and the CUDA executor and checks each step's logits.
-void run_against_cpu(bool qwen2, ScalarType type) {
+// Runs the same schedule on the CPU model and the CUDA executor and checks each step's logits;
+// `act_order`: every layer matrix with a random input permutation (GPTQ act-order).
+void run_against_cpu(bool qwen2, ScalarType type, bool act_order = false) {
   const auto model = make_model(qwen2, type, qwen2 ? 7u : 8u);
+  if (act_order) gpu_test::permute_inputs(*model, 12u);
   const ModelConfig& c = model->config;
   const std::int64_t block_size = 16;
   const std::int64_t num_blocks = 24;
@@ -145,6 +147,13 @@ void run_against_cpu(bool qwen2, ScalarType type) {
       if (prompt_done) next[owner[r]] = cpu_token;
     }
   }
+}
+
+// The uploader puts act-order columns back in input order: the same logits as the CPU, which
+// gathers x through the permutation instead.
+TEST(GpuCudaModelExecutor, ActOrderWeightsMatchCpu) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  run_against_cpu(true, ScalarType::kF32, true);
 }
 
 TEST(GpuCudaModelExecutor, LlamaFp32MatchesCpu) {

@@ -2,10 +2,12 @@
 // the paged-cache bookkeeping of a few sequences, for the GPU executor tests.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -22,7 +24,8 @@ using cuda::ScalarType;
 
 struct RandomModel {
   ModelConfig config;
-  std::list<std::vector<float>> storage;  // stable addresses for the TensorViews
+  std::list<std::vector<float>> storage;              // stable addresses for the TensorViews
+  std::list<std::vector<std::int32_t>> permutations;  // the views' input permutations
   models::LlamaWeights weights;
 };
 
@@ -83,6 +86,25 @@ inline std::unique_ptr<RandomModel> make_model(bool qwen2, ScalarType weights_ty
   w.rope_style = qwen2 ? cpu::RopeStyle::kRotateHalf : cpu::RopeStyle::kAdjacentPairs;
   w.rope_inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu::RopeScaling{});
   return m;
+}
+
+// Gives every layer matrix a random input permutation, as a GPTQ act-order checkpoint's stored
+// column order: the CPU gathers x through it, the GPU must put the columns back in input order.
+inline void permute_inputs(RandomModel& m, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const auto permute = [&](cpu::TensorView& w) {
+    std::vector<std::int32_t>& p =
+        m.permutations.emplace_back(static_cast<std::size_t>(w.num_cols));
+    std::iota(p.begin(), p.end(), 0);
+    std::shuffle(p.begin(), p.end(), rng);
+    w.input_permutation = p.data();
+  };
+  for (models::LlamaLayerWeights& layer : m.weights.layers) {
+    for (cpu::TensorView* w : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj,
+                               &layer.gate_proj, &layer.up_proj, &layer.down_proj}) {
+      permute(*w);
+    }
+  }
 }
 
 // One sequence's place in the paged cache: its blocks and how many tokens it has cached.
