@@ -19,7 +19,9 @@ StatusOr<std::shared_ptr<const UnicodeRegex>> UnicodeRegex::compile(const std::s
                                                                     bool literal) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2 refuses UCP beside LITERAL (Unicode classes mean nothing in plain text): a string
+  // pattern such as Gemma's Split(" ") would not load.
+  const uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    options, &error_code, &error_offset, nullptr);
   if (code == nullptr) {
