@@ -64,7 +64,7 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::create(BpeModelConfig config,
     }
   }
 
-  model->merges_.reserve(config.merges.size());
+  model->merges_.reserve(config.merges.size() + config.merge_ids.size());
   for (std::size_t rank = 0; rank < config.merges.size(); ++rank) {
     const auto& [left, right] = config.merges[rank];
     const auto left_id = model->piece_to_id(left);
@@ -80,6 +80,17 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::create(BpeModelConfig config,
     // A repeated pair keeps its last rank, as tokenizers' map collection does.
     model->merges_.insert_or_assign(pair_key(*left_id, *right_id),
                                     Merge{static_cast<std::int32_t>(rank), *merged_id});
+  }
+  for (std::size_t i = 0; i < config.merge_ids.size(); ++i) {
+    const MergeIds& m = config.merge_ids[i];
+    for (const std::int32_t id : {m.left, m.right, m.merged}) {
+      if (id < 0 || id > max_id || !model->has_piece_[id]) {
+        return invalid_argument(source + ": merge #" + std::to_string(i) + " uses id " +
+                                std::to_string(id) + ", which is not in the vocabulary");
+      }
+    }
+    const auto rank = static_cast<std::int32_t>(config.merges.size() + i);
+    model->merges_.insert_or_assign(pair_key(m.left, m.right), Merge{rank, m.merged});
   }
   return model;
 }

@@ -30,10 +30,19 @@ inline constexpr std::int32_t kMaxVocabSize = 1 << 24;
 /// Token spelling -> id.
 using VocabMap = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
 
-/// What a BPE model is built from; merges are spelled pairs in rank order.
+/// One merge given by ids: left + right -> merged.
+struct MergeIds {
+  std::int32_t left;
+  std::int32_t right;
+  std::int32_t merged;
+};
+
+/// What a BPE model is built from; merges are spelled pairs in rank order, or ids (merge_ids,
+/// ranked after any spelled ones) where the loader already resolved them.
 struct BpeModelConfig {
   VocabMap vocab;
   std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<MergeIds> merge_ids;
   /// Words arrive as raw bytes and start as the ids of their GPT-2 alphabet characters.
   bool byte_level = false;
   /// A character missing from the vocabulary becomes its <0xNN> byte tokens.

@@ -103,7 +103,7 @@ StatusOr<std::unique_ptr<BpeModel>> sentencepiece_model(const GgufFile& gguf,
   for (std::size_t i = 0; i < vocab.tokens.size(); ++i) {
     config.vocab.insert_or_assign(vocab.tokens[i], static_cast<std::int32_t>(i));
   }
-  config.merges = sentencepiece_merges(vocab.tokens, *scores);
+  config.merge_ids = sentencepiece_merges(vocab.tokens, *scores);
   return BpeModel::create(std::move(config), gguf.path());
 }
 
@@ -155,7 +155,7 @@ StatusOr<std::unique_ptr<BpeModel>> gemma_model(const GgufFile& gguf, const Gguf
   for (std::size_t i = 0; i < spelling.size(); ++i) {
     config.vocab.insert_or_assign(spelling[i], static_cast<std::int32_t>(i));
   }
-  config.merges = sentencepiece_merges(spelling, positions);
+  config.merge_ids = sentencepiece_merges(spelling, positions);
   return BpeModel::create(std::move(config), gguf.path());
 }
 

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <unordered_map>
 
-#include "tokenizer/bpe_model.h"
 #include "tokenizer/utf8.h"
 
 namespace pagoda {
@@ -19,45 +17,51 @@ std::size_t count_chars(std::string_view s) {
 struct Candidate {
   std::int32_t left_id;
   std::int32_t right_id;
+  std::int32_t merged_id;
   double score;
-  std::size_t left_chars;
-  std::size_t right_chars;
-  std::string left;
-  std::string right;
+  std::uint32_t left_chars;
+  std::uint32_t right_chars;
 };
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> sentencepiece_merges(
-    const std::vector<std::string>& tokens, const std::vector<double>& scores) {
-  // A token spelled twice keeps its last id, as a Python dict built from the list does.
+std::vector<MergeIds> sentencepiece_merges(const std::vector<std::string>& tokens,
+                                           const std::vector<double>& scores) {
+  // A token spelled twice keeps its last id and score, and its first place in the order, as a
+  // Python dict built from the list does.
   VocabMap vocab;
-  for (std::size_t i = 0; i < tokens.size(); ++i) vocab[tokens[i]] = static_cast<std::int32_t>(i);
-  std::unordered_map<std::string_view, double> score_of;
-  std::vector<std::string_view> order;  // Dict order: first occurrence of each spelling.
+  vocab.reserve(tokens.size());
+  std::vector<std::size_t> order;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (score_of.emplace(tokens[i], scores[i]).second) {
-      order.push_back(tokens[i]);
+    const auto [it, inserted] = vocab.try_emplace(tokens[i], static_cast<std::int32_t>(i));
+    if (inserted) {
+      order.push_back(i);
     } else {
-      score_of[tokens[i]] = scores[i];
+      it->second = static_cast<std::int32_t>(i);
     }
   }
   std::vector<Candidate> candidates;
-  for (std::string_view merged : order) {
+  std::vector<Candidate> local;
+  for (std::size_t index : order) {
+    const std::string_view merged = tokens[index];
     if (merged.empty()) continue;
-    std::vector<Candidate> local;
+    local.clear();
+    const std::int32_t merged_id = vocab.find(merged)->second;
+    std::uint32_t left_chars = 0;
     for (std::size_t cut = utf8_char_length(static_cast<unsigned char>(merged[0]));
          cut < merged.size(); cut += utf8_char_length(static_cast<unsigned char>(merged[cut]))) {
+      ++left_chars;
       const auto left = vocab.find(merged.substr(0, cut));
+      if (left == vocab.end()) continue;
       const auto right = vocab.find(merged.substr(cut));
-      if (left == vocab.end() || right == vocab.end()) continue;
-      local.push_back({left->second, right->second, score_of[merged], count_chars(left->first),
-                       count_chars(right->first), left->first, right->first});
+      if (right == vocab.end()) continue;
+      local.push_back({left->second, right->second, merged_id, scores[merged_id], left_chars,
+                       static_cast<std::uint32_t>(count_chars(merged.substr(cut)))});
     }
     std::stable_sort(local.begin(), local.end(), [](const Candidate& a, const Candidate& b) {
       return a.left_id != b.left_id ? a.left_id < b.left_id : a.right_id < b.right_id;
     });
-    for (Candidate& c : local) candidates.push_back(std::move(c));
+    candidates.insert(candidates.end(), local.begin(), local.end());
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) {
@@ -65,9 +69,9 @@ std::vector<std::pair<std::string, std::string>> sentencepiece_merges(
                      if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
                      return a.right_chars > b.right_chars;
                    });
-  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<MergeIds> merges;
   merges.reserve(candidates.size());
-  for (Candidate& c : candidates) merges.emplace_back(std::move(c.left), std::move(c.right));
+  for (const Candidate& c : candidates) merges.push_back({c.left_id, c.right_id, c.merged_id});
   return merges;
 }
 
