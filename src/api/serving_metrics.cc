@@ -147,6 +147,16 @@ std::string ServingMetrics::render(const engine::EngineStats& stats) const {
           static_cast<double>(stats.trace_bytes_written));
   counter(metric("trace_engine_seconds_total"),
           "Engine-thread time spent producing trace data, in seconds.", stats.trace_seconds);
+  // Structured outputs: the masks' cost, and how much of it the steps waited for.
+  counter(metric("structured_output_masks_total"),
+          "Allowed-token masks filled for structured-output requests.",
+          static_cast<double>(stats.constraint_masks));
+  counter(metric("structured_output_mask_seconds_total"),
+          "Time spent filling structured-output masks (beside the forward passes), in seconds.",
+          stats.constraint_mask_seconds);
+  counter(metric("structured_output_mask_wait_seconds_total"),
+          "Time steps waited for structured-output masks before sampling, in seconds.",
+          stats.constraint_mask_wait_seconds);
   // Where the GPU's time went: idle is the device waiting for the host between steps.
   counter(metric("device_steps_total"), "Device steps timed with CUDA events (0 on the CPU).",
           static_cast<double>(stats.device_time.steps));

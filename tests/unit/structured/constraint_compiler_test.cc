@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "structured/strict_formats.h"
+#include "structured/schema_rewrite.h"
 #include "structured_test_support.h"
 
 namespace pagoda::structured {
@@ -173,7 +173,7 @@ TEST(ConstraintMatcherTest, SpecialTokensOtherThanStopsAreNeverAllowed) {
 namespace pagoda::structured {
 namespace {
 
-TEST(StrictFormatsTest, Ipv4OctetsHaveNoLeadingZeros) {
+TEST(SchemaRewriteTest, Ipv4OctetsHaveNoLeadingZeros) {
   auto compiler = testing::byte_compiler();
   auto ip = compiler->compile(
       {.kind = ConstraintKind::kJsonSchema, .text = R"({"type": "string", "format": "ipv4"})"});
@@ -181,8 +181,32 @@ TEST(StrictFormatsTest, Ipv4OctetsHaveNoLeadingZeros) {
   EXPECT_TRUE(testing::accepts(*ip, R"("10.0.255.1")"));
   EXPECT_FALSE(testing::accepts(*ip, R"("10.00.255.1")"));
   EXPECT_FALSE(testing::accepts(*ip, R"("10.0.256.1")"));
-  EXPECT_EQ(with_strict_formats(R"({"format": "ipv4", "pattern": "^1$"})"),
+  // A pattern given beside it is the client's.
+  EXPECT_EQ(rewrite_schema(R"({"format": "ipv4", "pattern": "^1$"})"),
             R"({"format": "ipv4", "pattern": "^1$"})");
+}
+
+TEST(SchemaRewriteTest, StringLengthsBecomeAPatternWithTheSameBounds) {
+  auto compiler = testing::byte_compiler();
+  auto bounded = compiler->compile({.kind = ConstraintKind::kJsonSchema,
+                                    .text = R"({"type": "object", "properties": {"s": {
+      "type": "string", "minLength": 2, "maxLength": 4}}, "required": ["s"]})"});
+  ASSERT_TRUE(bounded.ok()) << bounded.status().to_string();
+  EXPECT_FALSE(testing::accepts(*bounded, R"({"s": "a"})"));
+  EXPECT_TRUE(testing::accepts(*bounded, R"({"s": "ab"})"));
+  EXPECT_TRUE(testing::accepts(*bounded, R"({"s": "abcd"})"));
+  EXPECT_FALSE(testing::accepts(*bounded, R"({"s": "abcde"})"));
+  EXPECT_FALSE(testing::accepts(*bounded, R"({"s": "a\"b"})"));  // no escapes
+  // Left alone: a pattern, a format or an enum already says what the string is; not a string.
+  for (const char* kept : {R"({"type": "string", "maxLength": 3, "pattern": "^a+$"})",
+                           R"({"type": "string", "maxLength": 3, "format": "date"})",
+                           R"({"type": "string", "maxLength": 3, "enum": ["ab"]})",
+                           R"({"type": "array", "maxLength": 3})",
+                           R"({"type": "string", "minLength": 5, "maxLength": 3})"}) {
+    EXPECT_EQ(rewrite_schema(kept), kept);
+  }
+  EXPECT_EQ(rewrite_schema(R"({"type": "string", "maxLength": 3})"),
+            R"({"type":"string","pattern":"^[^\"\\\\\\x00-\\x1f]{0,3}$"})");
 }
 
 }  // namespace
