@@ -124,5 +124,30 @@ TEST(EngineConstraintTest, AConstraintForAnotherVocabularyIsRefused) {
   EXPECT_NE(stream.status().message().find("compiled for 300"), std::string::npos);
 }
 
+TEST(EngineConstraintTest, AConstraintThatAllowsNoTokenEndsTheRequestWithAnError) {
+  // {"$ref": "#"} compiles to a rule that only refers to itself: no output can ever match.
+  Engine e = make_engine();
+  EngineRequest r = request(prompt_of(2, 4), 8);
+  r.constraint = compile({.kind = structured::ConstraintKind::kJsonSchema, .text = R"({"$ref": "#"})"});
+  ASSERT_NE(r.constraint, nullptr);
+  auto stream = e.client->submit(std::move(r));
+  ASSERT_TRUE(stream.ok());
+  Collected c = collect(**stream);
+  ASSERT_TRUE(c.finals.contains(0));
+  EXPECT_EQ(c.finals[0].error.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.finals[0].error.message().find("allows no next token"), std::string::npos)
+      << c.finals[0].error.message();
+  EXPECT_TRUE(c.tokens[0].empty());  // the token drawn through the empty mask is not kept
+  EXPECT_EQ(settled_stats(*e.client).kv_cache_usage, 0.0);
+}
+
+TEST(EngineConstraintTest, UnconstrainedRequestsFillNoMasks) {
+  Engine e = make_engine();
+  auto stream = e.client->submit(request(prompt_of(4, 6), 6));
+  ASSERT_TRUE(stream.ok());
+  collect(**stream);
+  EXPECT_EQ(settled_stats(*e.client).constraint_masks, 0);
+}
+
 }  // namespace
 }  // namespace pagoda::engine
