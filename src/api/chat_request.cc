@@ -1,28 +1,13 @@
 #include "api/chat_request.h"
 
 #include "api/chat_prompt.h"
+#include "api/forced_tool_calls.h"
 #include "api/request_fields.h"
 #include "api/sampling_fields.h"
 #include "api/structured_output.h"
 #include "pagoda/sampling_params.h"
 
 namespace pagoda::api {
-
-namespace {
-
-// Features that would change what the client gets back; refused rather than ignored.
-void refuse_unsupported(RequestFields& fields) {
-  if (const Json* choice = fields.find("tool_choice")) {
-    const bool plain = choice->is_string() && (*choice == "none" || *choice == "auto");
-    if (!plain) {
-      fields.fail("tool_choice",
-                  "'tool_choice' may be \"none\" or \"auto\"; forcing tool calls "
-                  "is not supported");
-    }
-  }
-}
-
-}  // namespace
 
 ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel& model,
                                              const RequestContext& context) {
@@ -34,8 +19,15 @@ ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel
   // A 404 for the model comes before complaints about the rest.
   if (!fields.ok()) return *fields.error();
   read_sampling_fields(fields, model, request);
-  refuse_unsupported(fields);
-  const std::optional<StructuredOutputRequest> structured = read_structured_output(fields);
+  std::optional<StructuredOutputRequest> structured = read_structured_output(fields);
+  if (std::optional<ForcedToolCalls> forced = read_forced_tool_calls(fields)) {
+    if (structured) {
+      fields.fail("tool_choice", "forced tool calls ('tool_choice') cannot be combined with '" +
+                                     structured->param + "'");
+    }
+    structured = StructuredOutputRequest{std::move(forced->spec), "tool_choice"};
+    job.response.tool_calls = std::move(forced->format);
+  }
   // A thinking model's span goes to reasoning_content.
   request.separate_reasoning = model.reasoning.has_value();
   job.response.reasoning = model.reasoning.has_value();

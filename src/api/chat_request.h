@@ -12,7 +12,7 @@ namespace pagoda::api {
 
 /// Validates a chat completion request body (already through parse_request_body) into one
 /// engine request. 400 naming the parameter for wrong types, out-of-range values, bad messages,
-/// unsupported features (response_format json, tool_choice "required"), a prompt + max_tokens
+/// a bad structured-output constraint or tool_choice, a prompt + max_tokens
 /// over max_model_len (with the numbers), no chat template; 404 for an unknown model. Unknown
 /// fields are ignored.
 ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel& model,

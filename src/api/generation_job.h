@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "api/forced_tool_calls.h"
 #include "engine/engine_client.h"
 
 namespace pagoda::api {
@@ -67,6 +68,9 @@ struct ResponseOptions {
   bool reasoning = false;
   /// Per prompt: its length in tokens (usage.prompt_tokens sums them).
   std::vector<std::int64_t> num_prompt_tokens;
+  /// Chat with forced tool calls (tool_choice "required" or named): the output becomes
+  /// message.tool_calls, streamed whole in the last chunk (forced_tool_calls.h).
+  std::optional<ToolCallFormat> tool_calls;
 };
 
 /// A validated request: submit every entry of `requests` (one per prompt), then encode.

@@ -141,6 +141,7 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
                                               {"finish_reason", nullptr}}})));
     }
   }
+  if (chat && options_.tool_calls) return events + stream_tool_calls(choice_index, output);
   const bool with_logprobs = options_.logprobs.has_value();
   Json entries = empty_logprobs();
   bool first_completion_chunk = false;
@@ -185,6 +186,44 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
   return events + sse_event(chunk(Json::array({std::move(item)})));
 }
 
+std::string ResponseEncoder::stream_tool_calls(std::size_t choice_index,
+                                               const engine::StreamOutput& output) {
+  const engine::RequestOutput& out = output.output;
+  Choice& choice = choices_[choice_index];
+  choice.text += out.text;
+  Json delta = Json::object();
+  if (!out.reasoning_text.empty()) delta["reasoning_content"] = out.reasoning_text;
+  if (out.finished) {
+    finish_choice(choice, output);
+    settle_tool_calls(choice_index, choice);
+    if (choice.tool_calls.is_array()) {
+      Json calls = choice.tool_calls;
+      for (std::size_t k = 0; k < calls.size(); ++k) calls[k]["index"] = k;
+      delta["tool_calls"] = std::move(calls);
+    } else {
+      delta["content"] = choice.text;
+    }
+  } else if (delta.empty()) {
+    return "";
+  }
+  Json item = {{"index", choice_index},
+               {"delta", std::move(delta)},
+               {"logprobs", nullptr},
+               {"finish_reason", out.finished ? Json(choice.finish_reason) : Json(nullptr)}};
+  if (out.finished) item["stop_reason"] = choice.stop_reason;
+  return sse_event(chunk(Json::array({std::move(item)})));
+}
+
+void ResponseEncoder::settle_tool_calls(std::size_t choice_index, Choice& choice) const {
+  if (!options_.tool_calls || choice.finish_reason != "stop") return;
+  const std::string id = options_.id.substr(options_.id.find('-') + 1);
+  std::optional<Json> calls =
+      tool_calls_json(*options_.tool_calls, choice.text, id + std::to_string(choice_index));
+  if (!calls) return;
+  choice.tool_calls = std::move(*calls);
+  choice.finish_reason = "tool_calls";
+}
+
 void ResponseEncoder::gather_output(std::size_t choice_index, const engine::StreamOutput& output) {
   Choice& choice = choices_[choice_index];
   if (!choice.started) {
@@ -200,7 +239,10 @@ void ResponseEncoder::gather_output(std::size_t choice_index, const engine::Stre
     choice.reasoning += output.output.reasoning_text;
     if (options_.logprobs) append_logprobs(output.output.logprobs, choice, choice.logprobs);
   }
-  if (output.output.finished) finish_choice(choice, output);
+  if (output.output.finished) {
+    finish_choice(choice, output);
+    settle_tool_calls(choice_index, choice);
+  }
 }
 
 void ResponseEncoder::start_prompt_logprobs(std::size_t prompt_index,
@@ -314,7 +356,14 @@ std::string ResponseEncoder::finish_stream() {
 Json ResponseEncoder::choice_json(std::size_t choice_index, const Choice& choice) const {
   const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
   Json item = {{"index", choice_index}};
-  if (chat) {
+  if (chat && choice.tool_calls.is_array()) {
+    item["message"] = {{"role", "assistant"}, {"content", nullptr},
+                       {"tool_calls", choice.tool_calls}};
+    if (options_.reasoning) {
+      item["message"]["reasoning_content"] =
+          choice.reasoning.empty() ? Json(nullptr) : Json(choice.reasoning);
+    }
+  } else if (chat) {
     item["message"] = {{"role", "assistant"}, {"content", choice.text}};
     if (options_.reasoning) {
       item["message"]["reasoning_content"] =

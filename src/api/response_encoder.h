@@ -80,6 +80,7 @@ class ResponseEncoder {
     std::int64_t num_reasoning_tokens = 0;
     std::int64_t text_offset = 0;  // completions logprobs: code points before the next token
     Json prompt_logprobs;          // vLLM's prompt_logprobs (null unless asked for)
+    Json tool_calls;               // forced tool calls: the calls, once finished (else null)
   };
 
   // A streamed chunk of `choices`: id, object, created, model, system_fingerprint, and "usage":
@@ -98,6 +99,11 @@ class ResponseEncoder {
   void start_prompt_logprobs(std::size_t prompt_index, const engine::RequestOutput& out,
                              Choice& choice, Json& into) const;
   Json choice_json(std::size_t choice_index, const Choice& choice) const;
+  // Forced tool calls: a finished choice's text read as its calls (finish_reason "tool_calls"),
+  // unless it was cut short (then it stays text, with its own finish reason).
+  void settle_tool_calls(std::size_t choice_index, Choice& choice) const;
+  // Forced tool calls, streaming: the text is held, then sent whole as the calls.
+  std::string stream_tool_calls(std::size_t choice_index, const engine::StreamOutput& output);
 
   ResponseOptions options_;
   std::shared_ptr<const Tokenizer> tokenizer_;

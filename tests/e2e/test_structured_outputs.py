@@ -367,3 +367,76 @@ def test_grpc_json_schema_and_bad_regex(grpc_stub):
         list(stub.Generate(bad, timeout=30))
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "regex" in e.value.details()
+
+
+# ---- forced tool calls: tool_choice "required" and a named function ----------------------------
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 20},
+            "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"]}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two numbers",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "integer", "minimum": 0, "maximum": 999},
+            "b": {"type": "integer", "minimum": 0, "maximum": 999}}, "required": ["a", "b"]}}},
+]
+TOOL_SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+
+def streamed_tool_calls(client, **args):
+    """The tool calls of a streamed chat, reassembled from their deltas, and the finish reason."""
+    calls, finish = {}, None
+    for chunk in client.chat.completions.create(stream=True, **args):
+        for choice in chunk.choices:
+            assert not choice.delta.content, choice.delta
+            for d in choice.delta.tool_calls or []:
+                call = calls.setdefault(d.index, {"id": "", "name": "", "arguments": ""})
+                call["id"] += d.id or ""
+                call["name"] += d.function.name or ""
+                call["arguments"] += d.function.arguments or ""
+            finish = choice.finish_reason or finish
+    return [calls[i] for i in sorted(calls)], finish
+
+
+@pytest.mark.parametrize("tool_choice", [
+    "required", {"type": "function", "function": {"name": "add"}}])
+def test_forced_tool_calls_whole_and_streamed(client, model_name, tool_choice):
+    args = dict(model=model_name, tools=TOOLS, tool_choice=tool_choice, max_tokens=120,
+                temperature=0.0,
+                messages=[{"role": "user", "content": "What is 12 plus 30?"}])
+    response = client.chat.completions.create(**args)
+    choice = response.choices[0]
+    assert choice.finish_reason == "tool_calls", choice
+    assert choice.message.content is None
+    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+             for c in choice.message.tool_calls]
+    assert calls
+    for call in calls:
+        assert call["id"].startswith("call_")
+        assert not violations(TOOL_SCHEMAS[call["name"]], call["arguments"]), call
+    if isinstance(tool_choice, dict):
+        assert [c["name"] for c in calls] == ["add"]
+    # Streamed, the deltas reassemble to the same calls (greedy: the same tokens).
+    streamed, finish = streamed_tool_calls(client, **args)
+    assert finish == "tool_calls"
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed] == \
+        [(c["name"], json.loads(c["arguments"])) for c in calls]
+
+
+def test_tool_round_trip_with_a_forced_call(client, model_name):
+    """The call goes back as an assistant tool_calls message with the tool's answer."""
+    first = client.chat.completions.create(
+        model=model_name, tools=TOOLS, max_tokens=80, temperature=0.0,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        messages=[{"role": "user", "content": "Weather in Paris?"}])
+    call = first.choices[0].message.tool_calls[0]
+    second = client.chat.completions.create(
+        model=model_name, tools=TOOLS, max_tokens=16, temperature=0.0, tool_choice="none",
+        messages=[{"role": "user", "content": "Weather in Paris?"},
+                  {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                  {"role": "tool", "tool_call_id": call.id, "content": "18 C, sunny"}])
+    assert second.choices[0].finish_reason in ("stop", "length")
+    assert second.choices[0].message.tool_calls is None
