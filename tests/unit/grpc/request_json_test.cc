@@ -152,6 +152,45 @@ TEST(GenerateRequestJson, ChatToolsAndKwargsBecomeJson) {
 
 // A map as large as a vocabulary becomes JSON without a key lookup per entry (which made it
 // quadratic), and keys come out sorted as for a Struct.
+TEST(GenerateRequestJson, StructuredOutputBecomesTheHttpStructuredOutputs) {
+  const auto body_of = [](const v1::StructuredOutput& so) {
+    v1::GenerateRequest request;
+    request.set_text("hi");
+    *request.mutable_structured_output() = so;
+    auto json = generate_request_json(request);
+    EXPECT_TRUE(json.ok());
+    return json.ok() ? json->body["structured_outputs"] : Json();
+  };
+  v1::StructuredOutput so;
+  so.set_json_schema(R"({"type": "object"})");
+  EXPECT_EQ(body_of(so), Json::parse(R"({"json": "{\"type\": \"object\"}"})"));
+  so.set_json_object(true);
+  EXPECT_EQ(body_of(so), Json::parse(R"({"json_object": true})"));
+  so.set_regex("[0-9]+");
+  EXPECT_EQ(body_of(so), Json::parse(R"({"regex": "[0-9]+"})"));
+  so.mutable_choice()->add_choices("a");
+  so.mutable_choice()->add_choices("b");
+  EXPECT_EQ(body_of(so), Json::parse(R"({"choice": ["a", "b"]})"));
+  so.set_grammar("root ::= \"a\"");
+  EXPECT_EQ(body_of(so), Json::parse(R"({"grammar": "root ::= \"a\""})"));
+
+  // Through the shared validator: compiled onto the request, or the HTTP 400.
+  api::ServedModel model = api::testing::byte_model();
+  model.constraints = std::make_shared<structured::ConstraintCompiler>(
+      *model.tokenizer, model.vocab_size, std::vector<std::int32_t>{});
+  v1::GenerateRequest request;
+  request.set_text("hi");
+  request.mutable_structured_output()->set_regex("[0-9]+");
+  auto job = validate(request, model);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  EXPECT_NE(job->requests[0].constraint, nullptr);
+  request.mutable_structured_output()->set_regex("[0-9");
+  job = validate(request, model);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.error().code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.error().param.value_or(""), "structured_outputs.regex");
+}
+
 TEST(GenerateRequestJson, LargeMapsAndStructsKeepEveryKey) {
   v1::GenerateRequest request;
   request.set_text("hi");
