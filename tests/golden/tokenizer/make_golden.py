@@ -20,6 +20,12 @@ Steps, per tokenizer:
   4. "smollm2_digits": the SmolLM2 export with the pre-tokenizer that SmolLM2's own tokenizer.json
      uses and that GGUF's `tokenizer.ggml.pre = "smollm"` names (Digits(individual_digits) then
      ByteLevel). transformers' GGUF conversion drops the digit split; the GGUF path follows the file.
+  5. "gemma3": Gemma 3 270M's GGUF (262,144 SentencePiece pieces, no merges in the file) as
+     transformers' GGUF conversion builds it: GemmaTokenizer (Replace " " -> "\u2581", one word per
+     run between added tokens, BPE with byte fallback), merges recovered from the vocabulary in
+     file order, control tokens special, user-defined ones (newline runs, tabs, HTML tags) added.
+     compare_gemma3_sentencepiece.py checks this conversion against the sentencepiece library on
+     the same pieces: they differ only on runs of more than 31 spaces (8 of 2,290 samples).
 Output: tests/data/tokenizer/expected/<name>.jsonl; line 1 holds the tool versions.
 """
 import json
