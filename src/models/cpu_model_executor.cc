@@ -40,6 +40,7 @@ StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::finish(
     std::shared_ptr<const ModelFiles> files, LlamaWeights weights,
     const CpuExecutorOptions& options) {
   const ModelConfig& c = files->config;
+  PAGODA_ASSIGN_OR_RETURN(const Architecture* architecture, architecture_of(c));
   if (options.max_num_batched_tokens <= 0) {
     return invalid_argument("max_num_batched_tokens must be positive");
   }
@@ -56,19 +57,20 @@ StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::finish(
   info.num_layers = c.num_hidden_layers;
   info.num_kv_heads = c.num_key_value_heads;
   info.head_dim = c.head_dim;
-  LlamaModel model(c, std::move(weights));
-  return std::unique_ptr<CpuModelExecutor>(new CpuModelExecutor(
-      std::move(files), std::move(model), info, options.num_threads, options.kv_cache_dtype));
+  return std::unique_ptr<CpuModelExecutor>(
+      new CpuModelExecutor(std::move(files), *architecture, std::move(weights), info,
+                           options.num_threads, options.kv_cache_dtype));
 }
 
-CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,
+CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files,
+                                   const Architecture& architecture, LlamaWeights weights,
                                    const ModelExecutorInfo& info, int num_threads,
                                    cpu::KvDtype kv_dtype)
     : files_(std::move(files)),
-      model_(std::move(model)),
+      architecture_(architecture),
       info_(info),
       pool_(num_threads),
-      activations_(files_->config, info.max_num_batched_tokens),
+      ops_(files_->config, std::move(weights), info.max_num_batched_tokens),
       kv_dtype_(kv_dtype) {}
 
 std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
@@ -127,7 +129,9 @@ Status CpuModelExecutor::forward(const ForwardBatch& batch, float* logits) {
                                   .max_num_batched_tokens = info_.max_num_batched_tokens,
                                   .num_blocks = num_blocks_,
                                   .block_size = block_size_}));
-  model_.forward(pool_, batch, kv_views_, activations_, logits);
+  ops_.bind(pool_, batch, kv_views_);
+  PAGODA_RETURN_IF_ERROR(architecture_.forward(ops_, files_->config));
+  ops_.lm_head(logits);
   return Status::ok_status();
 }
 

@@ -10,7 +10,8 @@
 #include "backend/cpu/kv_cache_view.h"
 #include "backend/cpu/thread_pool.h"
 #include "model/model_files.h"
-#include "models/llama.h"
+#include "models/architecture.h"
+#include "models/cpu_decoder_ops.h"
 #include "pagoda/model_executor.h"
 #include "quant/load_time_quantization.h"
 #include "sampling/host_sampling_executor.h"
@@ -30,7 +31,7 @@ struct CpuExecutorOptions {
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
 };
 
-/// Runs a Llama-family model on the CPU.
+/// Runs a model of the architecture registry on the CPU.
 class CpuModelExecutor final : public sampling::HostSamplingExecutor {
  public:
   /// Loads and checks the weights of `files`, which the executor keeps alive.
@@ -59,14 +60,15 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
   static StatusOr<std::unique_ptr<CpuModelExecutor>> finish(std::shared_ptr<const ModelFiles> files,
                                                             LlamaWeights weights,
                                                             const CpuExecutorOptions& options);
-  CpuModelExecutor(std::shared_ptr<const ModelFiles> files, LlamaModel model,
-                   const ModelExecutorInfo& info, int num_threads, cpu::KvDtype kv_dtype);
+  CpuModelExecutor(std::shared_ptr<const ModelFiles> files, const Architecture& architecture,
+                   LlamaWeights weights, const ModelExecutorInfo& info, int num_threads,
+                   cpu::KvDtype kv_dtype);
 
   std::shared_ptr<const ModelFiles> files_;  // Keeps the mapped weights alive.
-  LlamaModel model_;
+  const Architecture& architecture_;
   ModelExecutorInfo info_;
   cpu::ThreadPool pool_;
-  LlamaActivations activations_;
+  CpuDecoderOps ops_;
   cpu::KvDtype kv_dtype_;
   // Every layer's K and V pools in one allocation, uninitialized: a slot is read only after
   // write_kv.

@@ -9,6 +9,7 @@
 #include "backend/cpu/row_decoder.h"
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/random_fill.h"
+#include "models/architecture.h"
 
 namespace pagoda::models {
 
@@ -107,7 +108,7 @@ Shapes shapes_of(const ModelConfig& c) {
 
 // Device buffers of every weight, uninitialized.
 StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dtype, bool bias,
-                                            bool separate_lm_head) {
+                                            bool qk_norm, bool separate_lm_head) {
   const Shapes s = shapes_of(c);
   CudaLlamaWeights w;
   w.dtype = dtype;
@@ -118,6 +119,10 @@ StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dty
     PAGODA_ASSIGN_OR_RETURN(layer.qkv_proj, allocate(s.qkv_rows * s.hidden, dtype));
     if (bias) {
       PAGODA_ASSIGN_OR_RETURN(layer.qkv_bias, allocate(s.qkv_rows, dtype));
+    }
+    if (qk_norm) {
+      PAGODA_ASSIGN_OR_RETURN(layer.q_norm, allocate(c.head_dim, dtype));
+      PAGODA_ASSIGN_OR_RETURN(layer.k_norm, allocate(c.head_dim, dtype));
     }
     PAGODA_ASSIGN_OR_RETURN(layer.o_proj, allocate(s.hidden * s.q_dim, dtype));
     PAGODA_ASSIGN_OR_RETURN(layer.post_attention_layernorm, allocate(s.hidden, dtype));
@@ -139,8 +144,10 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
                                                 ScalarType dtype) {
   const Shapes s = shapes_of(c);
   const bool bias = !host.layers.empty() && !host.layers[0].q_bias.empty();
+  const bool qk_norm = !host.layers.empty() && !host.layers[0].q_norm.empty();
   const bool separate_lm_head = host.lm_head.data != host.embed_tokens.data;
-  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w, allocate_weights(c, dtype, bias, separate_lm_head));
+  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w,
+                          allocate_weights(c, dtype, bias, qk_norm, separate_lm_head));
   PAGODA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(dtype));
   PAGODA_RETURN_IF_ERROR(up.matrix(host.embed_tokens, w.embed_tokens, 0));
   for (std::size_t i = 0; i < host.layers.size(); ++i) {
@@ -154,6 +161,10 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
       PAGODA_RETURN_IF_ERROR(up.vector(h.q_bias, d.qkv_bias, 0, dtype));
       PAGODA_RETURN_IF_ERROR(up.vector(h.k_bias, d.qkv_bias, s.q_dim, dtype));
       PAGODA_RETURN_IF_ERROR(up.vector(h.v_bias, d.qkv_bias, s.q_dim + s.kv_dim, dtype));
+    }
+    if (qk_norm) {
+      PAGODA_RETURN_IF_ERROR(up.vector(h.q_norm, d.q_norm, 0, dtype));
+      PAGODA_RETURN_IF_ERROR(up.vector(h.k_norm, d.k_norm, 0, dtype));
     }
     PAGODA_RETURN_IF_ERROR(up.matrix(h.o_proj, d.o_proj, 0));
     PAGODA_RETURN_IF_ERROR(
@@ -174,9 +185,11 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
 StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType dtype,
                                                std::uint64_t seed) {
   PAGODA_RETURN_IF_ERROR(c.validate());
+  PAGODA_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(c));
   const Shapes s = shapes_of(c);
-  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w,
-                          allocate_weights(c, dtype, c.attention_bias, !c.tie_word_embeddings));
+  PAGODA_ASSIGN_OR_RETURN(
+      CudaLlamaWeights w,
+      allocate_weights(c, dtype, c.attention_bias, arch->qk_norm, !c.tie_word_embeddings));
   std::uint64_t next_seed = seed;
   auto fill = [&](DeviceBuffer& buffer, std::int64_t n, float low, float high) {
     return cuda::fill_uniform(buffer.data(), n, dtype, low, high, next_seed++, nullptr);
@@ -190,6 +203,11 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
     PAGODA_RETURN_IF_ERROR(fill(layer.input_layernorm, s.hidden, 0.9f, 1.1f));
     PAGODA_RETURN_IF_ERROR(fill_matrix(layer.qkv_proj, s.qkv_rows, s.hidden));
     if (c.attention_bias) PAGODA_RETURN_IF_ERROR(fill(layer.qkv_bias, s.qkv_rows, -0.1f, 0.1f));
+    // The host's dummy_llama_weights draws them here too, so both sides get the same values.
+    if (arch->qk_norm) {
+      PAGODA_RETURN_IF_ERROR(fill(layer.q_norm, c.head_dim, 0.9f, 1.1f));
+      PAGODA_RETURN_IF_ERROR(fill(layer.k_norm, c.head_dim, 0.9f, 1.1f));
+    }
     PAGODA_RETURN_IF_ERROR(fill_matrix(layer.o_proj, s.hidden, s.q_dim));
     PAGODA_RETURN_IF_ERROR(fill(layer.post_attention_layernorm, s.hidden, 0.9f, 1.1f));
     PAGODA_RETURN_IF_ERROR(fill_matrix(layer.gate_up_proj, 2 * s.intermediate, s.hidden));

@@ -1,4 +1,4 @@
-// A Llama-family model's weights on the GPU, in one activation dtype (BF16, FP16 or FP32). Q, K
+// A registry model's weights on the GPU, in one activation dtype (BF16, FP16 or FP32). Q, K
 // and V are concatenated into one [q + k + v, hidden] matrix and gate and up into one
 // [2 * intermediate, hidden] matrix, so each is a single GEMM. Quantized GGUF tensors are
 // dequantized at load (native quantized kernels come with the quantization issue).
@@ -21,6 +21,8 @@ struct CudaLayerWeights {
   cuda::DeviceBuffer input_layernorm;           ///< [hidden]
   cuda::DeviceBuffer qkv_proj;                  ///< [(heads + 2 * kv_heads) * head_dim, hidden]
   cuda::DeviceBuffer qkv_bias;                  ///< [(heads + 2 * kv_heads) * head_dim] or empty
+  cuda::DeviceBuffer q_norm;                    ///< [head_dim] or empty (Architecture::qk_norm)
+  cuda::DeviceBuffer k_norm;                    ///< [head_dim] or empty
   cuda::DeviceBuffer o_proj;                    ///< [hidden, heads * head_dim]
   cuda::DeviceBuffer post_attention_layernorm;  ///< [hidden]
   cuda::DeviceBuffer gate_up_proj;              ///< [2 * intermediate, hidden]: gate rows, up rows

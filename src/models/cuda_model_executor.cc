@@ -9,13 +9,10 @@
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_status.h"
-#include "kernels/activation/silu_mul.h"
 #include "kernels/common/pdl.cuh"
 #include "kernels/embedding/embedding.h"
 #include "kernels/embedding/previous_tokens.h"
-#include "kernels/gemm/skinny_gemm.h"
-#include "kernels/norm/rms_norm.h"
-#include "kernels/rope/rope_kv_cache.h"
+#include "models/cuda_decoder_ops.h"
 #include "models/forward_batch_check.h"
 
 namespace pagoda::models {
@@ -35,35 +32,12 @@ StatusOr<DeviceBuffer> allocate(std::int64_t elements, ScalarType type) {
 
 Status check_supported(const ModelConfig& c) {
   PAGODA_RETURN_IF_ERROR(c.validate());
-  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2") {
-    return unimplemented("architecture \"" + c.architecture +
-                         "\" is not supported; Pagoda runs llama, mistral and qwen2 models");
-  }
+  PAGODA_RETURN_IF_ERROR(architecture_of(c).status());
   if (c.head_dim != 64 && c.head_dim != 128) {
     return unimplemented("the CUDA backend runs head_dim 64 and 128, this model has " +
                          std::to_string(c.head_dim) + "; use --device cpu");
   }
   return Status::ok_status();
-}
-
-// A dense product: decode-sized ones (m <= 4 rows, 16-bit) through the skinny kernel, which
-// streams the weight faster than cuBLASLt there (docs/perf/gpu.md, G5); the rest, and FP32,
-// through cuBLASLt.
-Status linear(cuda::BlasLt& blas, const cuda::LinearGemm& g, cudaStream_t stream) {
-  const kernels::SkinnyGemmParams skinny{.x = g.x,
-                                         .w = g.w,
-                                         .bias = g.bias,
-                                         .y = g.y,
-                                         .m = g.m,
-                                         .n = g.n,
-                                         .k = g.k,
-                                         .dtype = g.input_type,
-                                         .output_f32 = g.output_type == ScalarType::kF32};
-  const bool output_ok = g.output_type == g.input_type || skinny.output_f32;
-  if (output_ok && kernels::skinny_gemm_applies(skinny)) {
-    return kernels::launch_skinny_gemm(skinny, stream);
-  }
-  return blas.linear(g, stream);
 }
 
 }  // namespace
@@ -122,7 +96,11 @@ StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::finish(
 CudaModelExecutor::CudaModelExecutor(const ModelConfig& config, CudaLlamaWeights weights,
                                      const ModelExecutorInfo& info,
                                      const CudaExecutorOptions& options)
-    : config_(config), weights_(std::move(weights)), info_(info), options_(options) {}
+    : config_(config),
+      architecture_(find_architecture(config.architecture)),
+      weights_(std::move(weights)),
+      info_(info),
+      options_(options) {}
 
 Status CudaModelExecutor::allocate_activations() {
   const ModelConfig& c = config_;
@@ -415,155 +393,9 @@ Status CudaModelExecutor::forward_and_sample(const ForwardBatch& batch,
   return Status::ok_status();
 }
 
-// The same sequence as LlamaModel::forward: embedding, then per layer
-//   normed -> QKV (+bias) -> RoPE + KV append -> attention -> O -> residual add + norm
-//          -> gate_up -> silu * up -> down -> residual add + next norm.
 Status CudaModelExecutor::run_layers(const LayerShape& shape) {
-  const ModelConfig& c = config_;
-  const ScalarType t = options_.dtype;
-  const cudaStream_t stream = stream_.get();
-  const std::int64_t n = shape.num_tokens;
-  const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
-  const std::int64_t qkv_dim = q_dim + 2 * c.num_key_value_heads * c.head_dim;
-  const auto eps = static_cast<float>(c.rms_norm_eps);
-
-  PAGODA_RETURN_IF_ERROR(kernels::launch_embedding({.table = weights_.embed_tokens.data(),
-                                                    .ids = metadata_.token_ids(),
-                                                    .out = residual_.data(),
-                                                    .num_table_rows = c.vocab_size,
-                                                    .num_tokens = n,
-                                                    .hidden = c.hidden_size,
-                                                    .dtype = t},
-                                                   stream));
-  PAGODA_RETURN_IF_ERROR(
-      kernels::launch_rms_norm({.x = residual_.data(),
-                                .weight = weights_.layers[0].input_layernorm.data(),
-                                .out = normed_.data(),
-                                .num_tokens = n,
-                                .hidden = c.hidden_size,
-                                .eps = eps,
-                                .dtype = t},
-                               stream));
-  for (std::size_t i = 0; i < weights_.layers.size(); ++i) {
-    const CudaLayerWeights& layer = weights_.layers[i];
-    PAGODA_RETURN_IF_ERROR(linear(*blas_,
-                                  {.x = normed_.data(),
-                                   .w = layer.qkv_proj.data(),
-                                   .bias = layer.qkv_bias.data(),
-                                   .y = qkv_.data(),
-                                   .m = n,
-                                   .n = qkv_dim,
-                                   .k = c.hidden_size,
-                                   .input_type = t,
-                                   .output_type = t},
-                                  stream));
-    PAGODA_RETURN_IF_ERROR(attention(shape, i));
-    PAGODA_RETURN_IF_ERROR(linear(*blas_,
-                                  {.x = attn_.data(),
-                                   .w = layer.o_proj.data(),
-                                   .y = proj_.data(),
-                                   .m = n,
-                                   .n = c.hidden_size,
-                                   .k = q_dim,
-                                   .input_type = t,
-                                   .output_type = t},
-                                  stream));
-    PAGODA_RETURN_IF_ERROR(
-        kernels::launch_rms_norm({.x = proj_.data(),
-                                  .residual = residual_.data(),
-                                  .weight = layer.post_attention_layernorm.data(),
-                                  .out = normed_.data(),
-                                  .num_tokens = n,
-                                  .hidden = c.hidden_size,
-                                  .eps = eps,
-                                  .dtype = t},
-                                 stream));
-    PAGODA_RETURN_IF_ERROR(linear(*blas_,
-                                  {.x = normed_.data(),
-                                   .w = layer.gate_up_proj.data(),
-                                   .y = gate_up_.data(),
-                                   .m = n,
-                                   .n = 2 * c.intermediate_size,
-                                   .k = c.hidden_size,
-                                   .input_type = t,
-                                   .output_type = t},
-                                  stream));
-    PAGODA_RETURN_IF_ERROR(kernels::launch_silu_mul({.gate_up = gate_up_.data(),
-                                                     .gate_up_row_stride = 2 * c.intermediate_size,
-                                                     .out = act_.data(),
-                                                     .num_tokens = n,
-                                                     .width = c.intermediate_size,
-                                                     .dtype = t},
-                                                    stream));
-    PAGODA_RETURN_IF_ERROR(linear(*blas_,
-                                  {.x = act_.data(),
-                                   .w = layer.down_proj.data(),
-                                   .y = proj_.data(),
-                                   .m = n,
-                                   .n = c.hidden_size,
-                                   .k = c.intermediate_size,
-                                   .input_type = t,
-                                   .output_type = t},
-                                  stream));
-    const bool last_layer = i + 1 == weights_.layers.size();
-    const void* next_norm =
-        last_layer ? weights_.norm.data() : weights_.layers[i + 1].input_layernorm.data();
-    PAGODA_RETURN_IF_ERROR(kernels::launch_rms_norm({.x = proj_.data(),
-                                                     .residual = residual_.data(),
-                                                     .weight = next_norm,
-                                                     .out = normed_.data(),
-                                                     .num_tokens = n,
-                                                     .hidden = c.hidden_size,
-                                                     .eps = eps,
-                                                     .dtype = t},
-                                                    stream));
-  }
-  return Status::ok_status();
-}
-
-Status CudaModelExecutor::attention(const LayerShape& shape, std::size_t layer) {
-  const ModelConfig& c = config_;
-  const ScalarType t = options_.dtype;
-  const cudaStream_t stream = stream_.get();
-  const std::int64_t qkv_dim = (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
-  const kernels::PagedKvCache cache{.k = k_cache_[layer].data(),
-                                    .v = v_cache_[layer].data(),
-                                    .num_blocks = num_blocks_,
-                                    .block_size = block_size_,
-                                    .num_kv_heads = c.num_key_value_heads,
-                                    .head_dim = c.head_dim};
-  PAGODA_RETURN_IF_ERROR(kernels::launch_rope_kv_cache({.qkv = qkv_.data(),
-                                                        .qkv_row_stride = qkv_dim,
-                                                        .positions = metadata_.positions(),
-                                                        .slot_mapping = metadata_.slot_mapping(),
-                                                        .inv_freq = weights_.inv_freq.as<float>(),
-                                                        .cache = cache,
-                                                        .num_tokens = shape.num_tokens,
-                                                        .num_heads = c.num_attention_heads,
-                                                        .style = weights_.rope_style,
-                                                        .dtype = t},
-                                                       stream));
-  const kernels::PagedAttentionParams params{
-      .q = qkv_.data(),
-      .q_row_stride = qkv_dim,
-      .out = attn_.data(),
-      .cache = cache,
-      .query_start_loc = metadata_.query_start_loc(),
-      .seq_lens = metadata_.seq_lens(),
-      .block_tables = metadata_.block_tables(),
-      .num_seqs = shape.num_seqs,
-      .max_blocks_per_seq = shape.block_table_stride,
-      .num_heads = c.num_attention_heads,
-      .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
-      .dtype = t};
-  if (!shape.decode) {
-    return kernels::launch_paged_prefill_attention(params, shape.max_query_len, stream);
-  }
-  return kernels::launch_paged_decode_attention(params, shape.plan,
-                                                {.partial_out = decode_partial_out_.as<float>(),
-                                                 .partial_lse = decode_partial_lse_.as<float>(),
-                                                 .capacity_floats = decode_workspace_floats_},
-                                                stream);
+  CudaDecoderOps ops(*this, shape);
+  return architecture_->forward(ops, config_);
 }
 
 // Gathers logits rows [first, first + rows) of the hidden states and runs the LM head on them,
@@ -581,16 +413,16 @@ Status CudaModelExecutor::lm_head(const ForwardBatch& batch, std::int64_t first,
                                                     .hidden = c.hidden_size,
                                                     .dtype = t},
                                                    stream));
-  return linear(*blas_,
-                {.x = last_.data(),
-                 .w = weights_.lm_head_data(),
-                 .y = logits_.data(),
-                 .m = rows,
-                 .n = c.vocab_size,
-                 .k = c.hidden_size,
-                 .input_type = t,
-                 .output_type = ScalarType::kF32},
-                stream);
+  return dense_linear(*blas_,
+                      {.x = last_.data(),
+                       .w = weights_.lm_head_data(),
+                       .y = logits_.data(),
+                       .m = rows,
+                       .n = c.vocab_size,
+                       .k = c.hidden_size,
+                       .input_type = t,
+                       .output_type = ScalarType::kF32},
+                      stream);
 }
 
 // The LM head chunk by chunk, each chunk's logits copied to the caller.

@@ -1,9 +1,9 @@
-// ModelExecutor on an NVIDIA GPU: the Llama-family forward pass (llama.cc's sequence of ops) with
-// kernels/ and cuBLASLt, weights in one activation dtype, a paged KV cache per layer whose size
-// comes from a profiling pass and --gpu-memory-utilization. execute() samples beside the logits
-// (kernels/sampling/device_sampler.h): per LM-head chunk process -> sample -> logprobs on the
-// device, and one copy of token ids and logprobs back per step. Written without a GPU at hand:
-// see docs/gpu.md for what has and has not been run on hardware.
+// ModelExecutor on an NVIDIA GPU: a registry architecture's layer loop (models/architecture.h)
+// over CudaDecoderOps (kernels/ and cuBLASLt), weights in one activation dtype, a paged KV cache
+// per layer whose size comes from a profiling pass and --gpu-memory-utilization. execute() samples
+// beside the logits (kernels/sampling/device_sampler.h): per LM-head chunk process -> sample ->
+// logprobs on the device, and one copy of token ids and logprobs back per step. Written without a
+// GPU at hand: see docs/gpu.md for what has and has not been run on hardware.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/sampling/device_sampler.h"
 #include "model/model_files.h"
+#include "models/architecture.h"
 #include "models/cuda_llama_weights.h"
 #include "models/cuda_step_metadata.h"
 #include "pagoda/model_executor.h"
@@ -51,7 +52,7 @@ struct DecodeGraphStats {
   bool stopped_by_time_limit = false;  ///< graph_capture_time_limit_s cut the list short
 };
 
-/// Runs a Llama-family model on the current CUDA device.
+/// Runs a model of the architecture registry on the current CUDA device.
 class CudaModelExecutor final : public ModelExecutor {
  public:
   /// Loads `files`' weights (dequantized, converted to options.dtype) onto the device.
@@ -112,6 +113,8 @@ class CudaModelExecutor final : public ModelExecutor {
   std::int64_t graph_memory_reserve() const { return graph_memory_reserve_; }
 
  private:
+  friend class CudaDecoderOps;  // the op set reads the weights, buffers and step metadata
+
   CudaModelExecutor(const ModelConfig& config, CudaLlamaWeights weights,
                     const ModelExecutorInfo& info, const CudaExecutorOptions& options);
   static StatusOr<std::unique_ptr<CudaModelExecutor>> finish(const ModelConfig& config,
@@ -145,8 +148,8 @@ class CudaModelExecutor final : public ModelExecutor {
   int graph_num_splits(std::int64_t num_seqs) const;
   std::int32_t graph_partition_size(const DecodeGraph& graph, std::int64_t max_seq_len) const;
   LayerShape graph_shape(std::int64_t num_seqs, int num_splits) const;
+  // The architecture's layer loop over CudaDecoderOps: launches only (graph-capturable).
   Status run_layers(const LayerShape& shape);
-  Status attention(const LayerShape& shape, std::size_t layer);
   // The LM head over logits rows [first, first + rows) into logits_.
   Status lm_head(const ForwardBatch& batch, std::int64_t first, std::int64_t rows);
   Status compute_logits(const ForwardBatch& batch, float* logits);
@@ -161,6 +164,7 @@ class CudaModelExecutor final : public ModelExecutor {
   Status collect(StepOutput& out);
 
   ModelConfig config_;
+  const Architecture* architecture_ = nullptr;
   CudaLlamaWeights weights_;
   ModelExecutorInfo info_;
   CudaExecutorOptions options_;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/random_fill_draw.h"
+#include "models/architecture.h"
 #include "models/linear_weights.h"
 #include "models/weights.h"
 
@@ -33,7 +34,7 @@ StatusOr<std::vector<float>> get_vector(const Weights& w, std::string_view name,
 }
 
 StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c,
-                                       LinearWeightLoader& linear) {
+                                       const Architecture& arch, LinearWeightLoader& linear) {
   const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
   const std::int64_t kv_dim = c.num_key_value_heads * c.head_dim;
   LlamaLayerWeights layer;
@@ -47,6 +48,10 @@ StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c,
     PAGODA_ASSIGN_OR_RETURN(layer.q_bias, get_vector(attn, "q_proj.bias", q_dim));
     PAGODA_ASSIGN_OR_RETURN(layer.k_bias, get_vector(attn, "k_proj.bias", kv_dim));
     PAGODA_ASSIGN_OR_RETURN(layer.v_bias, get_vector(attn, "v_proj.bias", kv_dim));
+  }
+  if (arch.qk_norm) {
+    PAGODA_ASSIGN_OR_RETURN(layer.q_norm, get_vector(attn, "q_norm.weight", c.head_dim));
+    PAGODA_ASSIGN_OR_RETURN(layer.k_norm, get_vector(attn, "k_norm.weight", c.head_dim));
   }
   PAGODA_ASSIGN_OR_RETURN(layer.o_proj, linear.load(attn, "o_proj", c.hidden_size, q_dim));
   PAGODA_ASSIGN_OR_RETURN(layer.post_attention_layernorm,
@@ -95,11 +100,10 @@ StatusOr<cpu::RopeScaling> rope_scaling(const ModelFiles& files) {
                        "\" is not supported yet");
 }
 
-// llama.cpp converts Llama and Mistral checkpoints with Q and K rows permuted so that RoPE
-// rotates adjacent pairs; it leaves Qwen2 as HF wrote it (rotate-half).
-cpu::RopeStyle rope_style(const ModelFiles& files) {
-  const std::string& arch = files.config.architecture;
-  if (files.format == ModelFormat::kGguf && (arch == "llama" || arch == "mistral")) {
+// llama.cpp converts some architectures (Llama, Mistral) with Q and K rows permuted so that RoPE
+// rotates adjacent pairs; the registry says which.
+cpu::RopeStyle rope_style(const ModelFiles& files, const Architecture& arch) {
+  if (files.format == ModelFormat::kGguf && arch.gguf_rope == GgufRope::kAdjacentPairs) {
     return cpu::RopeStyle::kAdjacentPairs;
   }
   return cpu::RopeStyle::kRotateHalf;
@@ -130,12 +134,11 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
                             "); drop --quantization " +
                             std::string(quant::load_time_quantization_name(options.quantization)));
   }
+  auto found = architecture_of(c);
+  if (!found.ok())
+    return Status(found.status().code(), files.path + ": " + found.status().message());
+  const Architecture& arch = **found;
   LinearWeightLoader linear(files, options.quantization);
-  const std::string& arch = c.architecture;
-  if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
-    return unimplemented(files.path + ": architecture \"" + arch +
-                         "\" is not supported; Pagoda runs llama, mistral and qwen2 models");
-  }
   const Weights root = Weights::index(files);
   const Weights model = root.pp("model");
   LlamaWeights weights;
@@ -144,7 +147,7 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
   weights.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     PAGODA_ASSIGN_OR_RETURN(LlamaLayerWeights layer,
-                            load_layer(model.pp("layers").pp(std::to_string(i)), c, linear));
+                            load_layer(model.pp("layers").pp(std::to_string(i)), c, arch, linear));
     weights.layers.push_back(std::move(layer));
   }
   PAGODA_ASSIGN_OR_RETURN(weights.norm, get_vector(model, "norm.weight", c.hidden_size));
@@ -158,7 +161,7 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
     weights.lm_head = weights.embed_tokens;
   }
   weights.repacked = linear.take_storage();
-  weights.rope_style = rope_style(files);
+  weights.rope_style = rope_style(files, arch);
   PAGODA_ASSIGN_OR_RETURN(weights.rope_inv_freq, rope_inv_freq(files, root));
   return weights;
 }
@@ -234,11 +237,7 @@ class DummyDraws {
 
 StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t seed) {
   PAGODA_RETURN_IF_ERROR(c.validate());
-  const std::string& arch = c.architecture;
-  if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
-    return unimplemented("architecture \"" + arch +
-                         "\" is not supported; Pagoda runs llama, mistral and qwen2 models");
-  }
+  PAGODA_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(c));
   if (c.rope_scaling.type == RopeScalingType::kYarn) {
     return unimplemented("rope scaling type \"yarn\" is not supported yet");
   }
@@ -264,6 +263,10 @@ StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t s
       layer.q_bias.assign(bias.begin(), bias.begin() + q_dim);
       layer.k_bias.assign(bias.begin() + q_dim, bias.begin() + q_dim + kv_dim);
       layer.v_bias.assign(bias.begin() + q_dim + kv_dim, bias.end());
+    }
+    if (arch->qk_norm) {
+      layer.q_norm = draw.vector(c.head_dim, 0.9f, 1.1f);
+      layer.k_norm = draw.vector(c.head_dim, 0.9f, 1.1f);
     }
     layer.o_proj = draw.matrix(hidden, q_dim);
     layer.post_attention_layernorm = draw.vector(hidden, 0.9f, 1.1f);

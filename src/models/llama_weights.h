@@ -1,6 +1,7 @@
-// The weights of a Llama-family decoder (Llama 2/3, SmolLM2, Mistral, Qwen2/2.5), found by HF name
-// and checked against the config. Matrices stay in the mapped file in their stored type; only
-// the small vectors (norm weights, biases, RoPE frequencies) are decoded into fp32 copies.
+// The weights of a decoder in the architecture registry (Llama 2/3, SmolLM2, Mistral, Qwen2/2.5,
+// Qwen3), found by HF name and checked against the config: the one table of what a layer holds.
+// Matrices stay in the mapped file in their stored type; only the small vectors (norm weights,
+// biases, RoPE frequencies) are decoded into fp32 copies.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,17 @@ namespace pagoda::models {
 
 /// One decoder layer.
 struct LlamaLayerWeights {
-  std::vector<float> input_layernorm;           ///< [hidden]
-  cpu::TensorView q_proj;                       ///< [num_heads * head_dim, hidden]
-  cpu::TensorView k_proj;                       ///< [num_kv_heads * head_dim, hidden]
-  cpu::TensorView v_proj;                       ///< [num_kv_heads * head_dim, hidden]
-  std::vector<float> q_bias;                    ///< [num_heads * head_dim], empty without bias
-  std::vector<float> k_bias;                    ///< [num_kv_heads * head_dim], empty without bias
-  std::vector<float> v_bias;                    ///< [num_kv_heads * head_dim], empty without bias
+  std::vector<float> input_layernorm;  ///< [hidden]
+  cpu::TensorView q_proj;              ///< [num_heads * head_dim, hidden]
+  cpu::TensorView k_proj;              ///< [num_kv_heads * head_dim, hidden]
+  cpu::TensorView v_proj;              ///< [num_kv_heads * head_dim, hidden]
+  std::vector<float> q_bias;           ///< [num_heads * head_dim], empty without bias
+  std::vector<float> k_bias;           ///< [num_kv_heads * head_dim], empty without bias
+  std::vector<float> v_bias;           ///< [num_kv_heads * head_dim], empty without bias
+  std::vector<float>
+      q_norm;  ///< [head_dim], per-head RMSNorm of q; empty unless Architecture::qk_norm
+  std::vector<float>
+      k_norm;  ///< [head_dim], per-head RMSNorm of k; empty unless Architecture::qk_norm
   cpu::TensorView o_proj;                       ///< [hidden, num_heads * head_dim]
   std::vector<float> post_attention_layernorm;  ///< [hidden]
   cpu::TensorView gate_proj;                    ///< [intermediate, hidden]

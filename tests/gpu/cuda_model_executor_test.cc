@@ -1,4 +1,4 @@
-// The whole model on the GPU against the CPU executor's LlamaModel on the same random weights:
+// The whole model on the GPU against the CPU executor's op set on the same random weights:
 // small Llama (GQA 2, tied embeddings) and Qwen2 (QKV bias, GQA 4) models with head_dim 64,
 // driven through mixed prefill/decode steps: chunked prefill beside a decode, then pure decode
 // steps (the split-K decode kernel). Both sides are fed the CPU's greedy tokens.
@@ -33,8 +33,9 @@
 #include "backend/cpu/thread_pool.h"
 #include "kernels/sampling/sampling_layout.h"
 #include "model/model_files.h"
+#include "models/architecture.h"
+#include "models/cpu_decoder_ops.h"
 #include "models/cpu_model_executor.h"
-#include "models/llama.h"
 #include "sampling/host_sampler.h"
 #include "sampling/random_draw.h"
 #include "sampling/sampler.h"
@@ -61,9 +62,10 @@ void run_against_cpu(bool qwen2, ScalarType type, bool act_order = false) {
   const std::int64_t max_blocks = 8;
   const std::int64_t max_tokens = 64;
 
-  models::LlamaModel cpu_model(c, model->weights);
+  auto architecture = models::architecture_of(c);
+  ASSERT_TRUE(architecture.ok()) << architecture.status().to_string();
+  models::CpuDecoderOps cpu_ops(c, model->weights, max_tokens);
   cpu::ThreadPool pool(2);
-  models::LlamaActivations activations(c, max_tokens);
   const auto pool_floats =
       static_cast<std::size_t>(num_blocks * block_size * c.num_key_value_heads * c.head_dim);
   std::vector<std::vector<float>> cpu_kv(2 * c.num_hidden_layers, std::vector<float>(pool_floats));
@@ -117,7 +119,9 @@ void run_against_cpu(bool qwen2, ScalarType type, bool act_order = false) {
     const ForwardBatch same = make_batch(gpu_seqs, tokens, block_size, max_blocks);
     const auto rows = static_cast<std::size_t>(batch.num_logits());
     std::vector<float> want(rows * c.vocab_size), got(rows * c.vocab_size, NAN);
-    cpu_model.forward(pool, batch, views, activations, want.data());
+    cpu_ops.bind(pool, batch, views);
+    ASSERT_TRUE((*architecture)->forward(cpu_ops, c).ok());
+    cpu_ops.lm_head(want.data());
     const Status s = (*gpu)->forward(same, got.data());
     ASSERT_TRUE(s.ok()) << s.to_string();
     const std::string what = std::string(qwen2 ? "qwen2 " : "llama ") + gpu_test::name_of(type) +

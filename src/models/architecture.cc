@@ -1,0 +1,57 @@
+#include "models/architecture.h"
+
+#include <array>
+
+#include "models/llama.h"
+
+namespace pagoda::models {
+
+namespace {
+
+// Mistral and Qwen2 are Llama's layer loop: Mistral's sliding window is not used by the
+// checkpoints Pagoda loads (config sliding_window null), Qwen2's QKV bias is a weight the loader
+// finds when config.attention_bias says so.
+constexpr std::array<Architecture, 3> kArchitectures = {{
+    {.name = "llama",
+     .hf_class = "LlamaForCausalLM",
+     .gguf_rope = GgufRope::kAdjacentPairs,
+     .forward = llama_forward},
+    {.name = "mistral",
+     .hf_class = "MistralForCausalLM",
+     .gguf_rope = GgufRope::kAdjacentPairs,
+     .forward = llama_forward},
+    {.name = "qwen2",
+     .hf_class = "Qwen2ForCausalLM",
+     .gguf_rope = GgufRope::kRotateHalf,
+     .forward = llama_forward},
+}};
+
+}  // namespace
+
+const Architecture* find_architecture(std::string_view name) {
+  for (const Architecture& a : kArchitectures) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+StatusOr<const Architecture*> architecture_of(const ModelConfig& config) {
+  const Architecture* a = find_architecture(config.architecture);
+  if (a == nullptr) {
+    return unimplemented("architecture \"" + config.architecture +
+                         "\" is not supported; Pagoda runs " + supported_architecture_names() +
+                         " models");
+  }
+  return a;
+}
+
+std::string supported_architecture_names() {
+  std::string names;
+  for (const Architecture& a : kArchitectures) {
+    if (!names.empty()) names += ", ";
+    names += a.name;
+  }
+  return names;
+}
+
+}  // namespace pagoda::models

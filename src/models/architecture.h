@@ -1,0 +1,43 @@
+// The architecture registry: one entry per architecture Pagoda runs, the one allowlist. An
+// entry says what the config and the weight files cannot: which layer loop runs the model,
+// which optional weights its layers carry, and how llama.cpp's converter left its RoPE pairs.
+// HF and GGUF tensor names are in one table (weight_names.cc); the weights are found by HF name
+// (llama_weights.cc) and each backend groups them the way it fuses them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "models/decoder_ops.h"
+#include "pagoda/model_config.h"
+#include "pagoda/status.h"
+
+namespace pagoda::models {
+
+/// Which dimension pairs RoPE rotates in an architecture's GGUF files.
+enum class GgufRope : std::uint8_t {
+  kAdjacentPairs,  ///< llama.cpp permuted the Q/K rows at conversion (llama, mistral)
+  kRotateHalf,     ///< left as HF wrote them (qwen2, qwen3, gemma3)
+};
+
+/// One architecture.
+struct Architecture {
+  std::string_view name;      ///< config.json model_type / GGUF general.architecture
+  std::string_view hf_class;  ///< the transformers class it matches, for messages and docs
+  GgufRope gguf_rope = GgufRope::kRotateHalf;
+  /// Layers carry self_attn.q_norm / k_norm (per-head RMSNorm of q and k before RoPE).
+  bool qk_norm = false;
+  /// The layer loop: embedding to final norm over a backend's DecoderOps.
+  Status (*forward)(DecoderOps& ops, const ModelConfig& config) = nullptr;
+};
+
+/// The entry named `name`, or nullptr.
+const Architecture* find_architecture(std::string_view name);
+
+/// The entry for `config`, or UNIMPLEMENTED naming the architectures Pagoda runs.
+StatusOr<const Architecture*> architecture_of(const ModelConfig& config);
+
+/// "llama, mistral, qwen2, qwen3": the registry's names, for messages.
+std::string supported_architecture_names();
+
+}  // namespace pagoda::models

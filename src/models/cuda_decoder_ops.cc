@@ -1,0 +1,236 @@
+#include "models/cuda_decoder_ops.h"
+
+#include <cmath>
+
+#include "kernels/activation/silu_mul.h"
+#include "kernels/embedding/embedding.h"
+#include "kernels/gemm/skinny_gemm.h"
+#include "kernels/norm/head_rms_norm.h"
+#include "kernels/norm/rms_norm.h"
+#include "kernels/rope/rope_kv_cache.h"
+
+namespace pagoda::models {
+
+using cuda::ScalarType;
+
+Status dense_linear(cuda::BlasLt& blas, const cuda::LinearGemm& g, cudaStream_t stream) {
+  const kernels::SkinnyGemmParams skinny{.x = g.x,
+                                         .w = g.w,
+                                         .bias = g.bias,
+                                         .y = g.y,
+                                         .m = g.m,
+                                         .n = g.n,
+                                         .k = g.k,
+                                         .dtype = g.input_type,
+                                         .output_f32 = g.output_type == ScalarType::kF32};
+  const bool output_ok = g.output_type == g.input_type || skinny.output_f32;
+  if (output_ok && kernels::skinny_gemm_applies(skinny)) {
+    return kernels::launch_skinny_gemm(skinny, stream);
+  }
+  return blas.linear(g, stream);
+}
+
+const void* CudaDecoderOps::norm_weight(std::int64_t layer, NormWeight weight) const {
+  if (weight == NormWeight::kFinal) return e_.weights_.norm.data();
+  const CudaLayerWeights& l = layer_weights(layer);
+  switch (weight) {
+    case NormWeight::kInput: return l.input_layernorm.data();
+    case NormWeight::kPostAttention: return l.post_attention_layernorm.data();
+    case NormWeight::kQ: return l.q_norm.data();
+    case NormWeight::kK: return l.k_norm.data();
+    case NormWeight::kFinal: break;
+  }
+  return e_.weights_.norm.data();
+}
+
+std::int64_t CudaDecoderOps::qkv_dim() const {
+  const ModelConfig& c = e_.config_;
+  return (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
+}
+
+kernels::PagedKvCache CudaDecoderOps::cache(std::int64_t layer) const {
+  const auto i = static_cast<std::size_t>(layer);
+  return {.k = e_.k_cache_[i].data(),
+          .v = e_.v_cache_[i].data(),
+          .num_blocks = e_.num_blocks_,
+          .block_size = e_.block_size_,
+          .num_kv_heads = e_.config_.num_key_value_heads,
+          .head_dim = e_.config_.head_dim};
+}
+
+Status CudaDecoderOps::embed() {
+  const ModelConfig& c = e_.config_;
+  return kernels::launch_embedding({.table = e_.weights_.embed_tokens.data(),
+                                    .ids = e_.metadata_.token_ids(),
+                                    .out = e_.residual_.data(),
+                                    .num_table_rows = c.vocab_size,
+                                    .num_tokens = shape_.num_tokens,
+                                    .hidden = c.hidden_size,
+                                    .dtype = e_.options_.dtype},
+                                   e_.stream_.get());
+}
+
+Status CudaDecoderOps::rms_norm(std::int64_t layer, NormWeight weight) {
+  return kernels::launch_rms_norm({.x = e_.residual_.data(),
+                                   .weight = norm_weight(layer, weight),
+                                   .out = e_.normed_.data(),
+                                   .num_tokens = shape_.num_tokens,
+                                   .hidden = e_.config_.hidden_size,
+                                   .eps = static_cast<float>(e_.config_.rms_norm_eps),
+                                   .dtype = e_.options_.dtype},
+                                  e_.stream_.get());
+}
+
+Status CudaDecoderOps::add_rms_norm(std::int64_t layer, NormWeight weight) {
+  return kernels::launch_rms_norm({.x = e_.proj_.data(),
+                                   .residual = e_.residual_.data(),
+                                   .weight = norm_weight(layer, weight),
+                                   .out = e_.normed_.data(),
+                                   .num_tokens = shape_.num_tokens,
+                                   .hidden = e_.config_.hidden_size,
+                                   .eps = static_cast<float>(e_.config_.rms_norm_eps),
+                                   .dtype = e_.options_.dtype},
+                                  e_.stream_.get());
+}
+
+Status CudaDecoderOps::qkv_projection(std::int64_t layer) {
+  const CudaLayerWeights& l = layer_weights(layer);
+  return dense_linear(*e_.blas_,
+                      {.x = e_.normed_.data(),
+                       .w = l.qkv_proj.data(),
+                       .bias = l.qkv_bias.data(),
+                       .y = e_.qkv_.data(),
+                       .m = shape_.num_tokens,
+                       .n = qkv_dim(),
+                       .k = e_.config_.hidden_size,
+                       .input_type = e_.options_.dtype,
+                       .output_type = e_.options_.dtype},
+                      e_.stream_.get());
+}
+
+// q and k sit side by side in each QKV row: [q heads | k heads | v heads].
+Status CudaDecoderOps::head_rms_norm(std::int64_t layer) {
+  const ModelConfig& c = e_.config_;
+  const CudaLayerWeights& l = layer_weights(layer);
+  if (l.q_norm.data() == nullptr || l.k_norm.data() == nullptr) {
+    return Status(StatusCode::kFailedPrecondition, "head_rms_norm: the model has no q/k norms");
+  }
+  const ScalarType t = e_.options_.dtype;
+  auto* qkv = static_cast<std::uint8_t*>(e_.qkv_.data());
+  const std::size_t k_offset_bytes =
+      static_cast<std::size_t>(c.num_attention_heads * c.head_dim) * cuda::scalar_type_size(t);
+  kernels::HeadRmsNormParams p{.x = qkv,
+                               .row_stride = qkv_dim(),
+                               .weight = l.q_norm.data(),
+                               .num_tokens = shape_.num_tokens,
+                               .num_heads = c.num_attention_heads,
+                               .head_dim = c.head_dim,
+                               .eps = static_cast<float>(c.rms_norm_eps),
+                               .dtype = t};
+  PAGODA_RETURN_IF_ERROR(kernels::launch_head_rms_norm(p, e_.stream_.get()));
+  p.x = qkv + k_offset_bytes;
+  p.weight = l.k_norm.data();
+  p.num_heads = c.num_key_value_heads;
+  return kernels::launch_head_rms_norm(p, e_.stream_.get());
+}
+
+Status CudaDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table) {
+  if (table != RopeTable::kGlobal) {
+    return unimplemented("rope_and_cache_write: a local RoPE table on CUDA");
+  }
+  return kernels::launch_rope_kv_cache({.qkv = e_.qkv_.data(),
+                                        .qkv_row_stride = qkv_dim(),
+                                        .positions = e_.metadata_.positions(),
+                                        .slot_mapping = e_.metadata_.slot_mapping(),
+                                        .inv_freq = e_.weights_.inv_freq.as<float>(),
+                                        .cache = cache(layer),
+                                        .num_tokens = shape_.num_tokens,
+                                        .num_heads = e_.config_.num_attention_heads,
+                                        .style = e_.weights_.rope_style,
+                                        .dtype = e_.options_.dtype},
+                                       e_.stream_.get());
+}
+
+Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& options) {
+  if (options.sliding_window != 0 || options.logit_softcap != 0.0f) {
+    return unimplemented("attention: sliding window and soft-cap on CUDA");
+  }
+  const ModelConfig& c = e_.config_;
+  const float scale = options.softmax_scale != 0.0f
+                          ? options.softmax_scale
+                          : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const kernels::PagedAttentionParams params{.q = e_.qkv_.data(),
+                                             .q_row_stride = qkv_dim(),
+                                             .out = e_.attn_.data(),
+                                             .cache = cache(layer),
+                                             .query_start_loc = e_.metadata_.query_start_loc(),
+                                             .seq_lens = e_.metadata_.seq_lens(),
+                                             .block_tables = e_.metadata_.block_tables(),
+                                             .num_seqs = shape_.num_seqs,
+                                             .max_blocks_per_seq = shape_.block_table_stride,
+                                             .num_heads = c.num_attention_heads,
+                                             .softmax_scale = scale,
+                                             .dtype = e_.options_.dtype};
+  if (!shape_.decode) {
+    return kernels::launch_paged_prefill_attention(params, shape_.max_query_len, e_.stream_.get());
+  }
+  return kernels::launch_paged_decode_attention(params, shape_.plan,
+                                                {.partial_out = e_.decode_partial_out_.as<float>(),
+                                                 .partial_lse = e_.decode_partial_lse_.as<float>(),
+                                                 .capacity_floats = e_.decode_workspace_floats_},
+                                                e_.stream_.get());
+}
+
+Status CudaDecoderOps::output_projection(std::int64_t layer) {
+  const ModelConfig& c = e_.config_;
+  return dense_linear(*e_.blas_,
+                      {.x = e_.attn_.data(),
+                       .w = layer_weights(layer).o_proj.data(),
+                       .y = e_.proj_.data(),
+                       .m = shape_.num_tokens,
+                       .n = c.hidden_size,
+                       .k = c.num_attention_heads * c.head_dim,
+                       .input_type = e_.options_.dtype,
+                       .output_type = e_.options_.dtype},
+                      e_.stream_.get());
+}
+
+Status CudaDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation) {
+  if (activation != GatedActivation::kSilu) {
+    return unimplemented("gated_mlp: only SiLU gates on CUDA so far");
+  }
+  const ModelConfig& c = e_.config_;
+  const ScalarType t = e_.options_.dtype;
+  const cudaStream_t stream = e_.stream_.get();
+  const CudaLayerWeights& l = layer_weights(layer);
+  const std::int64_t n = shape_.num_tokens;
+  PAGODA_RETURN_IF_ERROR(dense_linear(*e_.blas_,
+                                      {.x = e_.normed_.data(),
+                                       .w = l.gate_up_proj.data(),
+                                       .y = e_.gate_up_.data(),
+                                       .m = n,
+                                       .n = 2 * c.intermediate_size,
+                                       .k = c.hidden_size,
+                                       .input_type = t,
+                                       .output_type = t},
+                                      stream));
+  PAGODA_RETURN_IF_ERROR(kernels::launch_silu_mul({.gate_up = e_.gate_up_.data(),
+                                                   .gate_up_row_stride = 2 * c.intermediate_size,
+                                                   .out = e_.act_.data(),
+                                                   .num_tokens = n,
+                                                   .width = c.intermediate_size,
+                                                   .dtype = t},
+                                                  stream));
+  return dense_linear(*e_.blas_,
+                      {.x = e_.act_.data(),
+                       .w = l.down_proj.data(),
+                       .y = e_.proj_.data(),
+                       .m = n,
+                       .n = c.hidden_size,
+                       .k = c.intermediate_size,
+                       .input_type = t,
+                       .output_type = t},
+                      stream);
+}
+
+}  // namespace pagoda::models

@@ -1,0 +1,48 @@
+// DecoderOps on the GPU: the executor's weights in their fused layout (one [q + k + v, hidden]
+// and one [2 * intermediate, hidden] matrix per layer), its activation buffers and the step's
+// device metadata, driven through kernels/ and cuBLASLt. One instance per run of the layers
+// (eager, or while a decode graph is captured): it only launches, never waits.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/blas_lt.h"
+#include "models/cuda_model_executor.h"
+#include "models/decoder_ops.h"
+
+namespace pagoda::models {
+
+/// A dense product: decode-sized ones (m <= 4 rows, 16-bit) through the skinny kernel, which
+/// streams the weight faster than cuBLASLt there (docs/perf/gpu.md, G5); the rest, and FP32,
+/// through cuBLASLt.
+Status dense_linear(cuda::BlasLt& blas, const cuda::LinearGemm& g, cudaStream_t stream);
+
+/// The GPU's op set over one CudaModelExecutor.
+class CudaDecoderOps final : public DecoderOps {
+ public:
+  CudaDecoderOps(CudaModelExecutor& executor, const CudaModelExecutor::LayerShape& shape)
+      : e_(executor), shape_(shape) {}
+
+  Status embed() override;
+  Status rms_norm(std::int64_t layer, NormWeight weight) override;
+  Status add_rms_norm(std::int64_t layer, NormWeight weight) override;
+  Status qkv_projection(std::int64_t layer) override;
+  Status head_rms_norm(std::int64_t layer) override;
+  Status rope_and_cache_write(std::int64_t layer, RopeTable table) override;
+  Status attention(std::int64_t layer, const AttentionOptions& options) override;
+  Status output_projection(std::int64_t layer) override;
+  Status gated_mlp(std::int64_t layer, GatedActivation activation) override;
+
+ private:
+  const void* norm_weight(std::int64_t layer, NormWeight weight) const;
+  const CudaLayerWeights& layer_weights(std::int64_t layer) const {
+    return e_.weights_.layers[static_cast<std::size_t>(layer)];
+  }
+  kernels::PagedKvCache cache(std::int64_t layer) const;
+  std::int64_t qkv_dim() const;
+
+  CudaModelExecutor& e_;
+  const CudaModelExecutor::LayerShape& shape_;
+};
+
+}  // namespace pagoda::models
