@@ -3,6 +3,7 @@
 #include <array>
 
 #include "models/llama.h"
+#include "models/qwen3.h"
 
 namespace pagoda::models {
 
@@ -11,7 +12,7 @@ namespace {
 // Mistral and Qwen2 are Llama's layer loop: Mistral's sliding window is not used by the
 // checkpoints Pagoda loads (config sliding_window null), Qwen2's QKV bias is a weight the loader
 // finds when config.attention_bias says so.
-constexpr std::array<Architecture, 3> kArchitectures = {{
+constexpr std::array<Architecture, 4> kArchitectures = {{
     {.name = "llama",
      .hf_class = "LlamaForCausalLM",
      .gguf_rope = GgufRope::kAdjacentPairs,
@@ -24,6 +25,11 @@ constexpr std::array<Architecture, 3> kArchitectures = {{
      .hf_class = "Qwen2ForCausalLM",
      .gguf_rope = GgufRope::kRotateHalf,
      .forward = llama_forward},
+    {.name = "qwen3",
+     .hf_class = "Qwen3ForCausalLM",
+     .gguf_rope = GgufRope::kRotateHalf,
+     .qk_norm = true,
+     .forward = qwen3_forward},
 }};
 
 }  // namespace

@@ -21,7 +21,7 @@ constexpr std::array<NamePair, 4> kModelNames = {{
 }};
 
 // Per-layer tensors: "blk.N.<gguf>" <-> "model.layers.N.<hf>".
-constexpr std::array<NamePair, 12> kLayerNames = {{
+constexpr std::array<NamePair, 14> kLayerNames = {{
     {"attn_norm.weight", "input_layernorm.weight"},
     {"attn_q.weight", "self_attn.q_proj.weight"},
     {"attn_k.weight", "self_attn.k_proj.weight"},
@@ -29,6 +29,8 @@ constexpr std::array<NamePair, 12> kLayerNames = {{
     {"attn_q.bias", "self_attn.q_proj.bias"},
     {"attn_k.bias", "self_attn.k_proj.bias"},
     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"},  // Qwen3's per-head norms
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
     {"attn_output.weight", "self_attn.o_proj.weight"},
     {"ffn_norm.weight", "post_attention_layernorm.weight"},
     {"ffn_gate.weight", "mlp.gate_proj.weight"},

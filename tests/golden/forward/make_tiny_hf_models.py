@@ -3,7 +3,9 @@
 
 Run with the dev venv (scripts/setup_dev_venv.sh creates .venv-dev) from the repository root:
 
-    HF_HUB_OFFLINE=1 .venv-dev/bin/python tests/golden/forward/make_tiny_hf_models.py
+    HF_HUB_OFFLINE=1 .venv-dev/bin/python tests/golden/forward/make_tiny_hf_models.py [FOLDER...]
+
+(with folder names, e.g. tiny_qwen3, only those are rebuilt and their logits remade).
 
 Writes, under tests/data/forward/ (about 20 seconds on 2 CPU threads):
   tiny_llama/          LlamaForCausalLM: hidden 64, intermediate 128, 3 layers, 4 heads / 2 KV heads,
@@ -15,6 +17,10 @@ Writes, under tests/data/forward/ (about 20 seconds on 2 CPU threads):
   tiny_qwen2/          Qwen2ForCausalLM (QKV bias): hidden 96, intermediate 176, 2 layers, 6 heads /
                        2 KV heads, head_dim 16, vocab 320, untied lm_head, rope_theta 1e6, no
                        rope scaling; weights bfloat16
+  tiny_qwen3/          Qwen3ForCausalLM (per-head q_norm / k_norm before RoPE, no QKV bias): hidden
+                       96, intermediate 160, 2 layers, 2 heads / 1 KV head, head_dim 64 (from the
+                       config, not hidden / heads; 64 so that the CUDA backend runs it too), vocab
+                       352, tied embeddings, rope_theta 1e6; weights float32
 Each folder: config.json, generation_config.json, the safetensors, and logits.json with, for 3
 fixed id sequences (lengths 1, 7, 150; numpy seed 1234, or the next seed
 whose argmaxes all win by >= 5e-3), the float32 logits of the last 4
@@ -76,6 +82,17 @@ def tiny_qwen2_config():
         num_attention_heads=6, num_key_value_heads=2, head_dim=16, hidden_act="silu",
         max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        use_sliding_window=False, bos_token_id=1, eos_token_id=2)
+
+
+def tiny_qwen3_config():
+    from transformers import Qwen3Config
+
+    return Qwen3Config(
+        vocab_size=352, hidden_size=96, intermediate_size=160, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=64, hidden_act="silu",
+        max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        attention_bias=False, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         use_sliding_window=False, bos_token_id=1, eos_token_id=2)
 
 
@@ -218,19 +235,36 @@ def main():
     torch.set_num_threads(2)
     t0 = time.time()
     llama_dir, sharded_dir, qwen_dir = OUT / "tiny_llama", OUT / "tiny_llama_sharded", OUT / "tiny_qwen2"
-    build("LlamaForCausalLM", tiny_llama_config(), 20240701, torch.float32, llama_dir,
-          {"bos_token_id": 1, "eos_token_id": 2}, shard_folder=sharded_dir)
-    build("Qwen2ForCausalLM", tiny_qwen2_config(), 20240702, torch.bfloat16, qwen_dir,
-          {"bos_token_id": 1, "eos_token_id": [2, 3], "do_sample": True, "temperature": 0.7,
-           "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05})
+    qwen3_dir = OUT / "tiny_qwen3"
+    # Folder names to regenerate (e.g. tiny_qwen3); every folder when none is given.
+    only = set(sys.argv[1:])
 
-    for folder in (llama_dir, sharded_dir, qwen_dir):
+    def wanted(folder):
+        return not only or folder.name in only
+
+    if wanted(llama_dir) or wanted(sharded_dir):
+        build("LlamaForCausalLM", tiny_llama_config(), 20240701, torch.float32, llama_dir,
+              {"bos_token_id": 1, "eos_token_id": 2}, shard_folder=sharded_dir)
+    if wanted(qwen_dir):
+        build("Qwen2ForCausalLM", tiny_qwen2_config(), 20240702, torch.bfloat16, qwen_dir,
+              {"bos_token_id": 1, "eos_token_id": [2, 3], "do_sample": True, "temperature": 0.7,
+               "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05})
+    if wanted(qwen3_dir):
+        build("Qwen3ForCausalLM", tiny_qwen3_config(), 20240703, torch.float32, qwen3_dir,
+              {"bos_token_id": 1, "eos_token_id": 2})
+
+    for folder in (llama_dir, sharded_dir, qwen_dir, qwen3_dir):
+        if not wanted(folder):
+            continue
         ref = reference(folder)
         write_json(folder / "logits.json", ref)
         print(f"{folder.relative_to(ROOT)}: {folder_size(folder)} bytes, "
               f"fp64 diff {ref['fp32_vs_fp64']['max_abs_logit_diff']:.2e}, "
               f"greedy {[s['greedy_ids'][:6] for s in ref['sequences']]}", flush=True)
 
+    if not (wanted(llama_dir) and wanted(sharded_dir)):
+        print(f"done in {time.time() - t0:.0f}s")
+        return
     # the sharded copy holds the same tensors; its logits agree to float32 rounding (not bit for
     # bit: CPU kernels may take different paths for differently aligned buffers)
     from safetensors.torch import load_file

@@ -1,6 +1,7 @@
 // Tiny random Hugging Face checkpoints (tests/golden/forward/make_tiny_hf_models.py) against
 // transformers' fp32 logits: F32 Llama with llama3 rope scaling and tied embeddings, BF16 Qwen2
-// with QKV bias, and a Llama split over two safetensors shards.
+// with QKV bias, a Llama split over two safetensors shards, and F32 Qwen3 (per-head q/k norms,
+// head_dim 64 from the config with hidden 96, tied embeddings).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -71,7 +72,8 @@ TEST_P(TinyHfModelTest, LogitsAndGreedyMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, TinyHfModelTest,
-                         ::testing::Values("tiny_llama", "tiny_qwen2", "tiny_llama_sharded"));
+                         ::testing::Values("tiny_llama", "tiny_qwen2", "tiny_llama_sharded",
+                                           "tiny_qwen3"));
 
 }  // namespace
 }  // namespace pagoda::models
