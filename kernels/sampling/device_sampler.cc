@@ -177,8 +177,8 @@ Status DeviceSampler::begin_step(const SamplingBatch& batch, cudaStream_t stream
     records[i] = r;
   }
   if (rows_bytes > 0) {
-    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.data(), step.input.data(),
-                                                rows_bytes, cudaMemcpyHostToDevice, stream));
+    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.data(), step.input.data(), rows_bytes,
+                                                cudaMemcpyHostToDevice, stream));
   }
   PAGODA_RETURN_IF_ERROR(reserve_returned(
       step, static_cast<std::size_t>(num_returned) * static_cast<std::size_t>(vocab)));
@@ -195,8 +195,7 @@ Status DeviceSampler::stage_masks(const SamplingBatch& batch, cudaStream_t strea
   if (batch.allowed_masks.empty()) return Status::ok_status();
   HostStep& step = current();
   const std::size_t bytes = batch.allowed_masks.size() * sizeof(std::uint32_t);
-  std::memcpy(step.input.as<std::uint8_t>() + step.masks_offset, batch.allowed_masks.data(),
-              bytes);
+  std::memcpy(step.input.as<std::uint8_t>() + step.masks_offset, batch.allowed_masks.data(), bytes);
   PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(input_device_.as<std::uint8_t>() + step.masks_offset,
                                               step.input.as<std::uint8_t>() + step.masks_offset,
                                               bytes, cudaMemcpyHostToDevice, stream));

@@ -20,8 +20,8 @@ std::optional<std::vector<Tool>> read_tools(RequestFields& fields) {
   for (std::size_t i = 0; i < list->size(); ++i) {
     const std::string param = "tools[" + std::to_string(i) + "]";
     const Json& tool = (*list)[i];
-    const Json* function = tool.is_object() && tool.contains("function") ? &tool["function"]
-                                                                         : nullptr;
+    const Json* function =
+        tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
     if (function == nullptr || !function->is_object() || !function->contains("name") ||
         !(*function)["name"].is_string()) {
       fields.fail(ApiError::invalid_request(
@@ -32,8 +32,9 @@ std::optional<std::vector<Tool>> read_tools(RequestFields& fields) {
     Tool t{(*function)["name"].get<std::string>(), Json{{"type", "object"}}};
     if (const auto p = function->find("parameters"); p != function->end() && !p->is_null()) {
       if (!p->is_object()) {
-        fields.fail(ApiError::invalid_request("'" + param + ".function.parameters' must be a "
-                                              "JSON schema (an object)",
+        fields.fail(ApiError::invalid_request("'" + param +
+                                                  ".function.parameters' must be a "
+                                                  "JSON schema (an object)",
                                               param + ".function.parameters"));
         return std::nullopt;
       }
@@ -56,8 +57,9 @@ std::optional<Json> calls_schema(RequestFields& fields, const std::vector<Tool>&
       if (!parameters.contains(key) || !parameters[key].is_object()) continue;
       for (const auto& [name, def] : parameters[key].items()) {
         if (defs.contains(name) && defs[name] != def) {
-          fields.fail("tools", "tools define '" + name + "' in their $defs differently; "
-                               "rename one to force calls among them");
+          fields.fail("tools", "tools define '" + name +
+                                   "' in their $defs differently; "
+                                   "rename one to force calls among them");
           return std::nullopt;
         }
         defs[name] = def;
@@ -90,14 +92,13 @@ std::optional<ForcedToolCalls> read_forced_tool_calls(RequestFields& fields) {
     }
     std::optional<Json> schema = calls_schema(fields, *tools, parallel.value_or(true));
     if (!schema) return std::nullopt;
-    return ForcedToolCalls{{.kind = structured::ConstraintKind::kJsonSchema,
-                            .text = schema->dump()},
-                           {}};
+    return ForcedToolCalls{
+        {.kind = structured::ConstraintKind::kJsonSchema, .text = schema->dump()}, {}};
   }
-  const Json* function = choice->is_object() && choice->contains("function") &&
-                                 (*choice)["function"].is_object()
-                             ? &(*choice)["function"]
-                             : nullptr;
+  const Json* function =
+      choice->is_object() && choice->contains("function") && (*choice)["function"].is_object()
+          ? &(*choice)["function"]
+          : nullptr;
   if (function == nullptr || !function->contains("name") || !(*function)["name"].is_string()) {
     fields.fail("tool_choice",
                 "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
@@ -107,9 +108,9 @@ std::optional<ForcedToolCalls> read_forced_tool_calls(RequestFields& fields) {
   const std::string name = (*function)["name"].get<std::string>();
   for (const Tool& tool : *tools) {
     if (tool.name == name) {
-      return ForcedToolCalls{{.kind = structured::ConstraintKind::kJsonSchema,
-                              .text = tool.parameters.dump()},
-                             {.function_name = name}};
+      return ForcedToolCalls{
+          {.kind = structured::ConstraintKind::kJsonSchema, .text = tool.parameters.dump()},
+          {.function_name = name}};
     }
   }
   fields.fail("tool_choice", "'tool_choice' names function '" + name + "', which 'tools' lacks");

@@ -357,8 +357,8 @@ Json ResponseEncoder::choice_json(std::size_t choice_index, const Choice& choice
   const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
   Json item = {{"index", choice_index}};
   if (chat && choice.tool_calls.is_array()) {
-    item["message"] = {{"role", "assistant"}, {"content", nullptr},
-                       {"tool_calls", choice.tool_calls}};
+    item["message"] = {
+        {"role", "assistant"}, {"content", nullptr}, {"tool_calls", choice.tool_calls}};
     if (options_.reasoning) {
       item["message"]["reasoning_content"] =
           choice.reasoning.empty() ? Json(nullptr) : Json(choice.reasoning);

@@ -86,8 +86,7 @@ std::optional<StructuredOutputRequest> read_response_format(RequestFields& field
     return std::nullopt;
   }
   if (!name || name->empty()) {
-    fields.fail("response_format.json_schema.name",
-                "'response_format.json_schema' needs a 'name'");
+    fields.fail("response_format.json_schema.name", "'response_format.json_schema' needs a 'name'");
     return std::nullopt;
   }
   return StructuredOutputRequest{{.kind = ConstraintKind::kJsonSchema, .text = *text},

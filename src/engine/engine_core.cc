@@ -529,9 +529,8 @@ bool EngineCore::follow_constraint(std::int32_t slot, std::int32_t token) {
   if (!l.constraint) return true;
   if (!l.constraint_failure &&
       l.constraint->accept(token) == RequestConstraint::Outcome::kRefused) {
-    l.constraint_failure =
-        invalid_argument("the structured output left its constraint (token " +
-                         std::to_string(token) + " is not allowed there)");
+    l.constraint_failure = invalid_argument("the structured output left its constraint (token " +
+                                            std::to_string(token) + " is not allowed there)");
   }
   if (!l.constraint_failure) return true;
   failed_constraint_slots_.push_back(slot);

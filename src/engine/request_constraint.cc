@@ -4,9 +4,9 @@
 
 namespace pagoda::engine {
 
-RequestConstraint::RequestConstraint(std::shared_ptr<const structured::CompiledConstraint> constraint,
-                                     std::vector<std::int32_t> stop_token_ids,
-                                     std::optional<std::string> end_tag)
+RequestConstraint::RequestConstraint(
+    std::shared_ptr<const structured::CompiledConstraint> constraint,
+    std::vector<std::int32_t> stop_token_ids, std::optional<std::string> end_tag)
     : matcher_(std::move(constraint), std::move(stop_token_ids)), end_tag_(std::move(end_tag)) {
   if (end_tag_ && end_tag_->empty()) end_tag_.reset();
 }

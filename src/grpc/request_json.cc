@@ -182,24 +182,15 @@ api::ApiErrorOr<GenerateJson> generate_request_json(const v1::GenerateRequest& r
     const v1::StructuredOutput& s = request.structured_output();
     api::Json& outputs = body["structured_outputs"] = api::Json::object();
     switch (s.constraint_case()) {
-      case v1::StructuredOutput::kJsonSchema:
-        outputs["json"] = s.json_schema();
-        break;
-      case v1::StructuredOutput::kJsonObject:
-        outputs["json_object"] = s.json_object();
-        break;
-      case v1::StructuredOutput::kRegex:
-        outputs["regex"] = s.regex();
-        break;
+      case v1::StructuredOutput::kJsonSchema: outputs["json"] = s.json_schema(); break;
+      case v1::StructuredOutput::kJsonObject: outputs["json_object"] = s.json_object(); break;
+      case v1::StructuredOutput::kRegex: outputs["regex"] = s.regex(); break;
       case v1::StructuredOutput::kChoice:
         outputs["choice"] = api::Json::array();
         for (const std::string& choice : s.choice().choices()) outputs["choice"].push_back(choice);
         break;
-      case v1::StructuredOutput::kGrammar:
-        outputs["grammar"] = s.grammar();
-        break;
-      case v1::StructuredOutput::CONSTRAINT_NOT_SET:
-        break;
+      case v1::StructuredOutput::kGrammar: outputs["grammar"] = s.grammar(); break;
+      case v1::StructuredOutput::CONSTRAINT_NOT_SET: break;
     }
   }
   return out;

@@ -89,10 +89,9 @@ struct ConstraintCompiler::State {
             // Compact separators (", " and ": "), no free whitespace: a small model cannot loop
             // on blank lines, and every output is still valid JSON for the schema.
             return compiler.CompileJSONSchema(rewrite_schema(spec.text),
-                                              /*any_whitespace=*/false, std::nullopt,
-                                              std::nullopt, /*strict_mode=*/true);
-          case ConstraintKind::kRegex:
-            return compiler.CompileRegex(spec.text);
+                                              /*any_whitespace=*/false, std::nullopt, std::nullopt,
+                                              /*strict_mode=*/true);
+          case ConstraintKind::kRegex: return compiler.CompileRegex(spec.text);
           case ConstraintKind::kChoice: {
             std::string ebnf = "root ::= ";
             for (std::size_t i = 0; i < spec.choices.size(); ++i) {
@@ -100,8 +99,7 @@ struct ConstraintCompiler::State {
             }
             return compiler.CompileGrammar(ebnf, "root");
           }
-          case ConstraintKind::kGrammar:
-            return compiler.CompileGrammar(spec.text, "root");
+          case ConstraintKind::kGrammar: return compiler.CompileGrammar(spec.text, "root");
         }
         throw std::logic_error("unknown constraint kind");
       }();
@@ -227,10 +225,10 @@ StatusOr<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::compile(
   }
   if (!s.changed.wait_until(lock, deadline, [&] { return pending->done; })) {
     ++s.stats.timeouts;
-    return invalid_argument(
-        "the " + std::string(constraint_kind_name(spec.kind)) + " took longer than " +
-        std::to_string(static_cast<int>(s.limits.compile_timeout_seconds)) +
-        " s to compile; simplify it");
+    return invalid_argument("the " + std::string(constraint_kind_name(spec.kind)) +
+                            " took longer than " +
+                            std::to_string(static_cast<int>(s.limits.compile_timeout_seconds)) +
+                            " s to compile; simplify it");
   }
   return *pending->result;
 }

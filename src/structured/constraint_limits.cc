@@ -71,8 +71,9 @@ class SchemaWalk {
       std::size_t j = i + 1;
       bool digits = false;
       std::int64_t value = 0;
-      for (; j < regex.size() && (std::isdigit(static_cast<unsigned char>(regex[j])) ||
-                                  regex[j] == ','); ++j) {
+      for (; j < regex.size() &&
+             (std::isdigit(static_cast<unsigned char>(regex[j])) || regex[j] == ',');
+           ++j) {
         if (regex[j] == ',') {
           largest = std::max(largest, value);
           value = 0;
@@ -92,8 +93,8 @@ class SchemaWalk {
       product = follows ? product * std::max<std::int64_t>(largest, 1)
                         : std::max<std::int64_t>(largest, 1);
       if (product > limits.max_repetition * 16) {
-        return invalid_argument(too_large("the product of nested counted repetitions in the regex", product,
-                                          limits.max_repetition * 16));
+        return invalid_argument(too_large("the product of nested counted repetitions in the regex",
+                                          product, limits.max_repetition * 16));
       }
       i = j;
     }
@@ -117,8 +118,7 @@ Status check_constraint_limits(const ConstraintSpec& spec, const ConstraintLimit
                                       static_cast<std::int64_t>(limits.max_spec_bytes)));
   }
   switch (spec.kind) {
-    case ConstraintKind::kJsonObject:
-      return Status::ok_status();
+    case ConstraintKind::kJsonObject: return Status::ok_status();
     case ConstraintKind::kJsonSchema: {
       // Depth first: the parser itself must not recurse on a hostile document.
       std::int64_t depth = 0;

@@ -4,16 +4,11 @@ namespace pagoda::structured {
 
 std::string_view constraint_kind_name(ConstraintKind kind) {
   switch (kind) {
-    case ConstraintKind::kJsonObject:
-      return "json_object";
-    case ConstraintKind::kJsonSchema:
-      return "json_schema";
-    case ConstraintKind::kRegex:
-      return "regex";
-    case ConstraintKind::kChoice:
-      return "choice";
-    case ConstraintKind::kGrammar:
-      return "grammar";
+    case ConstraintKind::kJsonObject: return "json_object";
+    case ConstraintKind::kJsonSchema: return "json_schema";
+    case ConstraintKind::kRegex: return "regex";
+    case ConstraintKind::kChoice: return "choice";
+    case ConstraintKind::kGrammar: return "grammar";
   }
   return "unknown";
 }

@@ -27,8 +27,8 @@ bool rewrite(Json& node) {
   bool changed = false;
   if (node.is_object()) {
     const bool string_type = node.contains("type") && node["type"] == "string";
-    const bool free_form = !node.contains("pattern") && !node.contains("enum") &&
-                           !node.contains("const");
+    const bool free_form =
+        !node.contains("pattern") && !node.contains("enum") && !node.contains("const");
     if (free_form && node.contains("format") && node["format"] == "ipv4") {
       node.erase("format");
       node["pattern"] = kIpv4Pattern;

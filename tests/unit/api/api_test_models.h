@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../engine/byte_tokenizer_for_test.h"
+#include "api/api_error.h"
 #include "api/served_model.h"
 #include "model/model_files.h"
 #include "tokenizer/gguf_tokenizer_loader.h"

@@ -22,8 +22,8 @@ std::shared_ptr<const CompiledConstraint> compile_ok(ConstraintCompiler& compile
 
 TEST(ConstraintCompilerTest, JsonSchemaAcceptsConformingObjectsOnly) {
   auto compiler = byte_compiler();
-  const auto schema = compile_ok(*compiler, {.kind = ConstraintKind::kJsonSchema,
-                                             .text = R"({"type": "object",
+  const auto schema =
+      compile_ok(*compiler, {.kind = ConstraintKind::kJsonSchema, .text = R"({"type": "object",
         "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
         "required": ["name", "age"], "additionalProperties": false})"});
   ASSERT_NE(schema, nullptr);
@@ -49,8 +49,8 @@ TEST(ConstraintCompilerTest, TheFirstMaskOfAJsonObjectAllowsOnlyTheBrace) {
 
 TEST(ConstraintCompilerTest, RegexChoiceAndGrammar) {
   auto compiler = byte_compiler();
-  const auto regex = compile_ok(*compiler, {.kind = ConstraintKind::kRegex,
-                                            .text = R"([a-z]+@[a-z]+\.(com|org))"});
+  const auto regex = compile_ok(
+      *compiler, {.kind = ConstraintKind::kRegex, .text = R"([a-z]+@[a-z]+\.(com|org))"});
   EXPECT_TRUE(accepts(regex, "ada@example.org"));
   EXPECT_FALSE(accepts(regex, "ada@example.net"));
 
@@ -61,8 +61,8 @@ TEST(ConstraintCompilerTest, RegexChoiceAndGrammar) {
   EXPECT_FALSE(accepts(choice, "ye"));
   EXPECT_FALSE(accepts(choice, "yesno"));
 
-  const auto grammar = compile_ok(*compiler, {.kind = ConstraintKind::kGrammar,
-                                              .text = R"g(root ::= "(" num ("+" num)* ")"
+  const auto grammar = compile_ok(
+      *compiler, {.kind = ConstraintKind::kGrammar, .text = R"g(root ::= "(" num ("+" num)* ")"
 num ::= [0-9]+)g"});
   EXPECT_TRUE(accepts(grammar, "(1+22+333)"));
   EXPECT_FALSE(accepts(grammar, "(1+)"));
@@ -129,9 +129,9 @@ TEST(ConstraintCompilerTest, ACompileOverItsTimeIsRefused) {
   ConstraintLimits limits;
   limits.compile_timeout_seconds = 1e-9;
   auto compiler = byte_compiler(limits);
-  auto compiled = compiler->compile(
-      {.kind = ConstraintKind::kJsonSchema,
-       .text = R"({"type": "object", "properties": {"a": {"type": "string"}}})"});
+  auto compiled =
+      compiler->compile({.kind = ConstraintKind::kJsonSchema,
+                         .text = R"({"type": "object", "properties": {"a": {"type": "string"}}})"});
   ASSERT_FALSE(compiled.ok());
   EXPECT_EQ(compiled.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(compiled.status().message().find("longer than"), std::string::npos)
@@ -188,8 +188,8 @@ TEST(SchemaRewriteTest, Ipv4OctetsHaveNoLeadingZeros) {
 
 TEST(SchemaRewriteTest, StringLengthsBecomeAPatternWithTheSameBounds) {
   auto compiler = testing::byte_compiler();
-  auto bounded = compiler->compile({.kind = ConstraintKind::kJsonSchema,
-                                    .text = R"({"type": "object", "properties": {"s": {
+  auto bounded = compiler->compile(
+      {.kind = ConstraintKind::kJsonSchema, .text = R"({"type": "object", "properties": {"s": {
       "type": "string", "minLength": 2, "maxLength": 4}}, "required": ["s"]})"});
   ASSERT_TRUE(bounded.ok()) << bounded.status().to_string();
   EXPECT_FALSE(testing::accepts(*bounded, R"({"s": "a"})"));

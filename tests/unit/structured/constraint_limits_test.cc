@@ -26,10 +26,10 @@ TEST(ConstraintLimitsTest, AcceptsOrdinarySpecs) {
   EXPECT_EQ(refusal({.kind = ConstraintKind::kChoice, .choices = {"a", "b"}}), "");
   EXPECT_EQ(refusal({.kind = ConstraintKind::kJsonObject}), "");
   // Braces inside strings are not nesting.
-  EXPECT_EQ(refusal({.kind = ConstraintKind::kJsonSchema,
-                     .text = R"({"type": "string", "pattern": ")" + std::string(200, '[') +
-                             R"("})"}),
-            "");
+  EXPECT_EQ(
+      refusal({.kind = ConstraintKind::kJsonSchema,
+               .text = R"({"type": "string", "pattern": ")" + std::string(200, '[') + R"("})"}),
+      "");
 }
 
 TEST(ConstraintLimitsTest, RefusesWhatWouldMakeTheCompileExpensive) {
@@ -53,15 +53,14 @@ TEST(ConstraintLimitsTest, RefusesWhatWouldMakeTheCompileExpensive) {
             std::string::npos);
   std::string big_enum = R"({"enum": [)";
   for (int i = 0; i < 5000; ++i) big_enum += (i ? "," : "") + std::to_string(i);
-  EXPECT_NE(refusal({.kind = ConstraintKind::kJsonSchema, .text = big_enum + "]}"})
-                .find("enum values"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal({.kind = ConstraintKind::kJsonSchema, .text = big_enum + "]}"}).find("enum values"),
+      std::string::npos);
   limits.max_spec_bytes = 10;
   EXPECT_NE(refusal({.kind = ConstraintKind::kGrammar, .text = "root ::= \"abcdefgh\""}, limits)
                 .find("size in bytes"),
             std::string::npos);
-  EXPECT_NE(refusal({.kind = ConstraintKind::kRegex, .text = ""}).find("empty"),
-            std::string::npos);
+  EXPECT_NE(refusal({.kind = ConstraintKind::kRegex, .text = ""}).find("empty"), std::string::npos);
   EXPECT_NE(refusal({.kind = ConstraintKind::kChoice}).find("empty"), std::string::npos);
   EXPECT_NE(refusal({.kind = ConstraintKind::kJsonSchema, .text = "42"}).find("object"),
             std::string::npos);

@@ -44,13 +44,13 @@ TEST(EngineConstraintTest, GreedyAndSampledOutputsFollowTheirConstraint) {
       Collected c = collect(**stream);
       const auto& tokens = c.tokens[0];
       ASSERT_FALSE(tokens.empty());
-      EXPECT_EQ(c.finals[0].output.status, RequestStatus::kFinishedStopped)
-          << text_of(tokens);
+      EXPECT_EQ(c.finals[0].output.status, RequestStatus::kFinishedStopped) << text_of(tokens);
       EXPECT_EQ(tokens.back(), kEos);
       const auto json = nlohmann::json::parse(text_of(tokens), nullptr, false);
       ASSERT_FALSE(json.is_discarded()) << text_of(tokens);
       // An integer of any size (nlohmann reads one past int64 as a double).
-      EXPECT_TRUE(std::regex_search(text_of(tokens), std::regex(R"re("id": ?-?(0|[1-9][0-9]*)[,}])re")))
+      EXPECT_TRUE(
+          std::regex_search(text_of(tokens), std::regex(R"re("id": ?-?(0|[1-9][0-9]*)[,}])re")))
           << text_of(tokens);
       EXPECT_LE(json["tags"].size(), 3u) << json.dump();
     }
@@ -128,7 +128,8 @@ TEST(EngineConstraintTest, AConstraintThatAllowsNoTokenEndsTheRequestWithAnError
   // {"$ref": "#"} compiles to a rule that only refers to itself: no output can ever match.
   Engine e = make_engine();
   EngineRequest r = request(prompt_of(2, 4), 8);
-  r.constraint = compile({.kind = structured::ConstraintKind::kJsonSchema, .text = R"({"$ref": "#"})"});
+  r.constraint =
+      compile({.kind = structured::ConstraintKind::kJsonSchema, .text = R"({"$ref": "#"})"});
   ASSERT_NE(r.constraint, nullptr);
   auto stream = e.client->submit(std::move(r));
   ASSERT_TRUE(stream.ok());

@@ -24,13 +24,15 @@ ApiErrorOr<GenerationJob> chat(const std::string& extra) {
     return m;
   }();
   return parse_chat_request(Json::parse(R"({"model": "test-model", "max_tokens": 4,
-      "messages": [{"role": "user", "content": "hi"}], )" + extra + "}"),
+      "messages": [{"role": "user", "content": "hi"}], )" +
+                                        extra + "}"),
                             model, {});
 }
 
 TEST(ForcedToolCallsTest, NamedAndRequiredCompileTheirGrammar) {
-  auto named = chat(std::string(kTools) +
-                    R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
+  auto named =
+      chat(std::string(kTools) +
+           R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
   ASSERT_TRUE(named.ok()) << named.error().message;
   ASSERT_NE(named->requests[0].constraint, nullptr);
   ASSERT_TRUE(named->response.tool_calls.has_value());
@@ -50,8 +52,8 @@ TEST(ForcedToolCallsTest, NamedAndRequiredCompileTheirGrammar) {
   EXPECT_FALSE(structured::testing::accepts(calls, "[]"));  // at least one call
   EXPECT_FALSE(structured::testing::accepts(calls, R"([{"name": "other", "arguments": {}}])"));
 
-  auto single = chat(std::string(kTools) +
-                     R"(, "tool_choice": "required", "parallel_tool_calls": false)");
+  auto single =
+      chat(std::string(kTools) + R"(, "tool_choice": "required", "parallel_tool_calls": false)");
   ASSERT_TRUE(single.ok());
   EXPECT_FALSE(structured::testing::accepts(
       single->requests[0].constraint,
@@ -93,8 +95,9 @@ TEST(ForcedToolCallsTest, BadToolChoicesAre400s) {
   }
 }
 
-engine::StreamOutput output(std::string text, bool finished,
-                            engine::RequestStatus status = engine::RequestStatus::kFinishedStopped) {
+engine::StreamOutput output(
+    std::string text, bool finished,
+    engine::RequestStatus status = engine::RequestStatus::kFinishedStopped) {
   engine::StreamOutput out;
   out.output.text = std::move(text);
   out.output.finished = finished;

@@ -12,8 +12,7 @@ using structured::testing::byte_compiler;
 
 std::shared_ptr<const structured::CompiledConstraint> digits() {
   static auto compiler = byte_compiler();
-  auto compiled =
-      compiler->compile({.kind = structured::ConstraintKind::kRegex, .text = "[0-9]+"});
+  auto compiled = compiler->compile({.kind = structured::ConstraintKind::kRegex, .text = "[0-9]+"});
   EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
   return *compiled;
 }

@@ -1,12 +1,11 @@
 // response_format, structured_outputs and guided_* through the chat and completion parsers:
 // what compiles onto the engine request, and the 400s that name the parameter.
-#include "api/structured_output.h"
-
 #include <gtest/gtest.h>
 
 #include "../api/api_test_models.h"
 #include "api/chat_request.h"
 #include "api/completion_request.h"
+#include "api/structured_output.h"
 #include "structured_test_support.h"
 
 namespace pagoda::api {
@@ -20,7 +19,8 @@ ServedModel model_with_compiler() {
 
 ApiErrorOr<GenerationJob> chat(const std::string& extra, const ServedModel& model) {
   const Json body = Json::parse(R"({"model": "test-model", "max_tokens": 4,
-      "messages": [{"role": "user", "content": "hi"}], )" + extra + "}");
+      "messages": [{"role": "user", "content": "hi"}], )" +
+                                extra + "}");
   return parse_chat_request(body, model, {});
 }
 
@@ -46,14 +46,13 @@ std::optional<structured::ConstraintKind> kind_of(const ApiErrorOr<GenerationJob
 TEST(StructuredOutputApiTest, EverySpellingCompilesOntoTheRequest) {
   const ServedModel model = model_with_compiler();
   using K = structured::ConstraintKind;
-  EXPECT_EQ(kind_of(chat(R"("response_format": {"type": "json_object"})", model)),
-            K::kJsonObject);
+  EXPECT_EQ(kind_of(chat(R"("response_format": {"type": "json_object"})", model)), K::kJsonObject);
   EXPECT_EQ(kind_of(chat(R"("response_format": {"type": "json_schema", "json_schema":
-      {"name": "n", "strict": true, "schema": {"type": "object"}}})", model)),
+      {"name": "n", "strict": true, "schema": {"type": "object"}}})",
+                         model)),
             K::kJsonSchema);
   EXPECT_EQ(kind_of(chat(R"("structured_outputs": {"regex": "[0-9]+"})", model)), K::kRegex);
-  EXPECT_EQ(kind_of(chat(R"("structured_outputs": {"json_object": true})", model)),
-            K::kJsonObject);
+  EXPECT_EQ(kind_of(chat(R"("structured_outputs": {"json_object": true})", model)), K::kJsonObject);
   EXPECT_EQ(kind_of(completion(R"("structured_outputs": {"choice": ["a", "b"]})", model)),
             K::kChoice);
   EXPECT_EQ(kind_of(completion(R"("guided_json": "{\"type\": \"integer\"}")", model)),
@@ -103,8 +102,7 @@ TEST(StructuredOutputApiTest, BadInputIsA400NamingTheParameter) {
       {R"("response_format": {"type": "json_object"}, "structured_outputs": {"regex": "a"})",
        "structured_outputs.regex", "not both"},
       {R"("guided_regex": "a", "ignore_eos": true)", "ignore_eos", "stop_token_ids"},
-      {R"("guided_json": {"type": "string", "maxLength": 1000000})", "guided_json",
-       "maxLength"},
+      {R"("guided_json": {"type": "string", "maxLength": 1000000})", "guided_json", "maxLength"},
   };
   for (const Case& c : cases) {
     for (const bool is_chat : {true, false}) {
