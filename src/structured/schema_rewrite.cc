@@ -22,8 +22,15 @@ long long bound(const Json& node, const char* key) {
   return static_cast<long long>(value);
 }
 
-// Returns whether anything changed.
-bool rewrite(Json& node) {
+// Each counted pattern costs its maximum + 1 precomputed states at compile time (a token mask
+// over the whole vocabulary each: ~2-5 ms on a 2-core machine), so only the first strings of a
+// schema, up to this many states in all, are rewritten; the rest keep xgrammar's run-time
+// budget. A schema with a few bounded strings pays ~1 s more compile at most and gets cheap
+// masks; one with hundreds of them stays within the compile timeout.
+constexpr long long kMaxPatternStates = 256;
+
+// Returns whether anything changed; `states` counts the patterns' states so far.
+bool rewrite(Json& node, long long& states) {
   bool changed = false;
   if (node.is_object()) {
     const bool string_type = node.contains("type") && node["type"] == "string";
@@ -36,7 +43,9 @@ bool rewrite(Json& node) {
     } else if (string_type && free_form && !node.contains("format")) {
       const long long max_length = bound(node, "maxLength");
       const long long min_length = bound(node, "minLength");
-      if (max_length >= 0 && min_length <= max_length) {
+      if (max_length >= 0 && min_length <= max_length &&
+          states + max_length + 1 <= kMaxPatternStates) {
+        states += max_length + 1;
         // Any character but the quote, the backslash and control characters, so the JSON text
         // and the string's value are the same characters and the count is the value's length.
         node["pattern"] = "^[^\"\\\\\\x00-\\x1f]{" + std::to_string(std::max(0LL, min_length)) +
@@ -46,9 +55,9 @@ bool rewrite(Json& node) {
         changed = true;
       }
     }
-    for (auto& [key, value] : node.items()) changed |= rewrite(value);
+    for (auto& [key, value] : node.items()) changed |= rewrite(value, states);
   } else if (node.is_array()) {
-    for (Json& item : node) changed |= rewrite(item);
+    for (Json& item : node) changed |= rewrite(item, states);
   }
   return changed;
 }
@@ -60,7 +69,8 @@ std::string rewrite_schema(const std::string& schema) {
     return schema;
   }
   Json json = Json::parse(schema, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !rewrite(json)) return schema;
+  long long states = 0;
+  if (json.is_discarded() || !rewrite(json, states)) return schema;
   return json.dump();
 }
 

@@ -10,7 +10,9 @@
 //                                               ~7 us for the pattern's precomputed states);
 //                                               the string then holds no escapes
 //
-// A node that already has a pattern (or a format, or an enum/const) is left alone.
+// A node that already has a pattern (or a format, or an enum/const) is left alone, and so are
+// strings past the first 256 pattern states of a schema (each state is a token mask computed at
+// compile time: hundreds of bounded strings would take the compile past its timeout).
 #pragma once
 
 #include <string>

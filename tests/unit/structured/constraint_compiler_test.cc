@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "structured/schema_rewrite.h"
 #include "structured_test_support.h"
 
@@ -207,6 +209,27 @@ TEST(SchemaRewriteTest, StringLengthsBecomeAPatternWithTheSameBounds) {
   }
   EXPECT_EQ(rewrite_schema(R"({"type": "string", "maxLength": 3})"),
             R"({"type":"string","pattern":"^[^\"\\\\\\x00-\\x1f]{0,3}$"})");
+}
+
+}  // namespace
+}  // namespace pagoda::structured
+
+namespace pagoda::structured {
+namespace {
+
+using Json = nlohmann::json;
+
+TEST(SchemaRewriteTest, OnlyTheFirst256PatternStatesAreRewritten) {
+  // 100 + 101 states fit; the third string's 102 would pass 256: it keeps its maxLength.
+  const std::string schema = R"({"type": "object", "properties": {)"
+                             R"("a": {"type": "string", "maxLength": 99}, )"
+                             R"("b": {"type": "string", "maxLength": 100}, )"
+                             R"("c": {"type": "string", "maxLength": 101}}})";
+  const Json rewritten = Json::parse(rewrite_schema(schema));
+  EXPECT_TRUE(rewritten["properties"]["a"].contains("pattern"));
+  EXPECT_TRUE(rewritten["properties"]["b"].contains("pattern"));
+  EXPECT_FALSE(rewritten["properties"]["c"].contains("pattern"));
+  EXPECT_EQ(rewritten["properties"]["c"]["maxLength"], 101);
 }
 
 }  // namespace
