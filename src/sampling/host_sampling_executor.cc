@@ -12,10 +12,11 @@ Status HostSamplingExecutor::open_sampling_slot(std::int32_t slot,
   return sampler().open_slot(slot, config);
 }
 
-void HostSamplingExecutor::close_sampling_slot(std::int32_t slot) { sampler().close_slot(slot); }
+void HostSamplingExecutor::close_sampling_slot(std::int32_t slot) {
+  sampler().close_slot(slot);
+}
 
-void HostSamplingExecutor::accept_tokens(std::int32_t slot,
-                                         std::span<const std::int32_t> tokens) {
+void HostSamplingExecutor::accept_tokens(std::int32_t slot, std::span<const std::int32_t> tokens) {
   sampler().accept_tokens(slot, tokens);
 }
 
