@@ -9,6 +9,18 @@
 
 namespace pagoda::api {
 
+namespace {
+
+// Tools offered with tool_choice "auto" (OpenAI's default when tools are given).
+bool wants_auto_tool_calls(const Json& body) {
+  const auto tools = body.find("tools");
+  if (tools == body.end() || !tools->is_array() || tools->empty()) return false;
+  const auto choice = body.find("tool_choice");
+  return choice == body.end() || *choice == "auto";
+}
+
+}  // namespace
+
 ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel& model,
                                              const RequestContext& context) {
   GenerationJob job;
@@ -27,6 +39,8 @@ ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel
     }
     structured = StructuredOutputRequest{std::move(forced->spec), "tool_choice"};
     job.response.tool_calls = std::move(forced->format);
+  } else if (model.tool_call_parser != nullptr && wants_auto_tool_calls(body)) {
+    job.response.auto_tool_calls = model.tool_call_parser;
   }
   // A thinking model's span goes to reasoning_content.
   request.separate_reasoning = model.reasoning.has_value();

@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "api/forced_tool_calls.h"
 #include "engine/engine_client.h"
+#include "tools/tool_call_format.h"
 
 namespace pagoda::api {
 
@@ -71,6 +73,10 @@ struct ResponseOptions {
   /// Chat with forced tool calls (tool_choice "required" or named): the output becomes
   /// message.tool_calls, streamed whole in the last chunk (forced_tool_calls.h).
   std::optional<ToolCallFormat> tool_calls;
+  /// Chat with tools and tool_choice "auto" on a server with --enable-auto-tool-choice: the
+  /// output is parsed for calls in this format (src/tools/), which become message.tool_calls
+  /// beside the text around them; streamed, each call goes out whole once it has closed.
+  std::shared_ptr<const tools::ToolCallFormat> auto_tool_calls;
 };
 
 /// A validated request: submit every entry of `requests` (one per prompt), then encode.

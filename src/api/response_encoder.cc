@@ -142,6 +142,9 @@ std::string ResponseEncoder::stream_output(std::size_t choice_index,
     }
   }
   if (chat && options_.tool_calls) return events + stream_tool_calls(choice_index, output);
+  if (chat && options_.auto_tool_calls) {
+    return events + stream_auto_tool_calls(choice_index, output);
+  }
   const bool with_logprobs = options_.logprobs.has_value();
   Json entries = empty_logprobs();
   bool first_completion_chunk = false;
@@ -224,6 +227,62 @@ void ResponseEncoder::settle_tool_calls(std::size_t choice_index, Choice& choice
   choice.finish_reason = "tool_calls";
 }
 
+Json ResponseEncoder::tool_call_json(std::size_t choice_index, std::size_t n,
+                                     const tools::ToolCall& call) const {
+  const std::string id = options_.id.substr(options_.id.find('-') + 1);
+  return Json{{"id", "call_" + id + std::to_string(choice_index) + "_" + std::to_string(n)},
+              {"type", "function"},
+              {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+void ResponseEncoder::settle_auto_tool_calls(std::size_t choice_index, Choice& choice) const {
+  if (!options_.auto_tool_calls) return;
+  tools::ToolOutput out = tools::parse_tool_output(*options_.auto_tool_calls, choice.text);
+  if (out.calls.empty()) return;
+  choice.tool_calls = Json::array();
+  for (std::size_t n = 0; n < out.calls.size(); ++n) {
+    choice.tool_calls.push_back(tool_call_json(choice_index, n, out.calls[n]));
+  }
+  choice.text = std::move(out.content);
+  choice.finish_reason = "tool_calls";
+}
+
+std::string ResponseEncoder::stream_auto_tool_calls(std::size_t choice_index,
+                                                    const engine::StreamOutput& output) {
+  const engine::RequestOutput& out = output.output;
+  Choice& choice = choices_[choice_index];
+  if (choice.tool_stream == nullptr) {
+    choice.tool_stream = std::make_shared<tools::ToolCallStream>(*options_.auto_tool_calls);
+  }
+  tools::ToolStreamStep step = choice.tool_stream->feed(out.text);
+  if (out.finished) {
+    tools::ToolStreamStep rest = choice.tool_stream->finish();
+    step.content += rest.content;
+    for (tools::ToolCallDelta& d : rest.calls) step.calls.push_back(std::move(d));
+    finish_choice(choice, output);
+    if (choice.tool_stream->sent_calls()) choice.finish_reason = "tool_calls";
+  }
+  Json delta = Json::object();
+  if (!out.reasoning_text.empty()) delta["reasoning_content"] = out.reasoning_text;
+  if (!step.content.empty()) delta["content"] = step.content;
+  if (!step.calls.empty()) {
+    Json calls = Json::array();
+    for (const tools::ToolCallDelta& d : step.calls) {
+      Json call = tool_call_json(choice_index, d.index, d.call);
+      call["index"] = d.index;
+      calls.push_back(std::move(call));
+    }
+    delta["tool_calls"] = std::move(calls);
+  }
+  if (delta.empty() && !out.finished) return "";
+  Json item = {{"index", choice_index},
+               {"delta", std::move(delta)},
+               {"logprobs", nullptr},
+               {"finish_reason", out.finished ? Json(choice.finish_reason) : Json(nullptr)}};
+  if (out.finished) item["stop_reason"] = choice.stop_reason;
+  return sse_event(chunk(Json::array({std::move(item)})));
+}
+
 void ResponseEncoder::gather_output(std::size_t choice_index, const engine::StreamOutput& output) {
   Choice& choice = choices_[choice_index];
   if (!choice.started) {
@@ -242,6 +301,7 @@ void ResponseEncoder::gather_output(std::size_t choice_index, const engine::Stre
   if (output.output.finished) {
     finish_choice(choice, output);
     settle_tool_calls(choice_index, choice);
+    settle_auto_tool_calls(choice_index, choice);
   }
 }
 
@@ -357,8 +417,11 @@ Json ResponseEncoder::choice_json(std::size_t choice_index, const Choice& choice
   const bool chat = options_.endpoint == ApiEndpoint::kChatCompletions;
   Json item = {{"index", choice_index}};
   if (chat && choice.tool_calls.is_array()) {
-    item["message"] = {
-        {"role", "assistant"}, {"content", nullptr}, {"tool_calls", choice.tool_calls}};
+    // Forced calls are the whole output; auto calls keep the text around them as content.
+    const bool content = options_.auto_tool_calls != nullptr && !choice.text.empty();
+    item["message"] = {{"role", "assistant"},
+                       {"content", content ? Json(choice.text) : Json(nullptr)},
+                       {"tool_calls", choice.tool_calls}};
     if (options_.reasoning) {
       item["message"]["reasoning_content"] =
           choice.reasoning.empty() ? Json(nullptr) : Json(choice.reasoning);

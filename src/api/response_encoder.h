@@ -29,6 +29,7 @@
 #include "api/generation_job.h"
 #include "engine/output_channel.h"
 #include "pagoda/tokenizer.h"
+#include "tools/tool_call_stream.h"
 
 namespace pagoda::api {
 
@@ -81,6 +82,8 @@ class ResponseEncoder {
     std::int64_t text_offset = 0;  // completions logprobs: code points before the next token
     Json prompt_logprobs;          // vLLM's prompt_logprobs (null unless asked for)
     Json tool_calls;               // forced tool calls: the calls, once finished (else null)
+    // Auto tool calls, streaming: the output's split into content and calls so far.
+    std::shared_ptr<tools::ToolCallStream> tool_stream;
   };
 
   // A streamed chunk of `choices`: id, object, created, model, system_fingerprint, and "usage":
@@ -104,6 +107,13 @@ class ResponseEncoder {
   void settle_tool_calls(std::size_t choice_index, Choice& choice) const;
   // Forced tool calls, streaming: the text is held, then sent whole as the calls.
   std::string stream_tool_calls(std::size_t choice_index, const engine::StreamOutput& output);
+  // Auto tool calls: a finished choice's text split into content and calls (finish_reason
+  // "tool_calls" when there are calls).
+  void settle_auto_tool_calls(std::size_t choice_index, Choice& choice) const;
+  // Auto tool calls, streaming: content as it becomes safe, each call once it has closed.
+  std::string stream_auto_tool_calls(std::size_t choice_index, const engine::StreamOutput& output);
+  // The OpenAI tool_calls entry of call `n` of a choice.
+  Json tool_call_json(std::size_t choice_index, std::size_t n, const tools::ToolCall& call) const;
 
   ResponseOptions options_;
   std::shared_ptr<const Tokenizer> tokenizer_;

@@ -16,6 +16,7 @@
 #include "pagoda/tokenizer.h"
 #include "structured/constraint_compiler.h"
 #include "template/chat_template.h"
+#include "tools/tool_call_format.h"
 
 namespace pagoda::api {
 
@@ -48,6 +49,9 @@ struct ServedModel {
   /// Compiles structured-output constraints for this model's vocabulary (thread-safe, cached);
   /// null refuses them.
   std::shared_ptr<structured::ConstraintCompiler> constraints;
+  /// --enable-auto-tool-choice with --tool-call-parser: how tool_choice "auto" reads calls out of
+  /// the output (src/tools/); null leaves auto's output as text.
+  std::shared_ptr<const tools::ToolCallFormat> tool_call_parser;
 
   /// The name /v1/models reports.
   const std::string& name() const { return names.front(); }

@@ -154,6 +154,10 @@ struct ServeCommand {
   double idle_timeout_seconds = 60;
   double shutdown_grace_seconds = 30;
   bool disable_log_requests = false;
+  /// --enable-auto-tool-choice / --tool-call-parser (vLLM's): tool_choice "auto" reads calls
+  /// out of the output in this format (hermes, llama3_json, mistral).
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;
   DeviceOptions device;
   LoadOptions load;
   QuantizationOptions quantization;

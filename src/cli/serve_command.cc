@@ -26,6 +26,7 @@
 #include "server/openai_service.h"
 #if PAGODA_HAVE_GRPC
 #include "grpc/grpc_server.h"
+#include "tools/tool_call_format.h"
 #endif
 
 namespace pagoda::cli {
@@ -143,6 +144,10 @@ struct ModelLoader {
     if (resolved.eos_token_id) eos.push_back(*resolved.eos_token_id);
     model.constraints = std::make_shared<structured::ConstraintCompiler>(
         *tokenizer, engine->vocab_size(), std::move(eos));
+    if (cmd.enable_auto_tool_choice) {
+      PAGODA_ASSIGN_OR_RETURN(model.tool_call_parser,
+                              tools::make_tool_call_format(cmd.tool_call_parser));
+    }
     // Bare lines, so scripts can grep '^startup:' and '^cuda graphs:'.
     std::fprintf(stderr, "%s\n", startup.summary().c_str());
     if (startup.graphs) std::fprintf(stderr, "%s\n", startup.graphs_summary().c_str());
@@ -274,6 +279,12 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
                   "On SIGTERM/SIGINT, how long requests in flight may take to finish")
       ->capture_default_str();
   sub->add_flag("--disable-log-requests", disable_log_requests, "No log line per finished request");
+  sub->add_flag("--enable-auto-tool-choice", enable_auto_tool_choice,
+                "tool_choice \"auto\": read tool calls out of the model's output "
+                "(needs --tool-call-parser)");
+  sub->add_option("--tool-call-parser", tool_call_parser,
+                  "How the model writes tool calls: hermes (Hermes, Qwen 2.5 / 3), llama3_json, "
+                  "mistral");
   device.add_to(*sub);
   load.add_to(*sub);
   quantization.add_to(*sub);
@@ -291,6 +302,15 @@ int ServeCommand::run(const char* argv0) {
     if (Status s = apply_config_file(config_path, *app); !s.ok()) return report_error(s);
   }
   if (max_num_seqs < 1) return report_error(invalid_argument("--max-num-seqs must be at least 1"));
+  if (enable_auto_tool_choice != !tool_call_parser.empty()) {
+    return report_error(invalid_argument(
+        "--enable-auto-tool-choice and --tool-call-parser go together (as in vLLM)"));
+  }
+  if (!tool_call_parser.empty()) {
+    if (auto parser = tools::make_tool_call_format(tool_call_parser); !parser.ok()) {
+      return report_error(parser.status());
+    }
+  }
   if (max_num_batched_tokens < 1) {
     return report_error(invalid_argument("--max-num-batched-tokens must be at least 1"));
   }

@@ -346,3 +346,79 @@ TEST_F(ResponseEncoderTest, DropGeneratedLeavesThePromptOnly) {
 
 }  // namespace
 }  // namespace pagoda::api
+
+namespace pagoda::api {
+namespace {
+
+ResponseOptions auto_tool_options(bool stream) {
+  ResponseOptions o = options(ApiEndpoint::kChatCompletions, stream);
+  auto format = tools::make_tool_call_format("hermes");
+  EXPECT_TRUE(format.ok());
+  o.auto_tool_calls = std::move(*format);
+  return o;
+}
+
+const char* const kToolOutput =
+    "Checking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"
+    "</tool_call>";
+
+TEST_F(ResponseEncoderTest, AutoToolCallsBecomeTheMessagesToolCalls) {
+  ResponseEncoder encoder(auto_tool_options(false), tokenizer_);
+  encoder.add(0, delta(0, std::string(kToolOutput).substr(0, 20)));
+  encoder.add(0, final_output(0, std::string(kToolOutput).substr(20), 4, 9));
+  const Json body = Json::parse(encoder.finish_body().body);
+  const Json& choice = body["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Checking.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1U);
+  const Json& call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"], "call_x0_0");
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>()),
+            Json::parse(R"({"city": "Paris"})"));
+}
+
+TEST_F(ResponseEncoderTest, AutoToolCallsWithoutCallsStayText) {
+  ResponseEncoder encoder(auto_tool_options(false), tokenizer_);
+  encoder.add(0, final_output(0, "No tools: 2 < 3.", 4, 9));
+  const Json body = Json::parse(encoder.finish_body().body);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], "No tools: 2 < 3.");
+  EXPECT_FALSE(body["choices"][0]["message"].contains("tool_calls"));
+}
+
+// Streamed a few bytes at a time: the content deltas join to the text before the call, the call
+// arrives once, whole, with its index, and the last chunk says tool_calls.
+TEST_F(ResponseEncoderTest, AutoToolCallsStreamContentThenTheCall) {
+  ResponseEncoder encoder(auto_tool_options(true), tokenizer_);
+  const std::string text = kToolOutput;
+  std::string sse;
+  for (std::size_t at = 0; at < text.size(); at += 3) {
+    const bool last = at + 3 >= text.size();
+    const std::string piece = text.substr(at, 3);
+    sse += encoder.add(0, last ? final_output(0, piece, 4, 9) : delta(0, piece));
+  }
+  sse += encoder.finish_stream();
+  std::string content;
+  std::vector<Json> calls;
+  Json finish_reason;
+  for (const Json& e : events(sse)) {
+    if (e == "[DONE]") continue;
+    const Json& choice = e["choices"][0];
+    if (choice["delta"].contains("content"))
+      content += choice["delta"]["content"].get<std::string>();
+    if (choice["delta"].contains("tool_calls")) {
+      for (const Json& c : choice["delta"]["tool_calls"]) calls.push_back(c);
+    }
+    if (!choice["finish_reason"].is_null()) finish_reason = choice["finish_reason"];
+  }
+  EXPECT_EQ(content, "Checking.");
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(finish_reason, "tool_calls");
+}
+
+}  // namespace
+}  // namespace pagoda::api
