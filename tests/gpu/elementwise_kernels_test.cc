@@ -16,6 +16,7 @@
 #include "backend/cpu/rope.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/embedding/embedding.h"
+#include "kernels/norm/head_rms_norm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -104,6 +105,50 @@ TEST(GpuRmsNorm, MatchesCpuWithAndWithoutResidual) {
             cpu::rms_norm_reference(x.data(), weight.data(), 1e-5f, tokens, hidden, want.data());
           }
           gpu_test::expect_close(d_out.download(), want, tolerance(type), what);
+        }
+      }
+    }
+  }
+}
+
+// Per-head RMSNorm in place on the q part of a QKV-shaped buffer: every (token, head) row of
+// head_dim against the CPU reference; the columns past the normed heads (k, v) stay untouched.
+TEST(GpuHeadRmsNorm, NormsEachHeadInPlaceInAStridedBuffer) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(9);
+  for (ScalarType type : gpu_test::kAllTypes) {
+    for (std::int64_t head_dim : {13, 64, 128, 256}) {
+      for (std::int64_t tokens : {1, 19}) {
+        const std::int64_t heads = 3;
+        const std::int64_t stride = (heads + 2) * head_dim + 5;  // q heads, then other columns
+        const auto n = static_cast<std::size_t>(tokens * stride);
+        const auto x = gpu_test::round_to(gpu_test::random_vector(n, rng), type);
+        const auto weight = gpu_test::round_to(
+            gpu_test::random_vector(static_cast<std::size_t>(head_dim), rng, 0.5f, 1.5f), type);
+        DeviceArray d_x(x, type), d_weight(weight, type);
+        ASSERT_TRUE(kernels::launch_head_rms_norm({.x = d_x.data(),
+                                                   .row_stride = stride,
+                                                   .weight = d_weight.data(),
+                                                   .num_tokens = tokens,
+                                                   .num_heads = heads,
+                                                   .head_dim = head_dim,
+                                                   .eps = 1e-6f,
+                                                   .dtype = type},
+                                                  nullptr)
+                        .ok());
+        std::vector<float> want = x;
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          cpu::rms_norm_reference(x.data() + t * stride, weight.data(), 1e-6f, heads, head_dim,
+                                  want.data() + t * stride);
+        }
+        const std::string what = std::string(gpu_test::name_of(type)) + " head_dim " +
+                                 std::to_string(head_dim) + " tokens " + std::to_string(tokens);
+        const std::vector<float> got = d_x.download();
+        gpu_test::expect_close(got, want, tolerance(type), what);
+        for (std::int64_t t = 0; t < tokens; ++t) {
+          for (std::int64_t c = heads * head_dim; c < stride; ++c) {
+            ASSERT_EQ(got[t * stride + c], x[t * stride + c]) << what << " column " << c;
+          }
         }
       }
     }
