@@ -6,7 +6,7 @@ namespace pagoda::models {
 // where attention is q, k, v = x Wq, x Wk, x Wv; q, k = RMSNorm per head
 // (q_norm, k_norm); RoPE(q, k); cache (k, v); softmax(q K^T / sqrt(head_dim),
 // causal) V; out = attn Wo.
-Status qwen3_forward(DecoderOps &ops, const ModelConfig &config) {
+Status qwen3_forward(DecoderOps& ops, const ModelConfig& config) {
   const std::int64_t num_layers = config.num_hidden_layers;
   PAGODA_RETURN_IF_ERROR(ops.embed());
   PAGODA_RETURN_IF_ERROR(ops.rms_norm(0, NormWeight::kInput));
@@ -19,11 +19,10 @@ Status qwen3_forward(DecoderOps &ops, const ModelConfig &config) {
     PAGODA_RETURN_IF_ERROR(ops.add_rms_norm(i, NormWeight::kPostAttention));
     PAGODA_RETURN_IF_ERROR(ops.gated_mlp(i, GatedActivation::kSilu));
     const bool last_layer = i + 1 == num_layers;
-    PAGODA_RETURN_IF_ERROR(last_layer
-                               ? ops.add_rms_norm(i, NormWeight::kFinal)
-                               : ops.add_rms_norm(i + 1, NormWeight::kInput));
+    PAGODA_RETURN_IF_ERROR(last_layer ? ops.add_rms_norm(i, NormWeight::kFinal)
+                                      : ops.add_rms_norm(i + 1, NormWeight::kInput));
   }
   return Status::ok_status();
 }
 
-} // namespace pagoda::models
+}  // namespace pagoda::models

@@ -10,6 +10,6 @@
 namespace pagoda::models {
 
 /// Runs the model from the embedding to the final norm (DecoderOps' `normed`).
-Status qwen3_forward(DecoderOps &ops, const ModelConfig &config);
+Status qwen3_forward(DecoderOps& ops, const ModelConfig& config);
 
-} // namespace pagoda::models
+}  // namespace pagoda::models
