@@ -131,6 +131,20 @@ StatusOr<BlasLt::Plan*> BlasLt::plan_for(const PlanSpec& g) {
   return &plans_.emplace(key, plan).first->second;
 }
 
+Status BlasLt::run(Plan& plan, const void* x, const void* w, const void* bias, void* y,
+                   cudaStream_t stream) {
+  if (bias != nullptr) {
+    PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan.desc, &alpha, w, plan.a, x, plan.b,
+                                               &beta, y, plan.d, y, plan.d, &plan.algo,
+                                               workspace_.data(), workspace_.bytes(), stream));
+  return Status::ok_status();
+}
+
 Status BlasLt::linear(const LinearGemm& g, cudaStream_t stream) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
     return invalid_argument("linear: empty product " + std::to_string(g.m) + "x" +
@@ -148,16 +162,7 @@ Status BlasLt::linear(const LinearGemm& g, cudaStream_t stream) {
                                                  .input = cuda_data_type(g.input_type),
                                                  .output = cuda_data_type(g.output_type),
                                                  .bias = g.bias != nullptr}));
-  if (g.bias != nullptr) {
-    PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
-        plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-  }
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
-  PAGODA_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmul(handle_, plan->desc, &alpha, g.w, plan->a, g.x, plan->b, &beta, g.y, plan->d,
-                     g.y, plan->d, &plan->algo, workspace_.data(), workspace_.bytes(), stream));
-  return Status::ok_status();
+  return run(*plan, g.x, g.w, g.bias, g.y, stream);
 }
 
 Status BlasLt::linear_fp8(const Fp8LinearGemm& g, cudaStream_t stream) {
@@ -184,16 +189,7 @@ Status BlasLt::linear_fp8(const Fp8LinearGemm& g, cudaStream_t stream) {
       plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.w_scales, sizeof(g.w_scales)));
   PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
       plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.x_scales, sizeof(g.x_scales)));
-  if (g.bias != nullptr) {
-    PAGODA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
-        plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-  }
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
-  PAGODA_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmul(handle_, plan->desc, &alpha, g.w, plan->a, g.x, plan->b, &beta, g.y, plan->d,
-                     g.y, plan->d, &plan->algo, workspace_.data(), workspace_.bytes(), stream));
-  return Status::ok_status();
+  return run(*plan, g.x, g.w, g.bias, g.y, stream);
 }
 
 bool BlasLt::fp8_linear_supported() {

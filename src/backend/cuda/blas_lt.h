@@ -94,6 +94,9 @@ class BlasLt {
 
   BlasLt() = default;
   StatusOr<Plan*> plan_for(const PlanSpec& spec);
+  // D = op(w) x (+ bias) with `plan`: the weight is cuBLASLt's A, the activations its B.
+  Status run(Plan& plan, const void* x, const void* w, const void* bias, void* y,
+             cudaStream_t stream);
   static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
