@@ -55,6 +55,22 @@ namespace {
 using cuda::DeviceBuffer;
 using cuda::ScalarType;
 
+// y [m, n] = x [m, k] w [n, k]^T in BF16 through cuBLASLt: the baseline every GEMM figure is
+// a ratio to.
+void bf16_linear(cuda::BlasLt& blas, const void* x, const void* w, void* y, std::int64_t m,
+                 std::int64_t n, std::int64_t k, const char* what) {
+  check(blas.linear({.x = x,
+                     .w = w,
+                     .y = y,
+                     .m = m,
+                     .n = n,
+                     .k = k,
+                     .input_type = ScalarType::kBF16,
+                     .output_type = ScalarType::kBF16},
+                    nullptr),
+        what);
+}
+
 struct Ceilings {
   double bandwidth_gbs = 0.0;  // B
   double tflops = 0.0;         // F
@@ -74,18 +90,8 @@ Ceilings measure_ceilings(cuda::BlasLt& blas) {
   DeviceBuffer a = random_buffer(n * n, ScalarType::kBF16, 2);
   DeviceBuffer w = random_buffer(n * n, ScalarType::kBF16, 3);
   DeviceBuffer y = alloc(static_cast<std::size_t>(n * n) * 2);
-  const double gemm_ms = median_ms([&](int) {
-    check(blas.linear({.x = a.data(),
-                       .w = w.data(),
-                       .y = y.data(),
-                       .m = n,
-                       .n = n,
-                       .k = n,
-                       .input_type = ScalarType::kBF16,
-                       .output_type = ScalarType::kBF16},
-                      nullptr),
-          "gemm");
-  });
+  const double gemm_ms =
+      median_ms([&](int) { bf16_linear(blas, a.data(), w.data(), y.data(), n, n, n, "gemm"); });
   c.tflops = 2.0 * n * n * n / (gemm_ms * 1e-3) / 1e12;
   result("F: cuBLASLt BF16 GEMM 8192^3", c.tflops, "TFLOP/s", 1.0, "ceiling");
   return c;
@@ -427,16 +433,7 @@ void bench_skinny_gemm(const Ceilings& ceil, cuda::BlasLt& blas) {
       DeviceBuffer x = random_buffer(m * k, ScalarType::kBF16, 60);
       DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
       const double cublas_ms = median_ms([&](int i) {
-        check(blas.linear({.x = x.data(),
-                           .w = w[i % 4].data(),
-                           .y = y.data(),
-                           .m = m,
-                           .n = n,
-                           .k = k,
-                           .input_type = ScalarType::kBF16,
-                           .output_type = ScalarType::kBF16},
-                          nullptr),
-              "skinny gemm");
+        bf16_linear(blas, x.data(), w[i % 4].data(), y.data(), m, n, k, "skinny gemm");
       });
       const double weight_bytes = n * k * 2.0;
       const double cublas_gbs = weight_bytes / (cublas_ms * 1e-3) / 1e9;
@@ -506,16 +503,7 @@ void bench_w4a16(const Ceilings& ceil, cuda::BlasLt& blas) {
       const std::size_t ws_bytes = kernels::w4a16_gemm_workspace_bytes(m, n, k);
       DeviceBuffer ws = alloc(std::max<std::size_t>(ws_bytes, 4));
       const auto cublas = [&](const void* w) {
-        check(blas.linear({.x = x.data(),
-                           .w = w,
-                           .y = y.data(),
-                           .m = m,
-                           .n = n,
-                           .k = k,
-                           .input_type = ScalarType::kBF16,
-                           .output_type = ScalarType::kBF16},
-                          nullptr),
-              "cublas bf16");
+        bf16_linear(blas, x.data(), w, y.data(), m, n, k, "cublas bf16");
       };
       const double cublas_ms = median_ms([&](int i) { cublas(bf16_w[i % kCopies].data()); });
       const double ours_ms = median_ms([&](int i) {
