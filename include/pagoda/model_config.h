@@ -100,6 +100,9 @@ struct ModelConfig {
   /// `query_pre_attn_scalar`; GGUF gemma3: head_dim (hidden_size / heads for the 62-layer 27B), as
   /// llama.cpp derives it.
   std::optional<double> query_pre_attn_scalar;
+  /// Attention scores are soft-capped, s = cap * tanh(s / cap). config.json
+  /// `attn_logit_softcapping` (Gemma 2; null in Gemma 3); unset means none.
+  std::optional<double> attn_logit_softcapping;
 
   /// OK when the fields describe a buildable model; otherwise names the bad field.
   Status validate() const;

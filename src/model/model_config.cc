@@ -75,6 +75,9 @@ Status ModelConfig::validate() const {
   if (query_pre_attn_scalar && !(*query_pre_attn_scalar > 0)) {
     return bad_field("query_pre_attn_scalar", "must be positive");
   }
+  if (attn_logit_softcapping && !(*attn_logit_softcapping > 0)) {
+    return bad_field("attn_logit_softcapping", "must be positive or null");
+  }
   const auto in_vocab = [&](std::int64_t id) { return id >= 0 && id < vocab_size; };
   if (bos_token_id && !in_vocab(*bos_token_id)) {
     return bad_field("bos_token_id", std::to_string(*bos_token_id) + " is outside the vocabulary");

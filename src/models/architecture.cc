@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "models/gemma3.h"
 #include "models/llama.h"
 #include "models/qwen3.h"
 
@@ -12,7 +13,7 @@ namespace {
 // Mistral and Qwen2 are Llama's layer loop: Mistral's sliding window is not used by the
 // checkpoints Pagoda loads (config sliding_window null), Qwen2's QKV bias is a weight the loader
 // finds when config.attention_bias says so.
-constexpr std::array<Architecture, 4> kArchitectures = {{
+constexpr std::array<Architecture, 6> kArchitectures = {{
     {.name = "llama",
      .hf_class = "LlamaForCausalLM",
      .gguf_rope = GgufRope::kAdjacentPairs,
@@ -30,6 +31,22 @@ constexpr std::array<Architecture, 4> kArchitectures = {{
      .gguf_rope = GgufRope::kRotateHalf,
      .qk_norm = true,
      .forward = qwen3_forward},
+    // gemma3_text is the model_type of Gemma3ForCausalLM checkpoints (the text-only 270M / 1B);
+    // its GGUF files say gemma3.
+    {.name = "gemma3",
+     .hf_class = "Gemma3ForCausalLM",
+     .gguf_rope = GgufRope::kRotateHalf,
+     .qk_norm = true,
+     .sandwich_norms = true,
+     .hf_norm_weight_offset = 1.0f,
+     .forward = gemma3_forward},
+    {.name = "gemma3_text",
+     .hf_class = "Gemma3ForCausalLM",
+     .gguf_rope = GgufRope::kRotateHalf,
+     .qk_norm = true,
+     .sandwich_norms = true,
+     .hf_norm_weight_offset = 1.0f,
+     .forward = gemma3_forward},
 }};
 
 }  // namespace

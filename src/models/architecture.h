@@ -27,6 +27,12 @@ struct Architecture {
   GgufRope gguf_rope = GgufRope::kRotateHalf;
   /// Layers carry self_attn.q_norm / k_norm (per-head RMSNorm of q and k before RoPE).
   bool qk_norm = false;
+  /// Layers carry Gemma's sandwich norms: post_attention_layernorm on the attention output,
+  /// pre_feedforward_layernorm before the MLP, post_feedforward_layernorm on its output.
+  bool sandwich_norms = false;
+  /// Added to every RMSNorm weight of an HF checkpoint at load: Gemma's RMSNorm scales by
+  /// (1 + weight); llama.cpp's converter already added the 1 to GGUF files.
+  float hf_norm_weight_offset = 0.0f;
   /// The layer loop: embedding to final norm over a backend's DecoderOps.
   Status (*forward)(DecoderOps& ops, const ModelConfig& config) = nullptr;
 };

@@ -1,14 +1,17 @@
 #include "models/cpu_decoder_ops.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/embedding.h"
+#include "backend/cpu/gelu_tanh.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/paged_attention.h"
 #include "backend/cpu/rms_norm.h"
 #include "backend/cpu/rope.h"
+#include "backend/cpu/windowed_attention.h"
 
 namespace pagoda::models {
 
@@ -56,6 +59,8 @@ const float* CpuDecoderOps::norm_weight(std::int64_t layer, NormWeight weight) c
     case NormWeight::kPostAttention: return l.post_attention_layernorm.data();
     case NormWeight::kQ: return l.q_norm.data();
     case NormWeight::kK: return l.k_norm.data();
+    case NormWeight::kPreFeedforward: return l.pre_feedforward_layernorm.data();
+    case NormWeight::kPostFeedforward: return l.post_feedforward_layernorm.data();
     case NormWeight::kFinal: break;
   }
   return weights_.norm.data();
@@ -121,29 +126,30 @@ Status CpuDecoderOps::head_rms_norm(std::int64_t layer) {
 }
 
 Status CpuDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table) {
-  if (table != RopeTable::kGlobal) {
-    return unimplemented("rope_and_cache_write: a local RoPE table on the CPU");
+  const std::vector<float>& inv_freq =
+      table == RopeTable::kLocal ? weights_.rope_local_inv_freq : weights_.rope_inv_freq;
+  if (inv_freq.empty()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "rope_and_cache_write: the config has no local RoPE base");
   }
   const ForwardBatch& batch = *batch_;
   const cpu::KvCacheView& cache = kv_cache_[static_cast<std::size_t>(layer)];
   const std::int64_t q_row = config_.num_attention_heads * config_.head_dim;
   const std::int64_t kv_row = config_.num_key_value_heads * config_.head_dim;
   pool_->parallel_for(batch.num_tokens(), [&](std::int64_t begin, std::int64_t end) {
-    cpu::apply_rope(weights_.rope_inv_freq.data(), weights_.rope_style,
-                    batch.positions.data() + begin, end - begin, a_.q.data() + begin * q_row,
-                    config_.num_attention_heads, a_.k.data() + begin * kv_row,
-                    config_.num_key_value_heads, config_.head_dim);
+    cpu::apply_rope(inv_freq.data(), weights_.rope_style, batch.positions.data() + begin,
+                    end - begin, a_.q.data() + begin * q_row, config_.num_attention_heads,
+                    a_.k.data() + begin * kv_row, config_.num_key_value_heads, config_.head_dim);
     cpu::write_kv(a_.k.data() + begin * kv_row, a_.v.data() + begin * kv_row,
                   batch.slot_mapping.data() + begin, end - begin, cache);
   });
   return Status::ok_status();
 }
 
+// Plain causal attention (the default scale, or one equal to it, as Gemma 3 270M's
+// query_pre_attn_scalar = head_dim gives) runs paged_attention's tiles; a window, another scale
+// or a soft-cap runs windowed_attention.
 Status CpuDecoderOps::attention(std::int64_t layer, const AttentionOptions& options) {
-  if (options.softmax_scale != 0.0f || options.sliding_window != 0 ||
-      options.logit_softcap != 0.0f) {
-    return unimplemented("attention: scale, sliding window and soft-cap options on the CPU");
-  }
   const ForwardBatch& batch = *batch_;
   const cpu::AttentionBatch attention_batch{
       .query_start_loc = batch.query_start_loc.data(),
@@ -152,6 +158,19 @@ Status CpuDecoderOps::attention(std::int64_t layer, const AttentionOptions& opti
       .num_seqs = batch.num_seqs(),
       .max_blocks_per_seq = batch.max_blocks_per_seq,
   };
+  const auto default_scale =
+      static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+  const bool plain = (options.softmax_scale == 0.0f || options.softmax_scale == default_scale) &&
+                     options.sliding_window == 0 && options.logit_softcap == 0.0f;
+  if (!plain) {
+    cpu::windowed_attention(*pool_, a_.q.data(), config_.num_attention_heads,
+                            kv_cache_[static_cast<std::size_t>(layer)], attention_batch,
+                            {.scale = options.softmax_scale,
+                             .sliding_window = options.sliding_window,
+                             .logit_softcap = options.logit_softcap},
+                            a_.attn.data());
+    return Status::ok_status();
+  }
   cpu::paged_attention(*pool_, a_.q.data(), config_.num_attention_heads,
                        kv_cache_[static_cast<std::size_t>(layer)], attention_batch, a_.attn.data());
   return Status::ok_status();
@@ -164,9 +183,6 @@ Status CpuDecoderOps::output_projection(std::int64_t layer) {
 }
 
 Status CpuDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation) {
-  if (activation != GatedActivation::kSilu) {
-    return unimplemented("gated_mlp: only SiLU gates on the CPU so far");
-  }
   const LlamaLayerWeights& l = weights_.layers[static_cast<std::size_t>(layer)];
   const std::int64_t n = batch_->num_tokens();
   const std::array<cpu::MatmulOutput, 2> gate_up = {{
@@ -177,11 +193,45 @@ Status CpuDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation) 
   const std::int64_t width = config_.intermediate_size;
   pool_->parallel_for(n, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
-      cpu::silu_mul(a_.gate.data() + r * width, a_.up.data() + r * width, width,
-                    a_.act.data() + r * width);
+      if (activation == GatedActivation::kSilu) {
+        cpu::silu_mul(a_.gate.data() + r * width, a_.up.data() + r * width, width,
+                      a_.act.data() + r * width);
+      } else {
+        cpu::gelu_tanh_mul(a_.gate.data() + r * width, a_.up.data() + r * width, width,
+                           a_.act.data() + r * width);
+      }
     }
   });
   cpu::matmul(*pool_, a_.act.data(), n, l.down_proj, nullptr, a_.out.data());
+  return Status::ok_status();
+}
+
+Status CpuDecoderOps::embed_scaled(float scale) {
+  PAGODA_RETURN_IF_ERROR(embed());
+  const std::int64_t hidden = config_.hidden_size;
+  pool_->parallel_for(batch_->num_tokens(), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin * hidden; i < end * hidden; ++i) a_.residual[i] *= scale;
+  });
+  return Status::ok_status();
+}
+
+// Row by row: the sublayer output normed in place, then the fused add + norm.
+Status CpuDecoderOps::post_norm_add_rms_norm(std::int64_t layer, NormWeight post,
+                                             std::int64_t next_layer, NormWeight next) {
+  const std::int64_t hidden = config_.hidden_size;
+  if (weights_.layers.front().post_feedforward_layernorm.empty()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "post_norm_add_rms_norm: the model has no sandwich norms");
+  }
+  const float* w_post = norm_weight(layer, post);
+  const float* w_next = norm_weight(next_layer, next);
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  pool_->parallel_for(batch_->num_tokens(), [&](std::int64_t begin, std::int64_t end) {
+    float* out = a_.out.data() + begin * hidden;
+    cpu::rms_norm(out, w_post, eps, end - begin, hidden, out);
+    cpu::add_rms_norm(a_.residual.data() + begin * hidden, out, w_next, eps, end - begin, hidden,
+                      a_.normed.data() + begin * hidden);
+  });
   return Status::ok_status();
 }
 

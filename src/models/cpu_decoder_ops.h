@@ -52,6 +52,9 @@ class CpuDecoderOps final : public DecoderOps {
   Status attention(std::int64_t layer, const AttentionOptions& options) override;
   Status output_projection(std::int64_t layer) override;
   Status gated_mlp(std::int64_t layer, GatedActivation activation) override;
+  Status embed_scaled(float scale) override;
+  Status post_norm_add_rms_norm(std::int64_t layer, NormWeight post, std::int64_t next_layer,
+                                NormWeight next) override;
 
   /// logits = normed[logits_indices] lm_head^T, after the architecture's loop.
   void lm_head(float* logits /* [num_logits, vocab] */);

@@ -33,6 +33,11 @@ class CudaDecoderOps final : public DecoderOps {
   Status output_projection(std::int64_t layer) override;
   Status gated_mlp(std::int64_t layer, GatedActivation activation) override;
 
+  // Gemma 3 ops (cuda_decoder_ops_gemma3.cc).
+  Status embed_scaled(float scale) override;
+  Status post_norm_add_rms_norm(std::int64_t layer, NormWeight post, std::int64_t next_layer,
+                                NormWeight next) override;
+
  private:
   const void* norm_weight(std::int64_t layer, NormWeight weight) const;
   const CudaLayerWeights& layer_weights(std::int64_t layer) const {

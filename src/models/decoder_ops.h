@@ -25,11 +25,13 @@ namespace pagoda::models {
 
 /// Which norm weight of a layer (or of the model) an op applies.
 enum class NormWeight : std::uint8_t {
-  kInput,          ///< input_layernorm: before attention
-  kPostAttention,  ///< post_attention_layernorm: before the MLP in pre-norm models
-  kQ,              ///< self_attn.q_norm: per head, before RoPE (Qwen3, Gemma 3)
-  kK,              ///< self_attn.k_norm
-  kFinal,          ///< model.norm: the layer argument is ignored
+  kInput,            ///< input_layernorm: before attention
+  kPostAttention,    ///< post_attention_layernorm: pre-MLP; on the attention output in Gemma 3
+  kQ,                ///< self_attn.q_norm: per head, before RoPE (Qwen3, Gemma 3)
+  kK,                ///< self_attn.k_norm
+  kFinal,            ///< model.norm: the layer argument is ignored
+  kPreFeedforward,   ///< pre_feedforward_layernorm: before the MLP (Gemma 3)
+  kPostFeedforward,  ///< post_feedforward_layernorm: on the MLP's output (Gemma 3)
 };
 
 /// The gate's activation in gate(x) * up(x).
@@ -74,6 +76,17 @@ class DecoderOps {
   virtual Status output_projection(std::int64_t layer) = 0;
   /// out = down(act(gate(normed)) * up(normed)), gate and up as one fused product.
   virtual Status gated_mlp(std::int64_t layer, GatedActivation activation) = 0;
+
+  // Gemma 3's ops.
+
+  /// residual = embed_tokens[token_ids] * scale, the scale rounded to the activation dtype
+  /// first (as transformers' Gemma3TextScaledWordEmbedding does).
+  virtual Status embed_scaled(float scale) = 0;
+  /// out = rms_norm(out, post of `layer`); residual += out; normed = rms_norm(residual, next of
+  /// `next_layer`): a sandwich norm on a sublayer's output fused with the skip connection and the
+  /// norm of the sublayer that follows it.
+  virtual Status post_norm_add_rms_norm(std::int64_t layer, NormWeight post,
+                                        std::int64_t next_layer, NormWeight next) = 0;
 };
 
 }  // namespace pagoda::models

@@ -63,7 +63,30 @@ StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c,
                           linear.load(mlp, "up_proj", c.intermediate_size, c.hidden_size));
   PAGODA_ASSIGN_OR_RETURN(layer.down_proj,
                           linear.load(mlp, "down_proj", c.hidden_size, c.intermediate_size));
+  if (arch.sandwich_norms) {
+    PAGODA_ASSIGN_OR_RETURN(layer.pre_feedforward_layernorm,
+                            get_vector(w, "pre_feedforward_layernorm.weight", c.hidden_size));
+    PAGODA_ASSIGN_OR_RETURN(layer.post_feedforward_layernorm,
+                            get_vector(w, "post_feedforward_layernorm.weight", c.hidden_size));
+  }
   return layer;
+}
+
+// Gemma's RMSNorm scales by (1 + weight) (in fp32, as transformers does); the kernels scale by
+// the weight, so an HF checkpoint's norm weights get the 1 here. llama.cpp's converter added it
+// to GGUF files already.
+void offset_norm_weights(LlamaWeights& weights, float offset) {
+  const auto add = [offset](std::vector<float>& norm) {
+    for (float& value : norm) value += offset;
+  };
+  for (LlamaLayerWeights& layer : weights.layers) {
+    for (std::vector<float>* norm :
+         {&layer.input_layernorm, &layer.post_attention_layernorm, &layer.q_norm, &layer.k_norm,
+          &layer.pre_feedforward_layernorm, &layer.post_feedforward_layernorm}) {
+      add(*norm);
+    }
+  }
+  add(weights.norm);
 }
 
 // The config's scaling as the RoPE op takes it (yarn, refused by the callers, maps to none).
@@ -163,6 +186,12 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
   weights.repacked = linear.take_storage();
   weights.rope_style = rope_style(files, arch);
   PAGODA_ASSIGN_OR_RETURN(weights.rope_inv_freq, rope_inv_freq(files, root));
+  if (c.rope_local_theta) {
+    weights.rope_local_inv_freq = cpu::rope_inv_freq(c.head_dim, *c.rope_local_theta, {});
+  }
+  if (files.format == ModelFormat::kHuggingFace && arch.hf_norm_weight_offset != 0.0f) {
+    offset_norm_weights(weights, arch.hf_norm_weight_offset);
+  }
   return weights;
 }
 
@@ -274,12 +303,18 @@ StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t s
     layer.gate_proj = gate_up[0];
     layer.up_proj = gate_up[1];
     layer.down_proj = draw.matrix(hidden, c.intermediate_size);
+    if (arch->sandwich_norms) {
+      layer.pre_feedforward_layernorm = draw.vector(hidden, 0.9f, 1.1f);
+      layer.post_feedforward_layernorm = draw.vector(hidden, 0.9f, 1.1f);
+    }
     w.layers.push_back(std::move(layer));
   }
   w.norm = draw.vector(hidden, 0.9f, 1.1f);
   w.lm_head = c.tie_word_embeddings ? w.embed_tokens : draw.matrix(c.vocab_size, hidden);
   w.rope_style = cpu::RopeStyle::kRotateHalf;
   w.rope_inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
+  if (c.rope_local_theta)
+    w.rope_local_inv_freq = cpu::rope_inv_freq(c.head_dim, *c.rope_local_theta, {});
   return w;
 }
 

@@ -35,6 +35,10 @@ struct LlamaLayerWeights {
   cpu::TensorView gate_proj;                    ///< [intermediate, hidden]
   cpu::TensorView up_proj;                      ///< [intermediate, hidden]
   cpu::TensorView down_proj;                    ///< [hidden, intermediate]
+  /// [hidden] each; empty unless Architecture::sandwich_norms (Gemma 3, where
+  /// post_attention_layernorm norms the attention output and these the MLP's input and output).
+  std::vector<float> pre_feedforward_layernorm;
+  std::vector<float> post_feedforward_layernorm;
 };
 
 /// The whole model, plus how its RoPE is applied.
@@ -47,6 +51,9 @@ struct LlamaWeights {
   /// files (their Q/K rows are permuted at conversion), rotate-half otherwise.
   cpu::RopeStyle rope_style = cpu::RopeStyle::kRotateHalf;
   std::vector<float> rope_inv_freq;  ///< [head_dim / 2], scaling applied
+  /// [head_dim / 2]: the sliding layers' table (RopeTable::kLocal) from rope_local_theta, no
+  /// scaling; empty when the config has no local base.
+  std::vector<float> rope_local_inv_freq;
   /// The matrices repacked or quantized at load (GPTQ, AWQ, FP8, --quantization) that some
   /// views above point into; empty when every matrix is used in place from the file.
   std::vector<std::shared_ptr<const quant::QuantizedMatrix>> repacked;

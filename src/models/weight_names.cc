@@ -38,11 +38,21 @@ constexpr std::array<NamePair, 14> kLayerNames = {{
     {"ffn_down.weight", "mlp.down_proj.weight"},
 }};
 
+// Gemma 3's sandwich norms: llama.cpp calls its pre-MLP norm ffn_norm (Llama's
+// post_attention_layernorm), and post_attention_layernorm, applied to the attention output, is
+// attn_post_norm. Looked up before kLayerNames.
+constexpr std::array<NamePair, 3> kGemma3LayerNames = {{
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+}};
+
 constexpr std::string_view kGgufLayerPrefix = "blk.";
 
 }  // namespace
 
-std::optional<std::string> hf_name_from_gguf(std::string_view gguf_name) {
+std::optional<std::string> hf_name_from_gguf(std::string_view gguf_name,
+                                             std::string_view architecture) {
   for (const NamePair& pair : kModelNames) {
     if (gguf_name == pair.gguf) return std::string(pair.hf);
   }
@@ -55,6 +65,13 @@ std::optional<std::string> hf_name_from_gguf(std::string_view gguf_name) {
   auto [end, error] = std::from_chars(index.data(), index.data() + index.size(), layer);
   if (error != std::errc() || end != index.data() + index.size()) return std::nullopt;
   const std::string_view suffix = rest.substr(dot + 1);
+  if (architecture == "gemma3") {
+    for (const NamePair& pair : kGemma3LayerNames) {
+      if (suffix == pair.gguf) {
+        return "model.layers." + std::string(index) + "." + std::string(pair.hf);
+      }
+    }
+  }
   for (const NamePair& pair : kLayerNames) {
     if (suffix == pair.gguf) {
       return "model.layers." + std::string(index) + "." + std::string(pair.hf);

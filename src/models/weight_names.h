@@ -8,8 +8,11 @@
 
 namespace pagoda::models {
 
-/// The HF name of a Llama-family GGUF tensor ("blk.3.attn_q.weight" ->
-/// "model.layers.3.self_attn.q_proj.weight"); nullopt for names the table does not know.
-std::optional<std::string> hf_name_from_gguf(std::string_view gguf_name);
+/// The HF name of a GGUF tensor ("blk.3.attn_q.weight" ->
+/// "model.layers.3.self_attn.q_proj.weight") in a file of GGUF `general.architecture`
+/// `architecture` (a few names mean another HF tensor in Gemma 3); nullopt for names the table
+/// does not know.
+std::optional<std::string> hf_name_from_gguf(std::string_view gguf_name,
+                                             std::string_view architecture = {});
 
 }  // namespace pagoda::models

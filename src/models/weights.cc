@@ -19,7 +19,7 @@ Weights Weights::index(const ModelFiles& files) {
   for (const ModelTensor& tensor : files.tensors) {
     if (files.format == ModelFormat::kHuggingFace) {
       table->emplace(tensor.name, &tensor);
-    } else if (auto hf_name = hf_name_from_gguf(tensor.name)) {
+    } else if (auto hf_name = hf_name_from_gguf(tensor.name, files.config.architecture)) {
       table->emplace(std::move(*hf_name), &tensor);
     }
   }
