@@ -90,6 +90,72 @@ Status read_rope(const json& root, const std::string& path, ModelConfig& config)
   return {};
 }
 
+// Gemma 3 (model_type gemma3_text, or gemma3 when a text config is read alone): interleaved
+// sliding-window and full layers, each kind with its own RoPE, and Gemma's score scale. Absent
+// keys take Gemma3TextConfig's defaults. transformers 5 writes `layer_types` and
+// `rope_parameters` per layer type ({"full_attention": {...}, "sliding_attention": {...}});
+// 4.x wrote `sliding_window_pattern`, `rope_theta` + `rope_scaling` (the full layers') and
+// `rope_local_base_freq`.
+Status read_gemma3(const json& root, const std::string& path, ModelConfig& config) {
+  const HfFields f(root, path);
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> window, f.optional_int("sliding_window"));
+  config.sliding_window = window.value_or(4096);
+  PAGODA_ASSIGN_OR_RETURN(std::optional<double> scalar, f.optional_float("query_pre_attn_scalar"));
+  config.query_pre_attn_scalar = scalar.value_or(256.0);
+  PAGODA_ASSIGN_OR_RETURN(config.attn_logit_softcapping,
+                          f.optional_float("attn_logit_softcapping"));
+  PAGODA_ASSIGN_OR_RETURN(std::optional<double> final_cap,
+                          f.optional_float("final_logit_softcapping"));
+  if (final_cap) {
+    return unimplemented(path + ": final_logit_softcapping is not supported yet");
+  }
+  const json* types = f.find("layer_types");
+  if (types != nullptr && !types->is_null()) {
+    if (!types->is_array()) return invalid_argument(path + ": \"layer_types\" must be a list");
+    for (const json& t : *types) {
+      if (t == "sliding_attention") {
+        config.layer_types.push_back(AttentionType::kSliding);
+      } else if (t == "full_attention") {
+        config.layer_types.push_back(AttentionType::kFull);
+      } else {
+        return invalid_argument(path + ": layer_types holds " + t.dump() +
+                                "; expected \"sliding_attention\" or \"full_attention\"");
+      }
+    }
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> pattern,
+                            f.optional_int("sliding_window_pattern"));
+    const std::int64_t every = pattern.value_or(6);
+    if (every <= 0) return invalid_argument(path + ": sliding_window_pattern must be positive");
+    for (std::int64_t i = 0; i < config.num_hidden_layers; ++i) {
+      config.layer_types.push_back((i + 1) % every == 0 ? AttentionType::kFull
+                                                        : AttentionType::kSliding);
+    }
+  }
+  const json* params = f.find("rope_parameters");
+  if (params != nullptr && params->is_object() && params->contains("full_attention")) {
+    json full = json::object();
+    full["rope_parameters"] = (*params)["full_attention"];
+    PAGODA_RETURN_IF_ERROR(read_rope(full, path, config));
+    const json& local = (*params).value("sliding_attention", json::object());
+    const HfFields local_fields(local, path);
+    PAGODA_ASSIGN_OR_RETURN(std::optional<double> local_theta,
+                            local_fields.optional_float("rope_theta"));
+    PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> local_type,
+                            local_fields.optional_string("rope_type"));
+    if (local_type && *local_type != "default") {
+      return unimplemented(path + ": rope_type \"" + *local_type +
+                           "\" on sliding layers is not supported (default is)");
+    }
+    config.rope_local_theta = local_theta.value_or(10000.0);
+    return {};
+  }
+  PAGODA_ASSIGN_OR_RETURN(std::optional<double> local_theta,
+                          f.optional_float("rope_local_base_freq"));
+  config.rope_local_theta = local_theta.value_or(10000.0);
+  return {};
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std::string& path) {
@@ -118,6 +184,9 @@ StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> eps, f.optional_float("rms_norm_eps"));
   config.rms_norm_eps = eps.value_or(1e-6);
   PAGODA_RETURN_IF_ERROR(read_rope(root, path, config));
+  if (*model_type == "gemma3_text" || *model_type == "gemma3") {
+    PAGODA_RETURN_IF_ERROR(read_gemma3(root, path, config));
+  }
 
   // transformers' PretrainedConfig ties embeddings by default; LlamaConfig, MistralConfig and
   // Qwen2Config override that default to untied.

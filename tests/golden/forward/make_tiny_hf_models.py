@@ -21,6 +21,15 @@ Writes, under tests/data/forward/ (about 20 seconds on 2 CPU threads):
                        96, intermediate 160, 2 layers, 2 heads / 1 KV head, head_dim 64 (from the
                        config, not hidden / heads; 64 so that the CUDA backend runs it too), vocab
                        352, tied embeddings, rope_theta 1e6; weights float32
+  tiny_gemma3/         Gemma3ForCausalLM (model_type gemma3_text): hidden 64, intermediate 144, 3
+                       layers (sliding, sliding, full), 2 heads / 1 KV head, head_dim 256 (as the
+                       real ones; the CUDA kernels need their 256 variant), sliding_window 12 (so
+                       the 150-token sequence drops keys on the sliding layers),
+                       query_pre_attn_scalar 64 (scores scaled by 1/8, not head_dim^-1/2), RoPE
+                       theta 1e4 on sliding layers and 1e6 with linear scaling (factor 4) on the
+                       full one, GeGLU (gelu_pytorch_tanh), sandwich norms, vocab 416, tied
+                       embeddings; weights float32. Gemma's norms scale by (1 + weight): the
+                       stored weights are 0.2 N(0, 1) here, so the scale is near 1.
 Each folder: config.json, generation_config.json, the safetensors, and logits.json with, for 3
 fixed id sequences (lengths 1, 7, 150; numpy seed 1234, or the next seed
 whose argmaxes all win by >= 5e-3), the float32 logits of the last 4
@@ -96,6 +105,63 @@ def tiny_qwen3_config():
         use_sliding_window=False, bos_token_id=1, eos_token_id=2)
 
 
+def tiny_gemma3_config():
+    from transformers import Gemma3TextConfig
+
+    return Gemma3TextConfig(
+        vocab_size=416, hidden_size=64, intermediate_size=144, num_hidden_layers=3,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=256,
+        hidden_activation="gelu_pytorch_tanh", max_position_embeddings=512, rms_norm_eps=1e-6,
+        tie_word_embeddings=True, sliding_window=12,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+        query_pre_attn_scalar=64,
+        rope_parameters={
+            "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        final_logit_softcapping=None, attn_logit_softcapping=None, pad_token_id=0,
+        bos_token_id=2, eos_token_id=1)
+
+
+def is_gemma3(model):
+    return model.config.model_type == "gemma3_text"
+
+
+def make_fp64_gemma3(model):
+    """model.double() with Gemma 3's RMSNorm (1 + weight) and its per-layer-type RoPE tables
+    (linear scaling included) computed in float64."""
+    model.double()
+    rot = model.model.rotary_emb
+    cfg = model.config
+    inv = {}
+    for layer_type in rot.layer_types:
+        params = cfg.rope_parameters[layer_type]
+        theta = float(params["rope_theta"])
+        dim = cfg.head_dim
+        table = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        if params.get("rope_type") == "linear":
+            table = table / float(params["factor"])
+        ref = getattr(rot, f"{layer_type}_inv_freq").double()
+        assert torch.allclose(table, ref, rtol=1e-6, atol=0), layer_type
+        assert getattr(rot, f"{layer_type}_attention_scaling") == 1.0
+        inv[layer_type] = table
+
+    def rope_forward(self, x, position_ids, layer_type):
+        freqs = position_ids[..., None].double() * inv[layer_type].to(x.device)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def rms_forward(self, x):
+        h = x.double()
+        out = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (out * (1.0 + self.weight.double())).to(x.dtype)
+
+    rot.forward = rope_forward.__get__(rot)
+    for mod in model.modules():
+        if type(mod).__name__ == "Gemma3RMSNorm":
+            mod.forward = rms_forward.__get__(mod)
+    return model
+
+
 @torch.no_grad()
 def init_weights(model, seed):
     torch.manual_seed(seed)
@@ -105,6 +171,8 @@ def init_weights(model, seed):
             p.normal_(0.0, 0.1 if tied else 1.0)
         elif name == "lm_head.weight":
             p.normal_(0.0, 2.0 * p.shape[1] ** -0.5)
+        elif "norm" in name and type(model).__name__.startswith("Gemma3"):
+            p.copy_(0.2 * torch.randn_like(p))  # Gemma's RMSNorm scales by 1 + weight
         elif "norm" in name:
             p.copy_(1.0 + 0.2 * torch.randn_like(p))
         elif name.endswith(".bias"):
@@ -178,7 +246,11 @@ def reference(folder):
             break
     else:
         raise RuntimeError("no tie-free seed found")
-    inv32 = model.model.rotary_emb.inv_freq.tolist()
+    rot = model.model.rotary_emb
+    if is_gemma3(model):
+        inv32 = {t: getattr(rot, f"{t}_inv_freq").tolist() for t in rot.layer_types}
+    else:
+        inv32 = rot.inv_freq.tolist()
     result_seqs = []
     for ids, logits, (cont, gaps) in zip(seqs, full32, conts):
         top2 = torch.topk(logits, 2, dim=-1).values
@@ -194,7 +266,10 @@ def reference(folder):
             "greedy_top1_top2_gap": gaps,
         })
     # float64 reference noise
-    make_fp64(model)
+    if is_gemma3(model):
+        make_fp64_gemma3(model)
+    else:
+        make_fp64(model)
     worst, argmax_differs = 0.0, False
     for ids, l32, rec in zip(seqs, full32, result_seqs):
         l64 = model(input_ids=torch.tensor([ids])).logits[0]
@@ -209,7 +284,8 @@ def reference(folder):
         "model_class": type(model).__name__,
         "loaded_as": "AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, "
                      "attn_implementation='sdpa')",
-        "rope_inv_freq_fp32": [f32(v) for v in inv32],
+        "rope_inv_freq_fp32": ({t: [f32(v) for v in row] for t, row in inv32.items()}
+                               if isinstance(inv32, dict) else [f32(v) for v in inv32]),
         "sequence_seed": seed,
         "sequences_drawn_as": "numpy.random.default_rng(sequence_seed).integers(0, vocab_size, "
                               "size=n) for n in (1, 7, 150), in that order",
@@ -236,6 +312,7 @@ def main():
     t0 = time.time()
     llama_dir, sharded_dir, qwen_dir = OUT / "tiny_llama", OUT / "tiny_llama_sharded", OUT / "tiny_qwen2"
     qwen3_dir = OUT / "tiny_qwen3"
+    gemma3_dir = OUT / "tiny_gemma3"
     # Folder names to regenerate (e.g. tiny_qwen3); every folder when none is given.
     only = set(sys.argv[1:])
 
@@ -253,7 +330,11 @@ def main():
         build("Qwen3ForCausalLM", tiny_qwen3_config(), 20240703, torch.float32, qwen3_dir,
               {"bos_token_id": 1, "eos_token_id": 2})
 
-    for folder in (llama_dir, sharded_dir, qwen_dir, qwen3_dir):
+    if wanted(gemma3_dir):
+        build("Gemma3ForCausalLM", tiny_gemma3_config(), 20240704, torch.float32, gemma3_dir,
+              {"bos_token_id": 2, "eos_token_id": [1, 106]})
+
+    for folder in (llama_dir, sharded_dir, qwen_dir, qwen3_dir, gemma3_dir):
         if not wanted(folder):
             continue
         ref = reference(folder)

@@ -73,7 +73,7 @@ TEST_P(TinyHfModelTest, LogitsAndGreedyMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, TinyHfModelTest,
                          ::testing::Values("tiny_llama", "tiny_qwen2", "tiny_llama_sharded",
-                                           "tiny_qwen3"));
+                                           "tiny_qwen3", "tiny_gemma3"));
 
 }  // namespace
 }  // namespace pagoda::models
