@@ -125,6 +125,22 @@ Status read_gemma3_attention(const GgufFile& file, const GgufKeys& keys, ModelCo
   return {};
 }
 
+// Gemma's chat turns end with <end_of_turn>, which its GGUF files do not list as EOS
+// (tokenizer.ggml.eos_token_id is <eos> only): the instruction-tuned checkpoints' own
+// generation_config.json stops on both (eos_token_id [1, 106]), which is what vLLM stops on,
+// and llama.cpp adds the token to its end-of-generation set by its text. The id, when the
+// vocabulary has the token.
+std::optional<std::int64_t> gemma_end_of_turn_id(const GgufFile& file) {
+  const GgufValue* tokens = file.find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || !tokens->is_array()) return std::nullopt;
+  for (std::size_t i = 0; i < tokens->array_size(); ++i) {
+    if (tokens->element(i).as_string() == std::optional<std::string_view>("<end_of_turn>")) {
+      return static_cast<std::int64_t>(i);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> model_config_from_gguf(const GgufFile& file) {
@@ -195,6 +211,13 @@ StatusOr<ModelConfig> model_config_from_gguf(const GgufFile& file) {
     if (id && std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), *id) ==
                   config.eos_token_ids.end()) {
       config.eos_token_ids.push_back(*id);
+    }
+  }
+  if (*arch == "gemma3") {
+    const std::optional<std::int64_t> end_of_turn = gemma_end_of_turn_id(file);
+    if (end_of_turn && std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(),
+                                 *end_of_turn) == config.eos_token_ids.end()) {
+      config.eos_token_ids.push_back(*end_of_turn);
     }
   }
   Status valid = config.validate();

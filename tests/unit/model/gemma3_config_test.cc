@@ -82,6 +82,24 @@ TEST(Gemma3ConfigTest, ReadsThePatternAndLocalBaseWhereTheFileHasThem) {
   EXPECT_EQ(config->rope_local_theta, 20000.0);
 }
 
+// Gemma's chat turns end with <end_of_turn>: a gemma3 file whose vocabulary has it stops there as
+// on <eos>, as the instruction-tuned checkpoints' generation_config.json says (eos [1, 106]).
+TEST(Gemma3ConfigTest, EndOfTurnStopsLikeEos) {
+  const auto with_tokens = [](std::vector<std::string_view> tokens) {
+    return gemma3_config(8, 2, [tokens](GgufBytes& b) {
+      b.kv_u32("tokenizer.ggml.eos_token_id", 1);
+      b.str("tokenizer.ggml.tokens").u32(9).u32(8).u64(tokens.size());
+      for (std::string_view t : tokens) b.str(t);
+    });
+  };
+  auto config = with_tokens({"<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"});
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  EXPECT_EQ(config->eos_token_ids, (std::vector<std::int64_t>{1, 4}));
+  auto without = with_tokens({"<pad>", "<eos>", "<bos>"});
+  ASSERT_TRUE(without.ok()) << without.status().to_string();
+  EXPECT_EQ(without->eos_token_ids, std::vector<std::int64_t>{1});
+}
+
 TEST(Gemma3ConfigTest, The27BScalesScoresByHiddenOverHeads) {
   // llama.cpp tells the 27B by its 62 layers: query_pre_attn_scalar = hidden / heads there.
   auto config = gemma3_config(62);
@@ -153,7 +171,8 @@ TEST(Gemma3ConfigTest, RealGemma3270MMatchesTransformers) {
         << "layer " << i;
   }
   EXPECT_EQ(c.bos_token_id, 2);
-  EXPECT_EQ(c.eos_token_ids, std::vector<std::int64_t>{1});
+  // <eos> from the file, then <end_of_turn> (gemma_end_of_turn_id in gguf_config.cc).
+  EXPECT_EQ(c.eos_token_ids, (std::vector<std::int64_t>{1, 106}));
 
   // `pagoda inspect` says the same.
   std::ostringstream out;
