@@ -56,7 +56,8 @@ StatusOr<LoadedExecutor> load_cuda_executor(std::shared_ptr<const ModelFiles> fi
       .max_num_batched_tokens = limits.max_num_batched_tokens,
       .max_num_seqs = limits.max_num_seqs,
       .max_model_len = limits.max_model_len,
-      .enforce_eager = options.enforce_eager};
+      .enforce_eager = options.enforce_eager,
+      .quantization = options.quantization};
   std::unique_ptr<models::CudaModelExecutor> executor;
   if (options.load_format == LoadFormat::kDummy) {
     auto created =
@@ -71,7 +72,8 @@ StatusOr<LoadedExecutor> load_cuda_executor(std::shared_ptr<const ModelFiles> fi
   }
   LoadedExecutor out;
   out.cuda = executor.get();
-  out.description = "cuda, " + std::string(cuda::scalar_type_name(options.dtype));
+  out.description = "cuda, " + std::string(cuda::scalar_type_name(options.dtype)) + ", " +
+                    executor->weights_summary();
   out.executor = std::move(executor);
   return out;
 }
@@ -124,7 +126,7 @@ Status size_gpu_kv_pool(std::int64_t max_blocks, const ModelExecutor& executor,
 StatusOr<LoadedExecutor> load_executor(std::shared_ptr<const ModelFiles> files,
                                        const ExecutorOptions& options,
                                        const ExecutorLimits& limits) {
-  PAGODA_RETURN_IF_ERROR(check_device_support(options.device, *files, options.quantization));
+  PAGODA_RETURN_IF_ERROR(check_device_support(options));
   if (options.device == Device::kCuda) {
     // Checked before the weights load, which can take minutes.
     if (!(options.gpu_memory_utilization > 0.0 && options.gpu_memory_utilization <= 1.0)) {
@@ -195,15 +197,22 @@ std::string StartupReport::graphs_summary() const {
   return text;
 }
 
-Status check_device_support(Device device, const ModelFiles& files,
-                            quant::LoadTimeQuantization quantization) {
-  if (device != Device::kCuda) return Status::ok_status();
-  // The CUDA executor dequantizes weights into --dtype at upload (act-order columns put back in
-  // input order there); it has no load-time quantization yet.
-  if (quantization != quant::LoadTimeQuantization::kNone) {
-    return unimplemented("--quantization " +
-                         std::string(quant::load_time_quantization_name(quantization)) +
-                         " runs on the CPU only so far; add --device cpu");
+Status check_device_support(const ExecutorOptions& options) {
+  if (options.device != Device::kCuda ||
+      options.quantization == quant::LoadTimeQuantization::kNone) {
+    return Status::ok_status();
+  }
+  // fp8 becomes FP8 W8A8 layers and int4 W4A16 layers, whose kernels take 16-bit activations;
+  // an FP32 run would multiply the quantized numbers dense, at FP32's memory.
+  const std::string flag =
+      "--quantization " + std::string(quant::load_time_quantization_name(options.quantization));
+  if (options.dtype == cuda::ScalarType::kF32) {
+    return unimplemented(flag + " on CUDA needs --dtype bf16 or f16 (its kernels take 16-bit " +
+                         "activations); drop --dtype f32, or add --device cpu");
+  }
+  if (options.load_format == LoadFormat::kDummy) {
+    return unimplemented(flag + " does not apply to --load-format dummy weights (they are drawn " +
+                         "on the device in --dtype); drop one of the two");
   }
   return Status::ok_status();
 }
@@ -241,8 +250,7 @@ StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
   }
   EngineConfig& config = options.engine;
   // Refused before the tokenizer (when not given) and the weights load.
-  PAGODA_RETURN_IF_ERROR(
-      check_device_support(options.executor.device, *files, options.executor.quantization));
+  PAGODA_RETURN_IF_ERROR(check_device_support(options.executor));
   std::shared_ptr<const Tokenizer> tokenizer = std::move(options.tokenizer);
   if (tokenizer == nullptr) {
     PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> loaded, load_model_tokenizer(*files));

@@ -56,7 +56,8 @@ StatusOr<ModelFiles> open_model_for(const std::string& path, LoadFormat format);
 struct ExecutorOptions {
   Device device = Device::kCpu;
   int num_threads = 0;  ///< CPU: 0 is one per hardware thread.
-  /// CPU: `--quantization`, quantize unquantized linear weights at load.
+  /// `--quantization`, quantize unquantized linear weights at load (CUDA: as FP8 or W4A16
+  /// layers, with --dtype bf16 or f16).
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
   /// CPU: `--kv-cache-dtype` (fp32, or fp16 for half the cache memory).
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
@@ -109,10 +110,11 @@ struct OpenedExecutor {
   std::string description;
 };
 
-/// UNIMPLEMENTED, naming the flag and saying "add --device cpu", for what the CUDA executor
-/// cannot run yet: load-time quantization and act-order GPTQ checkpoints. OK on the CPU.
-Status check_device_support(Device device, const ModelFiles& files,
-                            quant::LoadTimeQuantization quantization);
+/// UNIMPLEMENTED, naming the flags and what to change, for what the CUDA executor cannot run:
+/// --quantization with --dtype f32 (the 4-bit and FP8 layers take 16-bit activations) or with
+/// --load-format dummy. OK on the CPU, and for quantized checkpoints (GPTQ, AWQ, act-order
+/// included, FP8), which load quantized on CUDA without any flag.
+Status check_device_support(const ExecutorOptions& options);
 
 /// Builds the executor for `files` on options.device (weights loaded, or drawn for
 /// --load-format dummy; no KV cache yet).

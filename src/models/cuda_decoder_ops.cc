@@ -4,7 +4,6 @@
 
 #include "kernels/activation/silu_mul.h"
 #include "kernels/embedding/embedding.h"
-#include "kernels/gemm/skinny_gemm.h"
 #include "kernels/norm/head_rms_norm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
@@ -12,23 +11,6 @@
 namespace pagoda::models {
 
 using cuda::ScalarType;
-
-Status dense_linear(cuda::BlasLt& blas, const cuda::LinearGemm& g, cudaStream_t stream) {
-  const kernels::SkinnyGemmParams skinny{.x = g.x,
-                                         .w = g.w,
-                                         .bias = g.bias,
-                                         .y = g.y,
-                                         .m = g.m,
-                                         .n = g.n,
-                                         .k = g.k,
-                                         .dtype = g.input_type,
-                                         .output_f32 = g.output_type == ScalarType::kF32};
-  const bool output_ok = g.output_type == g.input_type || skinny.output_f32;
-  if (output_ok && kernels::skinny_gemm_applies(skinny)) {
-    return kernels::launch_skinny_gemm(skinny, stream);
-  }
-  return blas.linear(g, stream);
-}
 
 const void* CudaDecoderOps::norm_weight(std::int64_t layer, NormWeight weight) const {
   if (weight == NormWeight::kFinal) return e_.weights_.norm.data();
@@ -93,19 +75,16 @@ Status CudaDecoderOps::add_rms_norm(std::int64_t layer, NormWeight weight) {
                                   e_.stream_.get());
 }
 
+Status CudaDecoderOps::linear(const CudaLinearLayer& layer, const cuda::DeviceBuffer& x,
+                              const void* bias, cuda::DeviceBuffer& y) {
+  return layer.forward(x.data(), shape_.num_tokens, bias, y.data(), e_.options_.dtype, *e_.blas_,
+                       {.data = e_.linear_scratch_.data(), .bytes = e_.linear_scratch_.bytes()},
+                       e_.stream_.get());
+}
+
 Status CudaDecoderOps::qkv_projection(std::int64_t layer) {
   const CudaLayerWeights& l = layer_weights(layer);
-  return dense_linear(*e_.blas_,
-                      {.x = e_.normed_.data(),
-                       .w = l.qkv_proj.data(),
-                       .bias = l.qkv_bias.data(),
-                       .y = e_.qkv_.data(),
-                       .m = shape_.num_tokens,
-                       .n = qkv_dim(),
-                       .k = e_.config_.hidden_size,
-                       .input_type = e_.options_.dtype,
-                       .output_type = e_.options_.dtype},
-                      e_.stream_.get());
+  return linear(l.qkv_proj, e_.normed_, l.qkv_bias.data(), e_.qkv_);
 }
 
 // q and k sit side by side in each QKV row: [q heads | k heads | v heads].
@@ -182,17 +161,7 @@ Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& opt
 }
 
 Status CudaDecoderOps::output_projection(std::int64_t layer) {
-  const ModelConfig& c = e_.config_;
-  return dense_linear(*e_.blas_,
-                      {.x = e_.attn_.data(),
-                       .w = layer_weights(layer).o_proj.data(),
-                       .y = e_.proj_.data(),
-                       .m = shape_.num_tokens,
-                       .n = c.hidden_size,
-                       .k = c.num_attention_heads * c.head_dim,
-                       .input_type = e_.options_.dtype,
-                       .output_type = e_.options_.dtype},
-                      e_.stream_.get());
+  return linear(layer_weights(layer).o_proj, e_.attn_, nullptr, e_.proj_);
 }
 
 Status CudaDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation) {
@@ -204,16 +173,7 @@ Status CudaDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation)
   const cudaStream_t stream = e_.stream_.get();
   const CudaLayerWeights& l = layer_weights(layer);
   const std::int64_t n = shape_.num_tokens;
-  PAGODA_RETURN_IF_ERROR(dense_linear(*e_.blas_,
-                                      {.x = e_.normed_.data(),
-                                       .w = l.gate_up_proj.data(),
-                                       .y = e_.gate_up_.data(),
-                                       .m = n,
-                                       .n = 2 * c.intermediate_size,
-                                       .k = c.hidden_size,
-                                       .input_type = t,
-                                       .output_type = t},
-                                      stream));
+  PAGODA_RETURN_IF_ERROR(linear(l.gate_up_proj, e_.normed_, nullptr, e_.gate_up_));
   PAGODA_RETURN_IF_ERROR(kernels::launch_silu_mul({.gate_up = e_.gate_up_.data(),
                                                    .gate_up_row_stride = 2 * c.intermediate_size,
                                                    .out = e_.act_.data(),
@@ -221,16 +181,7 @@ Status CudaDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation)
                                                    .width = c.intermediate_size,
                                                    .dtype = t},
                                                   stream));
-  return dense_linear(*e_.blas_,
-                      {.x = e_.act_.data(),
-                       .w = l.down_proj.data(),
-                       .y = e_.proj_.data(),
-                       .m = n,
-                       .n = c.hidden_size,
-                       .k = c.intermediate_size,
-                       .input_type = t,
-                       .output_type = t},
-                      stream);
+  return linear(l.down_proj, e_.act_, nullptr, e_.proj_);
 }
 
 }  // namespace pagoda::models

@@ -12,11 +12,6 @@
 
 namespace pagoda::models {
 
-/// A dense product: decode-sized ones (m <= 4 rows, 16-bit) through the skinny kernel, which
-/// streams the weight faster than cuBLASLt there (docs/perf/gpu.md, G5); the rest, and FP32,
-/// through cuBLASLt.
-Status dense_linear(cuda::BlasLt& blas, const cuda::LinearGemm& g, cudaStream_t stream);
-
 /// The GPU's op set over one CudaModelExecutor.
 class CudaDecoderOps final : public DecoderOps {
  public:
@@ -40,6 +35,9 @@ class CudaDecoderOps final : public DecoderOps {
 
  private:
   const void* norm_weight(std::int64_t layer, NormWeight weight) const;
+  // y = x W^T (+ bias) over the step's tokens, whatever form the layer's weight has.
+  Status linear(const CudaLinearLayer& layer, const cuda::DeviceBuffer& x, const void* bias,
+                cuda::DeviceBuffer& y);
   const CudaLayerWeights& layer_weights(std::int64_t layer) const {
     return e_.weights_.layers[static_cast<std::size_t>(layer)];
   }

@@ -4,12 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <span>
 
 #include "backend/cpu/rope.h"
 #include "backend/cpu/row_decoder.h"
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/random_fill.h"
 #include "models/architecture.h"
+#include "models/device_linear_plan.h"
+#include "quant/fp8_channel_layout.h"
+#include "quant/w4a16_layout.h"
 
 namespace pagoda::models {
 
@@ -106,9 +111,50 @@ Shapes shapes_of(const ModelConfig& c) {
   return {c.hidden_size, q_dim, kv_dim, q_dim + 2 * kv_dim, c.intermediate_size, c.vocab_size};
 }
 
-// Device buffers of every weight, uninitialized.
+StatusOr<CudaLinearLayer> allocate_dense(std::int64_t rows, std::int64_t cols, ScalarType dtype) {
+  PAGODA_ASSIGN_OR_RETURN(DeviceBuffer w, allocate(rows * cols, dtype));
+  return CudaLinearLayer::dense(std::move(w), rows, cols);
+}
+
+// One linear layer whose weight is `parts` stacked by rows (Q, K, V; gate, up; or one part), in
+// the form device_linear_kind picks: the parts' quantized rows stacked into one matrix and
+// repacked into the GPU layout, or every row decoded into `dtype`.
+StatusOr<CudaLinearLayer> upload_linear(std::span<const cpu::TensorView> parts, ScalarType dtype,
+                                        Uploader& up) {
+  const DeviceLinearKind kind = device_linear_kind(parts, dtype != ScalarType::kF32);
+  if (kind == DeviceLinearKind::kW4A16) {
+    PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
+    StatusOr<quant::W4A16Matrix> packed =
+        stacked.dtype == DType::kQ4_Z
+            ? quant::repack_w4a16(stacked)
+            : quant::repack_w4a16_q4_0(stacked.bytes.data(), stacked.rows, stacked.cols);
+    if (!packed.ok()) return packed.status();
+    PAGODA_ASSIGN_OR_RETURN(kernels::W4A16Linear layer, kernels::W4A16Linear::upload(*packed));
+    return CudaLinearLayer::w4a16(std::move(layer));
+  }
+  if (kind == DeviceLinearKind::kFp8) {
+    PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
+    PAGODA_ASSIGN_OR_RETURN(const quant::Fp8ChannelMatrix channels,
+                            quant::split_fp8_per_channel(stacked));
+    PAGODA_ASSIGN_OR_RETURN(kernels::Fp8Linear layer, kernels::Fp8Linear::upload(channels));
+    return CudaLinearLayer::fp8(std::move(layer));
+  }
+  std::int64_t rows = 0;
+  for (const cpu::TensorView& p : parts) rows += p.num_rows;
+  PAGODA_ASSIGN_OR_RETURN(DeviceBuffer w, allocate(rows * parts[0].num_cols, dtype));
+  std::int64_t offset = 0;
+  for (const cpu::TensorView& p : parts) {
+    PAGODA_RETURN_IF_ERROR(up.matrix(p, w, offset));
+    offset += p.num_rows;
+  }
+  return CudaLinearLayer::dense(std::move(w), rows, parts[0].num_cols);
+}
+
+// Device buffers of every weight, uninitialized; the linear layers dense only when
+// `dense_linears` (dummy weights), else left for upload_linear.
 StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dtype, bool bias,
-                                            bool qk_norm, bool separate_lm_head) {
+                                            bool qk_norm, bool separate_lm_head,
+                                            bool dense_linears) {
   const Shapes s = shapes_of(c);
   CudaLlamaWeights w;
   w.dtype = dtype;
@@ -116,7 +162,6 @@ StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dty
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     CudaLayerWeights layer;
     PAGODA_ASSIGN_OR_RETURN(layer.input_layernorm, allocate(s.hidden, dtype));
-    PAGODA_ASSIGN_OR_RETURN(layer.qkv_proj, allocate(s.qkv_rows * s.hidden, dtype));
     if (bias) {
       PAGODA_ASSIGN_OR_RETURN(layer.qkv_bias, allocate(s.qkv_rows, dtype));
     }
@@ -124,10 +169,14 @@ StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dty
       PAGODA_ASSIGN_OR_RETURN(layer.q_norm, allocate(c.head_dim, dtype));
       PAGODA_ASSIGN_OR_RETURN(layer.k_norm, allocate(c.head_dim, dtype));
     }
-    PAGODA_ASSIGN_OR_RETURN(layer.o_proj, allocate(s.hidden * s.q_dim, dtype));
     PAGODA_ASSIGN_OR_RETURN(layer.post_attention_layernorm, allocate(s.hidden, dtype));
-    PAGODA_ASSIGN_OR_RETURN(layer.gate_up_proj, allocate(2 * s.intermediate * s.hidden, dtype));
-    PAGODA_ASSIGN_OR_RETURN(layer.down_proj, allocate(s.hidden * s.intermediate, dtype));
+    if (dense_linears) {
+      PAGODA_ASSIGN_OR_RETURN(layer.qkv_proj, allocate_dense(s.qkv_rows, s.hidden, dtype));
+      PAGODA_ASSIGN_OR_RETURN(layer.o_proj, allocate_dense(s.hidden, s.q_dim, dtype));
+      PAGODA_ASSIGN_OR_RETURN(layer.gate_up_proj,
+                              allocate_dense(2 * s.intermediate, s.hidden, dtype));
+      PAGODA_ASSIGN_OR_RETURN(layer.down_proj, allocate_dense(s.hidden, s.intermediate, dtype));
+    }
     w.layers.push_back(std::move(layer));
   }
   PAGODA_ASSIGN_OR_RETURN(w.norm, allocate(s.hidden, dtype));
@@ -147,16 +196,15 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
   const bool qk_norm = !host.layers.empty() && !host.layers[0].q_norm.empty();
   const bool separate_lm_head = host.lm_head.data != host.embed_tokens.data;
   PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w,
-                          allocate_weights(c, dtype, bias, qk_norm, separate_lm_head));
+                          allocate_weights(c, dtype, bias, qk_norm, separate_lm_head, false));
   PAGODA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(dtype));
   PAGODA_RETURN_IF_ERROR(up.matrix(host.embed_tokens, w.embed_tokens, 0));
   for (std::size_t i = 0; i < host.layers.size(); ++i) {
     const LlamaLayerWeights& h = host.layers[i];
     CudaLayerWeights& d = w.layers[i];
     PAGODA_RETURN_IF_ERROR(up.vector(h.input_layernorm, d.input_layernorm, 0, dtype));
-    PAGODA_RETURN_IF_ERROR(up.matrix(h.q_proj, d.qkv_proj, 0));
-    PAGODA_RETURN_IF_ERROR(up.matrix(h.k_proj, d.qkv_proj, s.q_dim));
-    PAGODA_RETURN_IF_ERROR(up.matrix(h.v_proj, d.qkv_proj, s.q_dim + s.kv_dim));
+    const cpu::TensorView qkv[] = {h.q_proj, h.k_proj, h.v_proj};
+    PAGODA_ASSIGN_OR_RETURN(d.qkv_proj, upload_linear(qkv, dtype, up));
     if (bias) {
       PAGODA_RETURN_IF_ERROR(up.vector(h.q_bias, d.qkv_bias, 0, dtype));
       PAGODA_RETURN_IF_ERROR(up.vector(h.k_bias, d.qkv_bias, s.q_dim, dtype));
@@ -166,12 +214,12 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
       PAGODA_RETURN_IF_ERROR(up.vector(h.q_norm, d.q_norm, 0, dtype));
       PAGODA_RETURN_IF_ERROR(up.vector(h.k_norm, d.k_norm, 0, dtype));
     }
-    PAGODA_RETURN_IF_ERROR(up.matrix(h.o_proj, d.o_proj, 0));
+    PAGODA_ASSIGN_OR_RETURN(d.o_proj, upload_linear(std::span(&h.o_proj, 1), dtype, up));
     PAGODA_RETURN_IF_ERROR(
         up.vector(h.post_attention_layernorm, d.post_attention_layernorm, 0, dtype));
-    PAGODA_RETURN_IF_ERROR(up.matrix(h.gate_proj, d.gate_up_proj, 0));
-    PAGODA_RETURN_IF_ERROR(up.matrix(h.up_proj, d.gate_up_proj, s.intermediate));
-    PAGODA_RETURN_IF_ERROR(up.matrix(h.down_proj, d.down_proj, 0));
+    const cpu::TensorView gate_up[] = {h.gate_proj, h.up_proj};
+    PAGODA_ASSIGN_OR_RETURN(d.gate_up_proj, upload_linear(gate_up, dtype, up));
+    PAGODA_ASSIGN_OR_RETURN(d.down_proj, upload_linear(std::span(&h.down_proj, 1), dtype, up));
   }
   PAGODA_RETURN_IF_ERROR(up.vector(host.norm, w.norm, 0, dtype));
   if (separate_lm_head) PAGODA_RETURN_IF_ERROR(up.matrix(host.lm_head, w.lm_head, 0));
@@ -189,14 +237,15 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
   const Shapes s = shapes_of(c);
   PAGODA_ASSIGN_OR_RETURN(
       CudaLlamaWeights w,
-      allocate_weights(c, dtype, c.attention_bias, arch->qk_norm, !c.tie_word_embeddings));
+      allocate_weights(c, dtype, c.attention_bias, arch->qk_norm, !c.tie_word_embeddings, true));
   std::uint64_t next_seed = seed;
   auto fill = [&](DeviceBuffer& buffer, std::int64_t n, float low, float high) {
     return cuda::fill_uniform(buffer.data(), n, dtype, low, high, next_seed++, nullptr);
   };
-  auto fill_matrix = [&](DeviceBuffer& buffer, std::int64_t rows, std::int64_t cols) {
+  auto fill_matrix = [&](CudaLinearLayer& layer, std::int64_t rows, std::int64_t cols) {
     const float bound = 1.0f / std::sqrt(static_cast<float>(cols));
-    return fill(buffer, rows * cols, -bound, bound);
+    return cuda::fill_uniform(layer.dense_weight(), rows * cols, dtype, -bound, bound, next_seed++,
+                              nullptr);
   };
   PAGODA_RETURN_IF_ERROR(fill(w.embed_tokens, s.vocab * s.hidden, -1.0f, 1.0f));
   for (CudaLayerWeights& layer : w.layers) {
@@ -214,13 +263,50 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
     PAGODA_RETURN_IF_ERROR(fill_matrix(layer.down_proj, s.hidden, s.intermediate));
   }
   PAGODA_RETURN_IF_ERROR(fill(w.norm, s.hidden, 0.9f, 1.1f));
-  if (!c.tie_word_embeddings) PAGODA_RETURN_IF_ERROR(fill_matrix(w.lm_head, s.vocab, s.hidden));
+  if (!c.tie_word_embeddings) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+    PAGODA_RETURN_IF_ERROR(fill(w.lm_head, s.vocab * s.hidden, -bound, bound));
+  }
   const std::vector<float> inv_freq =
       cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
   PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy(w.inv_freq.data(), inv_freq.data(),
                                          inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
   PAGODA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return w;
+}
+
+}  // namespace pagoda::models
+
+namespace pagoda::models {
+
+std::size_t CudaLlamaWeights::device_bytes() const {
+  std::size_t bytes = embed_tokens.bytes() + norm.bytes() + lm_head.bytes() + inv_freq.bytes();
+  for (const CudaLayerWeights& l : layers) {
+    bytes += l.input_layernorm.bytes() + l.qkv_bias.bytes() + l.q_norm.bytes() + l.k_norm.bytes() +
+             l.post_attention_layernorm.bytes();
+    for (const CudaLinearLayer* linear : l.linear_layers()) bytes += linear->device_bytes();
+  }
+  return bytes;
+}
+
+std::string CudaLlamaWeights::summary() const {
+  int counts[3] = {0, 0, 0};
+  for (const CudaLayerWeights& l : layers) {
+    for (const CudaLinearLayer* linear : l.linear_layers())
+      ++counts[static_cast<int>(linear->kind())];
+  }
+  std::string text;
+  for (const DeviceLinearKind kind :
+       {DeviceLinearKind::kW4A16, DeviceLinearKind::kFp8, DeviceLinearKind::kDense}) {
+    const int n = counts[static_cast<int>(kind)];
+    if (n == 0) continue;
+    if (!text.empty()) text += " + ";
+    text += std::to_string(n) + " " + std::string(device_linear_kind_name(kind));
+  }
+  char bytes[48];
+  std::snprintf(bytes, sizeof(bytes), " linear layers, %.2f GiB of weights",
+                static_cast<double>(device_bytes()) / (1 << 30));
+  return text + bytes;
 }
 
 }  // namespace pagoda::models

@@ -1,15 +1,20 @@
-// A registry model's weights on the GPU, in one activation dtype (BF16, FP16 or FP32). Q, K
-// and V are concatenated into one [q + k + v, hidden] matrix and gate and up into one
-// [2 * intermediate, hidden] matrix, so each is a single GEMM. Quantized GGUF tensors are
-// dequantized at load (native quantized kernels come with the quantization issue).
+// A registry model's weights on the GPU. Q, K and V are one [q + k + v, hidden] linear layer and
+// gate and up one [2 * intermediate, hidden] layer, so each is a single product. Each linear
+// layer takes the form its host weights allow (device_linear_plan.h): GPTQ / AWQ / int4 and
+// GGUF Q4_0 stay 4-bit (W4A16), per-channel FP8 stays FP8, the rest (and every matrix of an FP32
+// run) is dense in the activation dtype (BF16, FP16 or FP32), decoded exactly and rounded once.
+// Embedding, norms and the LM head are always in the activation dtype.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/scalar_type.h"
 #include "kernels/rope/rope_kv_cache.h"
+#include "models/cuda_linear_layer.h"
 #include "models/llama_weights.h"
 #include "pagoda/model_config.h"
 #include "pagoda/status.h"
@@ -19,14 +24,19 @@ namespace pagoda::models {
 /// One decoder layer on the device.
 struct CudaLayerWeights {
   cuda::DeviceBuffer input_layernorm;           ///< [hidden]
-  cuda::DeviceBuffer qkv_proj;                  ///< [(heads + 2 * kv_heads) * head_dim, hidden]
+  CudaLinearLayer qkv_proj;                     ///< [(heads + 2 * kv_heads) * head_dim, hidden]
   cuda::DeviceBuffer qkv_bias;                  ///< [(heads + 2 * kv_heads) * head_dim] or empty
   cuda::DeviceBuffer q_norm;                    ///< [head_dim] or empty (Architecture::qk_norm)
   cuda::DeviceBuffer k_norm;                    ///< [head_dim] or empty
-  cuda::DeviceBuffer o_proj;                    ///< [hidden, heads * head_dim]
+  CudaLinearLayer o_proj;                       ///< [hidden, heads * head_dim]
   cuda::DeviceBuffer post_attention_layernorm;  ///< [hidden]
-  cuda::DeviceBuffer gate_up_proj;              ///< [2 * intermediate, hidden]: gate rows, up rows
-  cuda::DeviceBuffer down_proj;                 ///< [hidden, intermediate]
+  CudaLinearLayer gate_up_proj;                 ///< [2 * intermediate, hidden]: gate rows, up rows
+  CudaLinearLayer down_proj;                    ///< [hidden, intermediate]
+
+  /// The layer's linear layers, for sizing and reporting.
+  std::vector<const CudaLinearLayer*> linear_layers() const {
+    return {&qkv_proj, &o_proj, &gate_up_proj, &down_proj};
+  }
 };
 
 /// The whole model on the device.
@@ -43,9 +53,14 @@ struct CudaLlamaWeights {
   const void* lm_head_data() const {
     return lm_head.data() != nullptr ? lm_head.data() : embed_tokens.data();
   }
+  /// Device bytes of every weight.
+  std::size_t device_bytes() const;
+  /// "4 w4a16 + 4 dense linear layers, 1.23 GiB of weights": what the weights became on the device.
+  std::string summary() const;
 };
 
-/// Copies host weights (any stored type, decoded row by row) to the device in `dtype`.
+/// Copies host weights to the device: linear layers in the form device_linear_kind picks for
+/// them, everything else (any stored type, decoded row by row) in `dtype`.
 StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& config,
                                                 const LlamaWeights& weights,
                                                 cuda::ScalarType dtype);

@@ -44,7 +44,8 @@ Status check_supported(const ModelConfig& c) {
 
 StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create(
     std::shared_ptr<const ModelFiles> files, const CudaExecutorOptions& options) {
-  PAGODA_ASSIGN_OR_RETURN(LlamaWeights host, load_llama_weights(*files));
+  PAGODA_ASSIGN_OR_RETURN(LlamaWeights host,
+                          load_llama_weights(*files, {.quantization = options.quantization}));
   return create_from_weights(files->config, host, options);
 }
 
@@ -60,6 +61,9 @@ StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create_from_weig
 StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create_dummy(
     const ModelConfig& config, const CudaExecutorOptions& options, std::uint64_t seed) {
   PAGODA_RETURN_IF_ERROR(check_supported(config));
+  if (options.quantization != quant::LoadTimeQuantization::kNone) {
+    return invalid_argument("--quantization does not apply to --load-format dummy weights");
+  }
   if (cuda::cuda_device_count() == 0) return Status(StatusCode::kUnavailable, "no CUDA device");
   PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights device,
                           dummy_llama_weights(config, options.dtype, seed));
@@ -117,6 +121,17 @@ Status CudaModelExecutor::allocate_activations() {
   PAGODA_ASSIGN_OR_RETURN(act_, allocate(n * c.intermediate_size, t));
   PAGODA_ASSIGN_OR_RETURN(last_, allocate(kLogitsChunk * c.hidden_size, t));
   PAGODA_ASSIGN_OR_RETURN(logits_, allocate(kLogitsChunk * c.vocab_size, ScalarType::kF32));
+  // Every product has at most max_num_batched_tokens rows (graphs capture fewer), so the most
+  // any layer needs up to there covers every step; the profiling pass then counts it as used.
+  std::size_t scratch = 0;
+  for (const CudaLayerWeights& layer : weights_.layers) {
+    for (const CudaLinearLayer* linear : layer.linear_layers()) {
+      scratch = std::max(scratch, linear->max_scratch_bytes(n, t));
+    }
+  }
+  if (scratch > 0) {
+    PAGODA_ASSIGN_OR_RETURN(linear_scratch_, DeviceBuffer::allocate(scratch));
+  }
   PAGODA_ASSIGN_OR_RETURN(
       sampler_, kernels::DeviceSampler::create(
                     {.vocab_size = c.vocab_size, .max_rows = n, .max_chunk_rows = kLogitsChunk}));

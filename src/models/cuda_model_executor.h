@@ -1,5 +1,6 @@
 // ModelExecutor on an NVIDIA GPU: a registry architecture's layer loop (models/architecture.h)
-// over CudaDecoderOps (kernels/ and cuBLASLt), weights in one activation dtype, a paged KV cache
+// over CudaDecoderOps (kernels/ and cuBLASLt), activations in one dtype, linear layers dense in
+// it or kept 4-bit / FP8 (cuda_linear_layer.h), a paged KV cache
 // per layer whose size comes from a profiling pass and --gpu-memory-utilization. execute() samples
 // beside the logits (kernels/sampling/device_sampler.h): per LM-head chunk process -> sample ->
 // logprobs on the device, and one copy of token ids and logprobs back per step. Written without a
@@ -22,6 +23,7 @@
 #include "models/cuda_llama_weights.h"
 #include "models/cuda_step_metadata.h"
 #include "pagoda/model_executor.h"
+#include "quant/load_time_quantization.h"
 
 namespace pagoda::models {
 
@@ -39,6 +41,9 @@ struct CudaExecutorOptions {
   std::int64_t max_graph_num_seqs = 512;
   /// Capture stops at the next size once this many seconds have gone; larger batches run eager.
   double graph_capture_time_limit_s = 30.0;
+  /// `--quantization`: unquantized linear weights quantized at load (fp8 -> FP8 W8A8, int4 ->
+  /// W4A16 with bf16/f16 activations). Not with dummy weights.
+  quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
 };
 
 /// What the decode CUDA graphs took at start-up.
@@ -55,7 +60,8 @@ struct DecodeGraphStats {
 /// Runs a model of the architecture registry on the current CUDA device.
 class CudaModelExecutor final : public ModelExecutor {
  public:
-  /// Loads `files`' weights (dequantized, converted to options.dtype) onto the device.
+  /// Loads `files`' weights onto the device: linear layers 4-bit, FP8 or dense as their stored
+  /// form (or options.quantization) allows, everything else converted to options.dtype.
   static StatusOr<std::unique_ptr<CudaModelExecutor>> create(
       std::shared_ptr<const ModelFiles> files, const CudaExecutorOptions& options);
   /// From weights already in host memory (tests build random ones).
@@ -111,6 +117,11 @@ class CudaModelExecutor final : public ModelExecutor {
   Status capture_decode_graphs();
   /// Device bytes profile_num_kv_blocks held back from the KV budget for the graphs.
   std::int64_t graph_memory_reserve() const { return graph_memory_reserve_; }
+  /// "28 w4a16 linear layers, 0.07 GiB of weights": the form the weights took on the device.
+  std::string weights_summary() const { return weights_.summary(); }
+  /// Device bytes of the weights, and of the scratch the quantized linear layers share.
+  std::size_t weight_bytes() const { return weights_.device_bytes(); }
+  std::size_t linear_scratch_bytes() const { return linear_scratch_.bytes(); }
 
  private:
   friend class CudaDecoderOps;  // the op set reads the weights, buffers and step metadata
@@ -174,15 +185,18 @@ class CudaModelExecutor final : public ModelExecutor {
   CudaStepMetadata metadata_;
 
   // Activations, options.dtype, rows = max_num_batched_tokens.
-  cuda::DeviceBuffer residual_;     // [tokens, hidden]
-  cuda::DeviceBuffer normed_;       // [tokens, hidden]
-  cuda::DeviceBuffer qkv_;          // [tokens, (heads + 2 kv_heads) * head_dim]
-  cuda::DeviceBuffer attn_;         // [tokens, heads * head_dim]
-  cuda::DeviceBuffer proj_;         // [tokens, hidden]
-  cuda::DeviceBuffer gate_up_;      // [tokens, 2 * intermediate]
-  cuda::DeviceBuffer act_;          // [tokens, intermediate]
-  cuda::DeviceBuffer last_;         // [kLogitsChunk, hidden]
-  cuda::DeviceBuffer logits_;       // [kLogitsChunk, vocab], fp32
+  cuda::DeviceBuffer residual_;  // [tokens, hidden]
+  cuda::DeviceBuffer normed_;    // [tokens, hidden]
+  cuda::DeviceBuffer qkv_;       // [tokens, (heads + 2 kv_heads) * head_dim]
+  cuda::DeviceBuffer attn_;      // [tokens, heads * head_dim]
+  cuda::DeviceBuffer proj_;      // [tokens, hidden]
+  cuda::DeviceBuffer gate_up_;   // [tokens, 2 * intermediate]
+  cuda::DeviceBuffer act_;       // [tokens, intermediate]
+  cuda::DeviceBuffer last_;      // [kLogitsChunk, hidden]
+  cuda::DeviceBuffer logits_;    // [kLogitsChunk, vocab], fp32
+  // The quantized linear layers' scratch (activation codes, act-order gathers, W4A16 split-K
+  // partials or its dequantized weight): the most any layer takes at the token budget.
+  cuda::DeviceBuffer linear_scratch_;
   kernels::DeviceSampler sampler_;  // slot state, processed logits, step in/out
   cuda::StepTimer step_timer_;
   Status deferred_error_;                  // from accept_tokens, for the next execute()

@@ -55,25 +55,39 @@ TEST(EngineResolveDeviceTest, CudaWithoutAGpuIsUnavailable) {
 }
 
 TEST(EngineDeviceSupportTest, CpuRunsEverything) {
-  ModelFiles files;
-  files.quantization.desc_act = true;
-  EXPECT_TRUE(check_device_support(Device::kCpu, files, quant::LoadTimeQuantization::kInt4).ok());
+  EXPECT_TRUE(check_device_support({.device = Device::kCpu,
+                                    .quantization = quant::LoadTimeQuantization::kInt4,
+                                    .dtype = cuda::ScalarType::kF32})
+                  .ok());
 }
 
-TEST(EngineDeviceSupportTest, CudaRefusesWhatItLacksNamingTheFlag) {
-  ModelFiles files;
-  EXPECT_TRUE(check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kNone).ok());
+// --quantization fp8 / int4 run on CUDA as FP8 and W4A16 layers (GpuQuantizedExecutor), which
+// take 16-bit activations; what they cannot run is refused naming the flags and the way out.
+TEST(EngineDeviceSupportTest, CudaQuantizesAtLoadWith16BitActivations) {
+  for (const auto q : {quant::LoadTimeQuantization::kNone, quant::LoadTimeQuantization::kFp8,
+                       quant::LoadTimeQuantization::kInt4}) {
+    for (const auto dtype : {cuda::ScalarType::kBF16, cuda::ScalarType::kF16}) {
+      EXPECT_TRUE(
+          check_device_support({.device = Device::kCuda, .quantization = q, .dtype = dtype}).ok());
+    }
+  }
+  EXPECT_TRUE(
+      check_device_support({.device = Device::kCuda, .dtype = cuda::ScalarType::kF32}).ok());
 
-  Status s = check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kFp8);
+  Status s = check_device_support({.device = Device::kCuda,
+                                   .quantization = quant::LoadTimeQuantization::kFp8,
+                                   .dtype = cuda::ScalarType::kF32});
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_THAT(s.message(), HasSubstr("--quantization fp8"));
+  EXPECT_THAT(s.message(), HasSubstr("--dtype bf16 or f16"));
   EXPECT_THAT(s.message(), HasSubstr("add --device cpu"));
 
-  // Act-order GPTQ loads on CUDA: the uploader puts the permuted columns back in input order
-  // (GpuCudaModelExecutor.ActOrderWeightsMatchCpu).
-  files.path = "gptq-model";
-  files.quantization.desc_act = true;
-  EXPECT_TRUE(check_device_support(Device::kCuda, files, quant::LoadTimeQuantization::kNone).ok());
+  s = check_device_support({.device = Device::kCuda,
+                            .quantization = quant::LoadTimeQuantization::kInt4,
+                            .load_format = LoadFormat::kDummy});
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("--quantization int4"));
+  EXPECT_THAT(s.message(), HasSubstr("--load-format dummy"));
 }
 
 // Checked before the weights load (minutes for a large model), whatever the machine has.

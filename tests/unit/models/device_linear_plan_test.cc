@@ -1,0 +1,163 @@
+// The host side of the GPU's quantized linear layers: which form each layer takes and the
+// stacking of a fused layer's quantized parts (models/device_linear_plan.h). Stacked rows must
+// decode to exactly the parts' rows, in order, under the parts' one permutation.
+#include "models/device_linear_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/row_decoder.h"
+#include "quant/fp8_weights.h"
+#include "quant/int4_rtn.h"
+
+namespace pagoda::models {
+namespace {
+
+ModelTensor f32_tensor(const std::vector<float>& values, std::int64_t rows, std::int64_t cols) {
+  return ModelTensor{"w",
+                     DType::kF32,
+                     {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)},
+                     std::span(reinterpret_cast<const std::uint8_t*>(values.data()),
+                               values.size() * sizeof(float))};
+}
+
+std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+quant::QuantizedMatrix int4(std::int64_t rows, std::int64_t cols, std::uint32_t seed,
+                            std::int64_t group_size = 128) {
+  const std::vector<float> w = random_values(rows * cols, seed);
+  auto q = quant::quantize_int4_rtn("w", f32_tensor(w, rows, cols), rows, cols, group_size);
+  EXPECT_TRUE(q.ok()) << q.status().to_string();
+  return std::move(*q);
+}
+
+quant::QuantizedMatrix fp8(std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+  const std::vector<float> w = random_values(rows * cols, seed);
+  auto q = quant::quantize_fp8_per_channel("w", f32_tensor(w, rows, cols), rows, cols);
+  EXPECT_TRUE(q.ok()) << q.status().to_string();
+  return std::move(*q);
+}
+
+cpu::TensorView view_of(const quant::QuantizedMatrix& m) {
+  cpu::TensorView v = cpu::dense_view(m.bytes.data(), m.dtype, m.rows, m.cols);
+  if (!m.input_permutation.empty()) v.input_permutation = m.input_permutation.data();
+  return v;
+}
+
+std::vector<float> decoded_row(const cpu::TensorView& v, std::int64_t r) {
+  std::vector<float> out(static_cast<std::size_t>(v.num_cols));
+  cpu::decode_row(v, r, 0, v.num_cols, out.data());
+  return out;
+}
+
+TEST(DeviceLinearPlan, QuantizedLayersStayQuantizedWith16BitActivations) {
+  const quant::QuantizedMatrix q = int4(16, 256, 1), k = int4(8, 256, 2), f = fp8(16, 256, 3);
+  const std::vector<float> dense(16 * 256, 0.5f);
+  const cpu::TensorView qkv[] = {view_of(q), view_of(k), view_of(k)};
+  EXPECT_EQ(device_linear_kind(qkv, true), DeviceLinearKind::kW4A16);
+  const cpu::TensorView f8[] = {view_of(f)};
+  EXPECT_EQ(device_linear_kind(f8, true), DeviceLinearKind::kFp8);
+  const cpu::TensorView plain[] = {cpu::dense_view(dense.data(), DType::kF32, 16, 256)};
+  EXPECT_EQ(device_linear_kind(plain, true), DeviceLinearKind::kDense);
+  // GGUF Q4_0 rows (18-byte blocks) are 4-bit too; Q8_0 is not (yet) kept quantized.
+  const std::vector<std::uint8_t> q4_0(16 * 8 * 18, 0x11);
+  const cpu::TensorView gguf[] = {cpu::dense_view(q4_0.data(), DType::kQ4_0, 16, 256)};
+  EXPECT_EQ(device_linear_kind(gguf, true), DeviceLinearKind::kW4A16);
+  const std::vector<std::uint8_t> q8_0(16 * 8 * 34, 0x11);
+  const cpu::TensorView gguf8[] = {cpu::dense_view(q8_0.data(), DType::kQ8_0, 16, 256)};
+  EXPECT_EQ(device_linear_kind(gguf8, true), DeviceLinearKind::kDense);
+  // FP32 activations: the 4-bit and FP8 kernels take 16-bit ones, so everything is dense.
+  EXPECT_EQ(device_linear_kind(qkv, false), DeviceLinearKind::kDense);
+  EXPECT_EQ(device_linear_kind(f8, false), DeviceLinearKind::kDense);
+  EXPECT_EQ(device_linear_kind_name(DeviceLinearKind::kW4A16), "w4a16");
+}
+
+TEST(DeviceLinearPlan, PartsThatCannotShareOneMatrixAreDense) {
+  const quant::QuantizedMatrix a = int4(16, 256, 1), b = int4(8, 256, 2), f = fp8(8, 256, 3);
+  const quant::QuantizedMatrix narrow = int4(8, 128, 4);
+  const cpu::TensorView mixed[] = {view_of(a), view_of(f)};
+  EXPECT_EQ(device_linear_kind(mixed, true), DeviceLinearKind::kDense);
+  EXPECT_FALSE(concatenate_rows(mixed).ok());
+  const cpu::TensorView widths[] = {view_of(a), view_of(narrow)};
+  EXPECT_EQ(device_linear_kind(widths, true), DeviceLinearKind::kDense);
+
+  // Act-order: the same column order in every part stacks; different orders do not.
+  std::vector<std::int32_t> p1(256), p2(256);
+  std::iota(p1.begin(), p1.end(), 0);
+  std::mt19937 rng(5);
+  std::shuffle(p1.begin(), p1.end(), rng);
+  p2 = p1;
+  cpu::TensorView va = view_of(a), vb = view_of(b);
+  va.input_permutation = p1.data();
+  vb.input_permutation = p2.data();  // equal contents, another array
+  const cpu::TensorView same[] = {va, vb};
+  EXPECT_EQ(device_linear_kind(same, true), DeviceLinearKind::kW4A16);
+  std::swap(p2[0], p2[1]);
+  EXPECT_EQ(device_linear_kind(same, true), DeviceLinearKind::kDense);
+  cpu::TensorView unpermuted = view_of(b);
+  const cpu::TensorView one_permuted[] = {va, unpermuted};
+  EXPECT_EQ(device_linear_kind(one_permuted, true), DeviceLinearKind::kDense);
+}
+
+TEST(DeviceLinearPlan, BlockScaledFp8IsDense) {
+  quant::QuantizedMatrix f = fp8(4, 128, 7);
+  // Give row 2's third block its own scale, as a 128-column block-scaled checkpoint would.
+  const float other = 0.125f;
+  std::memcpy(f.bytes.data() + 2 * f.row_bytes() + 2 * 36, &other, sizeof(other));
+  const cpu::TensorView v[] = {view_of(f)};
+  EXPECT_EQ(device_linear_kind(v, true), DeviceLinearKind::kDense);
+}
+
+TEST(DeviceLinearPlan, StackedRowsDecodeToThePartsRows) {
+  const quant::QuantizedMatrix q = int4(24, 256, 11), k = int4(8, 256, 12), v = int4(8, 256, 13);
+  std::vector<std::int32_t> perm(256);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::mt19937 rng(6);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  cpu::TensorView parts[] = {view_of(q), view_of(k), view_of(v)};
+  for (cpu::TensorView& p : parts) p.input_permutation = perm.data();
+  auto stacked = concatenate_rows(parts);
+  ASSERT_TRUE(stacked.ok()) << stacked.status().to_string();
+  EXPECT_EQ(stacked->dtype, DType::kQ4_Z);
+  EXPECT_EQ(stacked->rows, 40);
+  EXPECT_EQ(stacked->cols, 256);
+  EXPECT_EQ(stacked->group_size, 128);
+  EXPECT_EQ(stacked->input_permutation, perm);
+  const cpu::TensorView all = view_of(*stacked);
+  std::int64_t row = 0;
+  for (const cpu::TensorView& p : parts) {
+    for (std::int64_t r = 0; r < p.num_rows; ++r, ++row) {
+      ASSERT_EQ(decoded_row(all, row), decoded_row(p, r)) << "stacked row " << row;
+    }
+  }
+
+  const quant::QuantizedMatrix g = fp8(16, 96, 14), u = fp8(16, 96, 15);
+  const cpu::TensorView gate_up[] = {view_of(g), view_of(u)};
+  auto f8 = concatenate_rows(gate_up);
+  ASSERT_TRUE(f8.ok()) << f8.status().to_string();
+  EXPECT_EQ(f8->dtype, DType::kF8_S);
+  EXPECT_TRUE(f8->input_permutation.empty());
+  EXPECT_EQ(decoded_row(view_of(*f8), 17), decoded_row(gate_up[1], 1));
+  EXPECT_EQ(decoded_row(view_of(*f8), 3), decoded_row(gate_up[0], 3));
+}
+
+TEST(DeviceLinearPlan, GroupSizeIsTheLargestExactOne) {
+  EXPECT_EQ(uniform_q4_z_group_size(int4(8, 512, 21, 128)), 128);
+  EXPECT_EQ(uniform_q4_z_group_size(int4(8, 512, 22, 32)), 32);
+  EXPECT_EQ(uniform_q4_z_group_size(int4(8, 96, 23, 128)), 96);  // one short group: per channel
+  // 160 columns in groups of 128 + 32: no single size but 32 describes it.
+  EXPECT_EQ(uniform_q4_z_group_size(int4(8, 160, 24, 128)), 32);
+}
+
+}  // namespace
+}  // namespace pagoda::models
