@@ -13,8 +13,6 @@
 #include "backend/cuda/random_fill.h"
 #include "models/architecture.h"
 #include "models/device_linear_plan.h"
-#include "quant/fp8_channel_layout.h"
-#include "quant/w4a16_layout.h"
 
 namespace pagoda::models {
 
@@ -123,19 +121,12 @@ StatusOr<CudaLinearLayer> upload_linear(std::span<const cpu::TensorView> parts, 
                                         Uploader& up) {
   const DeviceLinearKind kind = device_linear_kind(parts, dtype != ScalarType::kF32);
   if (kind == DeviceLinearKind::kW4A16) {
-    PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
-    StatusOr<quant::W4A16Matrix> packed =
-        stacked.dtype == DType::kQ4_Z
-            ? quant::repack_w4a16(stacked)
-            : quant::repack_w4a16_q4_0(stacked.bytes.data(), stacked.rows, stacked.cols);
-    if (!packed.ok()) return packed.status();
-    PAGODA_ASSIGN_OR_RETURN(kernels::W4A16Linear layer, kernels::W4A16Linear::upload(*packed));
+    PAGODA_ASSIGN_OR_RETURN(const quant::W4A16Matrix packed, w4a16_layout(parts));
+    PAGODA_ASSIGN_OR_RETURN(kernels::W4A16Linear layer, kernels::W4A16Linear::upload(packed));
     return CudaLinearLayer::w4a16(std::move(layer));
   }
   if (kind == DeviceLinearKind::kFp8) {
-    PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
-    PAGODA_ASSIGN_OR_RETURN(const quant::Fp8ChannelMatrix channels,
-                            quant::split_fp8_per_channel(stacked));
+    PAGODA_ASSIGN_OR_RETURN(const quant::Fp8ChannelMatrix channels, fp8_layout(parts));
     PAGODA_ASSIGN_OR_RETURN(kernels::Fp8Linear layer, kernels::Fp8Linear::upload(channels));
     return CudaLinearLayer::fp8(std::move(layer));
   }

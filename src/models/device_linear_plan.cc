@@ -107,6 +107,19 @@ StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorVie
   return m;
 }
 
+StatusOr<quant::W4A16Matrix> w4a16_layout(std::span<const cpu::TensorView> parts) {
+  PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
+  if (stacked.dtype == DType::kQ4_0) {
+    return quant::repack_w4a16_q4_0(stacked.bytes.data(), stacked.rows, stacked.cols);
+  }
+  return quant::repack_w4a16(stacked);
+}
+
+StatusOr<quant::Fp8ChannelMatrix> fp8_layout(std::span<const cpu::TensorView> parts) {
+  PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
+  return quant::split_fp8_per_channel(stacked);
+}
+
 std::int64_t uniform_q4_z_group_size(const quant::QuantizedMatrix& m) {
   const std::int64_t blocks_per_row = m.cols / 32;
   for (std::int64_t blocks_per_group = blocks_per_row; blocks_per_group > 1; --blocks_per_group) {

@@ -26,7 +26,9 @@
 
 #include "backend/cpu/tensor_view.h"
 #include "pagoda/status.h"
+#include "quant/fp8_channel_layout.h"
 #include "quant/quantized_matrix.h"
+#include "quant/w4a16_layout.h"
 
 namespace pagoda::models {
 
@@ -48,6 +50,12 @@ DeviceLinearKind device_linear_kind(std::span<const cpu::TensorView> parts, bool
 /// F8_S, with their common input permutation. INVALID_ARGUMENT when the parts differ in type,
 /// columns or permutation, or are not of a 32-block type.
 StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorView> parts);
+
+/// The GPU layout of a kW4A16 layer: the parts stacked, then repacked from Q4_Z or Q4_0.
+StatusOr<quant::W4A16Matrix> w4a16_layout(std::span<const cpu::TensorView> parts);
+
+/// The GPU layout of a kFp8 layer: the parts stacked, then split into codes and row scales.
+StatusOr<quant::Fp8ChannelMatrix> fp8_layout(std::span<const cpu::TensorView> parts);
 
 /// The largest group (a multiple of 32 that divides cols) over which every row of a Q4_Z matrix
 /// repeats one scale and zero: the group_size that describes the matrix exactly.

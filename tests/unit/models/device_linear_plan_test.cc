@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "backend/cpu/row_decoder.h"
+#include "model/dequantize.h"
+#include "quant/float_codes.h"
 #include "quant/fp8_weights.h"
 #include "quant/int4_rtn.h"
 
@@ -149,6 +151,80 @@ TEST(DeviceLinearPlan, StackedRowsDecodeToThePartsRows) {
   EXPECT_TRUE(f8->input_permutation.empty());
   EXPECT_EQ(decoded_row(view_of(*f8), 17), decoded_row(gate_up[1], 1));
   EXPECT_EQ(decoded_row(view_of(*f8), 3), decoded_row(gate_up[0], 3));
+}
+
+// What the GPU is handed for a fused layer holds, weight for weight, what the CPU multiplies:
+// row r of the stacked layout is row r of the parts one after another, in stored column order,
+// with the parts' permutation.
+TEST(DeviceLinearPlan, W4A16LayoutHoldsThePartsWeights) {
+  const quant::QuantizedMatrix q = int4(24, 256, 31), k = int4(8, 256, 32), v = int4(8, 256, 33);
+  std::vector<std::int32_t> perm(256);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::mt19937 rng(7);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  cpu::TensorView parts[] = {view_of(q), view_of(k), view_of(v)};
+  for (cpu::TensorView& p : parts) p.input_permutation = perm.data();
+  auto layout = w4a16_layout(parts);
+  ASSERT_TRUE(layout.ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->rows, 40);
+  EXPECT_EQ(layout->cols, 256);
+  EXPECT_EQ(layout->group_size, 128);
+  EXPECT_EQ(layout->input_permutation, perm);
+  std::int64_t row = 0;
+  for (const cpu::TensorView& p : parts) {
+    for (std::int64_t r = 0; r < p.num_rows; ++r, ++row) {
+      const std::vector<float> want = decoded_row(p, r);
+      for (std::int64_t c = 0; c < 256; ++c) {
+        ASSERT_EQ(quant::w4a16_weight(*layout, row, c), want[static_cast<std::size_t>(c)])
+            << "row " << row << " col " << c;
+      }
+    }
+  }
+}
+
+TEST(DeviceLinearPlan, W4A16LayoutOfGgufQ4_0) {
+  // Two Q4_0 parts of 8 rows x 64 columns: fp16 d, then 16 bytes of nibbles per 32 weights.
+  std::mt19937 rng(8);
+  std::vector<std::uint8_t> a(8 * 2 * 18), b(8 * 2 * 18);
+  for (auto* part : {&a, &b}) {
+    for (std::size_t blk = 0; blk < part->size() / 18; ++blk) {
+      const std::uint16_t d = quant::float_to_fp16(0.01f * static_cast<float>(1 + rng() % 50));
+      (*part)[blk * 18] = static_cast<std::uint8_t>(d & 0xFF);
+      (*part)[blk * 18 + 1] = static_cast<std::uint8_t>(d >> 8);
+      for (int j = 0; j < 16; ++j) (*part)[blk * 18 + 2 + j] = static_cast<std::uint8_t>(rng());
+    }
+  }
+  const cpu::TensorView parts[] = {cpu::dense_view(a.data(), DType::kQ4_0, 8, 64),
+                                   cpu::dense_view(b.data(), DType::kQ4_0, 8, 64)};
+  ASSERT_EQ(device_linear_kind(parts, true), DeviceLinearKind::kW4A16);
+  auto layout = w4a16_layout(parts);
+  ASSERT_TRUE(layout.ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->rows, 16);
+  for (std::int64_t row = 0; row < 16; ++row) {
+    const std::vector<float> want = decoded_row(parts[row / 8], row % 8);
+    for (std::int64_t c = 0; c < 64; ++c) {
+      ASSERT_EQ(quant::w4a16_weight(*layout, row, c), want[static_cast<std::size_t>(c)])
+          << "row " << row << " col " << c;
+    }
+  }
+}
+
+TEST(DeviceLinearPlan, Fp8LayoutHoldsThePartsWeights) {
+  const quant::QuantizedMatrix g = fp8(16, 96, 41), u = fp8(12, 96, 42);
+  const cpu::TensorView parts[] = {view_of(g), view_of(u)};
+  auto layout = fp8_layout(parts);
+  ASSERT_TRUE(layout.ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->rows, 28);
+  EXPECT_EQ(layout->cols, 96);
+  for (std::int64_t row = 0; row < 28; ++row) {
+    const std::vector<float> want =
+        row < 16 ? decoded_row(parts[0], row) : decoded_row(parts[1], row - 16);
+    for (std::int64_t c = 0; c < 96; ++c) {
+      const float got = layout->scales[static_cast<std::size_t>(row)] *
+                        fp8_e4m3_to_float(layout->codes[static_cast<std::size_t>(row * 96 + c)]);
+      ASSERT_EQ(got, want[static_cast<std::size_t>(c)]) << "row " << row << " col " << c;
+    }
+  }
 }
 
 TEST(DeviceLinearPlan, GroupSizeIsTheLargestExactOne) {
