@@ -82,9 +82,10 @@ ApiErrorOr<GenerationJob> parse_chat_request(const Json& body, const ServedModel
   fit.num_prompt_tokens = static_cast<std::int64_t>(request.prompt_token_ids.size());
   PAGODA_API_RETURN_IF_ERROR(fit_context(fit, model, request));
   if (structured) {
-    if (std::optional<ApiError> error = compile_structured_output(*structured, model, request)) {
+    if (std::optional<ApiError> error = check_structured_output(*structured, model, request)) {
       return *error;
     }
+    job.constraint = std::move(structured);
   }
 
   request.request_id = job.response.id;

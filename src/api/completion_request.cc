@@ -125,7 +125,7 @@ ApiErrorOr<GenerationJob> parse_completion_request(const Json& body, const Serve
   if (!fields.ok()) return *fields.error();
   read_sampling_fields(fields, model, base);
   refuse_unsupported(fields, base.sampling.n);
-  const std::optional<StructuredOutputRequest> structured = read_structured_output(fields);
+  std::optional<StructuredOutputRequest> structured = read_structured_output(fields);
   response.echo = fields.boolean("echo").value_or(false);
   if (auto logprobs = fields.integer("logprobs", 0, SamplingParams::kMaxLogprobs)) {
     base.sampling.logprobs = *logprobs;
@@ -157,9 +157,10 @@ ApiErrorOr<GenerationJob> parse_completion_request(const Json& body, const Serve
   base.stream = response.stream;
   response.n = base.sampling.n;
   if (structured) {
-    if (std::optional<ApiError> error = compile_structured_output(*structured, model, base)) {
+    if (std::optional<ApiError> error = check_structured_output(*structured, model, base)) {
       return *error;
     }
+    job.constraint = std::move(structured);
   }
   for (std::size_t p = 0; p < prompts.size(); ++p) {
     engine::EngineRequest request = base;

@@ -3,6 +3,8 @@
 // `requests` and feed the outputs to a ResponseEncoder built from `response`.
 //
 //   body --parse_chat_request / parse_completion_request--> GenerationJob
+//     constraint   --ConstraintCompiler::compile_async, off the frontend's thread-->
+//                  attach_constraint (structured_output.h)
 //     requests[p]  --EngineClient::submit--> OutputStream p --> ResponseEncoder::add(p, output)
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include "api/forced_tool_calls.h"
 #include "engine/engine_client.h"
+#include "structured/constraint_spec.h"
 #include "tools/tool_call_format.h"
 
 namespace pagoda::api {
@@ -79,12 +82,24 @@ struct ResponseOptions {
   std::shared_ptr<const tools::ToolCallFormat> auto_tool_calls;
 };
 
-/// A validated request: submit every entry of `requests` (one per prompt), then encode.
+/// A structured-output constraint a request asks for, and the parameter it came from (for
+/// error messages).
+struct StructuredOutputRequest {
+  structured::ConstraintSpec spec;
+  std::string param;
+};
+
+/// A validated request: compile `constraint` when set, then submit every entry of `requests`
+/// (one per prompt), then encode.
 struct GenerationJob {
   /// One per prompt, in prompt order; request_id is unique per prompt ("<id>-<p>" when there
   /// are several prompts). Each carries sampling.n, which the engine fans out.
   std::vector<engine::EngineRequest> requests;
   ResponseOptions response;
+  /// The constraint still to compile (already checked to be servable); attach_constraint puts
+  /// the compiled result on every request. Compiles take up to seconds, so the frontends run
+  /// them off the thread that received the request.
+  std::optional<StructuredOutputRequest> constraint;
 };
 
 }  // namespace pagoda::api

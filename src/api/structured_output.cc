@@ -143,9 +143,9 @@ std::optional<StructuredOutputRequest> read_structured_output(RequestFields& fie
   return std::move(found.front());
 }
 
-std::optional<ApiError> compile_structured_output(const StructuredOutputRequest& request,
-                                                  const ServedModel& model,
-                                                  engine::EngineRequest& engine_request) {
+std::optional<ApiError> check_structured_output(const StructuredOutputRequest& request,
+                                                const ServedModel& model,
+                                                const engine::EngineRequest& engine_request) {
   if (model.constraints == nullptr) {
     return ApiError::invalid_request("structured outputs are not available on this server",
                                      request.param);
@@ -155,11 +155,22 @@ std::optional<ApiError> compile_structured_output(const StructuredOutputRequest&
         "a structured output ends on EOS: 'ignore_eos' needs 'stop_token_ids' with it",
         "ignore_eos");
   }
-  StatusOr<std::shared_ptr<const structured::CompiledConstraint>> compiled =
-      model.constraints->compile(request.spec);
-  if (!compiled.ok()) return ApiError::from_status(compiled.status(), request.param);
-  engine_request.constraint = std::move(*compiled);
   return std::nullopt;
+}
+
+std::optional<ApiError> attach_constraint(GenerationJob& job,
+                                          const structured::CompileResult& compiled) {
+  if (!compiled.ok()) {
+    return ApiError::from_status(
+        compiled.status(), job.constraint ? std::optional(job.constraint->param) : std::nullopt);
+  }
+  for (engine::EngineRequest& request : job.requests) request.constraint = *compiled;
+  return std::nullopt;
+}
+
+std::optional<ApiError> compile_job_constraint(GenerationJob& job, const ServedModel& model) {
+  if (!job.constraint) return std::nullopt;
+  return attach_constraint(job, model.constraints->compile(job.constraint->spec));
 }
 
 }  // namespace pagoda::api

@@ -2,38 +2,101 @@
 
 #include <utility>
 
+#include "api/structured_output.h"
 #include "grpc/generate_response.h"
 #include "grpc/grpc_status.h"
 
 namespace pagoda::grpc {
 
-GenerateReactor* GenerateReactor::start(std::shared_ptr<engine::OutputStream> stream,
-                                        const InferenceBackend& backend,
+GenerateReactor* GenerateReactor::start(api::GenerationJob job, const InferenceBackend& backend,
                                         std::shared_ptr<SerialExecutor> executor,
                                         std::shared_ptr<RequestRegistry> registry) {
-  std::shared_ptr<GenerateReactor> reactor(
-      new GenerateReactor(std::move(stream), backend, std::move(executor), std::move(registry)));
+  std::shared_ptr<GenerateReactor> reactor(new GenerateReactor(
+      job.requests.front().request_id, backend, std::move(executor), std::move(registry)));
   reactor->self_ = reactor;
-  // Writes started before the handler returns are held by gRPC until the call is bound.
-  reactor->stream_->set_listener([weak = std::weak_ptr<GenerateReactor>(reactor)] {
-    if (std::shared_ptr<GenerateReactor> self = weak.lock()) self->wake();
-  });
+  if (!job.constraint) {
+    reactor->submit(std::move(job));
+    return reactor.get();
+  }
+  // The compile runs on the compiler's threads; its result comes back through the executor.
+  std::lock_guard lock(reactor->mutex_);
+  reactor->compiling_job_ = std::move(job);
+  reactor->compile_ticket_ = backend.model->constraints->compile_async(
+      reactor->compiling_job_->constraint->spec,
+      [weak = std::weak_ptr<GenerateReactor>(reactor),
+       executor = reactor->executor_](structured::CompileResult compiled) {
+        executor->post([weak, compiled = std::move(compiled)]() mutable {
+          if (std::shared_ptr<GenerateReactor> self = weak.lock()) {
+            self->on_compiled(std::move(compiled));
+          }
+        });
+      });
   return reactor.get();
 }
 
-GenerateReactor::GenerateReactor(std::shared_ptr<engine::OutputStream> stream,
-                                 const InferenceBackend& backend,
+GenerateReactor::GenerateReactor(std::string request_id, const InferenceBackend& backend,
                                  std::shared_ptr<SerialExecutor> executor,
                                  std::shared_ptr<RequestRegistry> registry)
-    : stream_(std::move(stream)),
+    : request_id_(std::move(request_id)),
       model_(backend.model),
       engine_(*backend.engine),
       metrics_(backend.metrics),
       executor_(std::move(executor)),
       registry_(std::move(registry)) {}
 
+void GenerateReactor::on_compiled(structured::CompileResult compiled) {
+  api::GenerationJob job;
+  {
+    std::lock_guard lock(mutex_);
+    if (finished_ || !compiling_job_) return;  // cancelled while compiling
+    job = std::move(*compiling_job_);
+    compiling_job_.reset();
+    compile_ticket_ = {};
+  }
+  if (std::optional<api::ApiError> error = api::attach_constraint(job, compiled)) {
+    refuse(*error);
+    return;
+  }
+  submit(std::move(job));
+}
+
+void GenerateReactor::submit(api::GenerationJob job) {
+  std::unique_lock lock(mutex_);
+  // Cancelled meanwhile: nothing reaches the engine. Under the lock, so a cancel either comes
+  // first or finds the stream to abort.
+  if (finished_) return;
+  StatusOr<std::shared_ptr<engine::OutputStream>> submitted =
+      engine_.submit(std::move(job.requests.front()));
+  if (!submitted.ok()) {
+    lock.unlock();
+    refuse(api::ApiError::from_status(submitted.status()));
+    return;
+  }
+  stream_ = std::move(*submitted);
+  // Writes started before the handler returns are held by gRPC until the call is bound.
+  stream_->set_listener([weak = std::weak_ptr<GenerateReactor>(self_)] {
+    if (std::shared_ptr<GenerateReactor> self = weak.lock()) self->wake();
+  });
+  lock.unlock();
+  pump();
+}
+
+void GenerateReactor::refuse(const api::ApiError& error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (finished_) return;
+    finished_ = true;
+    compiling_job_.reset();
+    compile_ticket_ = {};
+  }
+  registry_->remove(request_id_);
+  // Counted as HTTP counts a refused generation request (the same status_code label).
+  if (metrics_) metrics_->record_rejected(error.http_status);
+  Finish(to_grpc_status(error));
+}
+
 GenerateReactor::~GenerateReactor() {
-  stream_->set_listener(nullptr);
+  if (stream_) stream_->set_listener(nullptr);
   abort_in_engine();
 }
 
@@ -52,22 +115,33 @@ void GenerateReactor::pump() {
   std::unique_lock lock(mutex_);
   if (finished_) {
     if (!grpc_done_) return;
-    // The call is over; the engine still owes the final output of an aborted request.
-    while (next_output()) {
+    if (stream_) {
+      // The call is over; the engine still owes the final output of an aborted request.
+      while (next_output()) {
+      }
+      if (!stream_->ended()) return;
     }
-    if (!stream_->ended() || self_ == nullptr) return;
+    if (self_ == nullptr) return;
     released = std::move(self_);
+    // A call that never reached the engine left the registry when it was refused or cancelled.
+    const bool submitted = stream_ != nullptr;
     lock.unlock();
-    registry_->remove(stream_->request_id());
+    if (submitted) registry_->remove(request_id_);
     return;
   }
   if (writing_) return;
   if (cancelled_) {
     finished_ = true;
+    const bool submitted = stream_ != nullptr;
+    // Cancelled while compiling: the compile's waiter goes, and nothing is submitted.
+    compiling_job_.reset();
+    compile_ticket_ = {};
     lock.unlock();
+    if (!submitted) registry_->remove(request_id_);
     Finish(::grpc::Status(::grpc::StatusCode::CANCELLED, "the call was cancelled"));
     return;
   }
+  if (!stream_) return;  // still compiling
   std::optional<engine::StreamOutput> item = next_output();
   if (!item) return;
   if (!item->error.ok()) {
@@ -126,7 +200,12 @@ std::optional<engine::StreamOutput> GenerateReactor::next_output() {
 }
 
 void GenerateReactor::abort_in_engine() {
-  if (!stream_->ended()) engine_.abort(stream_->request_id());
+  std::shared_ptr<engine::OutputStream> stream;
+  {
+    std::lock_guard lock(mutex_);
+    stream = stream_;
+  }
+  if (stream && !stream->ended()) engine_.abort(request_id_);
 }
 
 }  // namespace pagoda::grpc

@@ -1,7 +1,9 @@
-// One Generate call in flight: streams its engine outputs to the client without a thread of its
+// One Generate call in flight: compiles its structured-output constraint (when it has one) off
+// gRPC's threads, submits it, streams its engine outputs to the client without a thread of its
 // own, and aborts the request in the engine when the client cancels, its deadline passes or the
 // connection drops, so its KV blocks are freed within one engine step.
 //
+//   compiler thread:  compiled ──> executor.post(submit)  (cancelled first: nothing submitted)
 //   engine thread:    channel.push ──listener──> executor.post(pump)      (never calls gRPC)
 //   executor thread:  pump: try_next ──> StartWrite          (one write in flight at a time)
 //   gRPC thread:      OnWriteDone ──> pump ...   last output ──> StartWriteAndFinish
@@ -19,22 +21,25 @@
 #include <mutex>
 #include <optional>
 
+#include "api/generation_job.h"
 #include "api/served_model.h"
 #include "engine/engine_client.h"
 #include "grpc/inference_backend.h"
 #include "grpc/request_registry.h"
 #include "grpc/serial_executor.h"
 #include "pagoda/v1/generate.pb.h"
+#include "structured/constraint_compiler.h"
 
 namespace pagoda::grpc {
 
 /// The server side of one Generate stream. Owns itself until it is released (see above).
 class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
-  /// Starts streaming `stream`, whose request id is already in `registry`, from `backend`'s
-  /// engine (which must outlive the reactor); the final output is counted in its metrics.
-  static GenerateReactor* start(std::shared_ptr<engine::OutputStream> stream,
-                                const InferenceBackend& backend,
+  /// Compiles `job`'s constraint when it has one, then submits its one request, whose id is
+  /// already in `registry`, to `backend`'s engine (which must outlive the reactor) and streams
+  /// it; the final output is counted in its metrics. A failed compile or submit finishes the
+  /// call with its status.
+  static GenerateReactor* start(api::GenerationJob job, const InferenceBackend& backend,
                                 std::shared_ptr<SerialExecutor> executor,
                                 std::shared_ptr<RequestRegistry> registry);
   ~GenerateReactor() override;
@@ -44,10 +49,16 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   void OnDone() override;
 
  private:
-  GenerateReactor(std::shared_ptr<engine::OutputStream> stream, const InferenceBackend& backend,
+  GenerateReactor(std::string request_id, const InferenceBackend& backend,
                   std::shared_ptr<SerialExecutor> executor,
                   std::shared_ptr<RequestRegistry> registry);
 
+  // Executor thread: the compile's result. Submits unless the call has ended meanwhile.
+  void on_compiled(structured::CompileResult compiled);
+  // Submits the job's request and starts streaming it, or finishes the call with the refusal.
+  void submit(api::GenerationJob job);
+  // Finishes a call that never reached the engine (its id leaves the registry at once).
+  void refuse(const api::ApiError& error);
   // Engine thread: hands a pump to the executor, at most one queued at a time.
   void wake();
   // Starts the next write if none is in flight and an output is ready; finishes the call after
@@ -57,7 +68,7 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   // The next output of the stream, counting the final one in the metrics.
   std::optional<engine::StreamOutput> next_output();
 
-  const std::shared_ptr<engine::OutputStream> stream_;
+  const std::string request_id_;
   const std::shared_ptr<const api::ServedModel> model_;
   engine::EngineClient& engine_;
   const std::shared_ptr<api::ServingMetrics> metrics_;
@@ -66,6 +77,10 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   std::atomic<bool> wake_posted_{false};
 
   std::mutex mutex_;  // guards everything below
+  // Null until submitted (while the constraint compiles), and for a call refused before.
+  std::shared_ptr<engine::OutputStream> stream_;
+  std::optional<api::GenerationJob> compiling_job_;
+  structured::CompileTicket compile_ticket_;
   bool writing_ = false;
   bool cancelled_ = false;
   bool finished_ = false;          // Finish (or StartWriteAndFinish) has been called

@@ -67,8 +67,9 @@ InferenceService::Admission InferenceService::admit(const ::grpc::CallbackServer
   return {.backend = backend_, .status = ::grpc::Status::OK};
 }
 
-api::ApiErrorOr<std::shared_ptr<engine::OutputStream>> InferenceService::generate(
-    const v1::GenerateRequest& request, const InferenceBackend& backend, bool trace) {
+api::ApiErrorOr<api::GenerationJob> InferenceService::prepare(const v1::GenerateRequest& request,
+                                                              const InferenceBackend& backend,
+                                                              bool trace) {
   if (request.request_id().size() > kMaxRequestIdBytes) {
     return api::ApiError::invalid_request(
         "'request_id' is " + std::to_string(request.request_id().size()) + " bytes; at most " +
@@ -86,18 +87,12 @@ api::ApiErrorOr<std::shared_ptr<engine::OutputStream>> InferenceService::generat
   PAGODA_CHECK(job->requests.size() == 1) << "one input makes one engine request";
   engine::EngineRequest& engine_request = job->requests.front();
   if (trace) engine_request.trace = true;
-  const std::string id = engine_request.request_id;
+  const std::string& id = engine_request.request_id;
   if (!registry_->add(id)) {
     return api::ApiError::invalid_request(
         "'request_id' \"" + id + "\" is already in flight; use a unique id", "request_id");
   }
-  StatusOr<std::shared_ptr<engine::OutputStream>> submitted =
-      backend.engine->submit(std::move(engine_request));
-  if (!submitted.ok()) {
-    registry_->remove(id);
-    return api::ApiError::from_status(submitted.status());
-  }
-  return std::move(*submitted);
+  return std::move(*job);
 }
 
 ::grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
@@ -109,15 +104,14 @@ api::ApiErrorOr<std::shared_ptr<engine::OutputStream>> InferenceService::generat
   const auto trace_it = metadata.find("x-pagoda-trace");
   const bool trace =
       trace_it != metadata.end() && (trace_it->second == "1" || trace_it->second == "true");
-  api::ApiErrorOr<std::shared_ptr<engine::OutputStream>> stream =
-      generate(*request, *admission.backend, trace);
-  if (!stream.ok()) {
+  api::ApiErrorOr<api::GenerationJob> job = prepare(*request, *admission.backend, trace);
+  if (!job.ok()) {
     // Counted as HTTP counts a refused generation request (the same status_code label).
     if (admission.backend->metrics)
-      admission.backend->metrics->record_rejected(stream.error().http_status);
-    return new RefusedGenerate(to_grpc_status(stream.error()));
+      admission.backend->metrics->record_rejected(job.error().http_status);
+    return new RefusedGenerate(to_grpc_status(job.error()));
   }
-  return GenerateReactor::start(std::move(*stream), *admission.backend, executor_, registry_);
+  return GenerateReactor::start(std::move(*job), *admission.backend, executor_, registry_);
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::Tokenize(::grpc::CallbackServerContext* context,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/api_error.h"
+#include "api/generation_job.h"
 #include "grpc/inference_backend.h"
 #include "grpc/request_registry.h"
 #include "grpc/serial_executor.h"
@@ -58,9 +59,10 @@ class InferenceService final : public v1::InferenceService::CallbackService {
   };
   // `while_draining`: the call only touches requests already in flight (Abort).
   Admission admit(const ::grpc::CallbackServerContext& context, bool while_draining = false) const;
-  // Validates and submits one Generate request; a refusal carries its HTTP status too.
-  api::ApiErrorOr<std::shared_ptr<engine::OutputStream>> generate(
-      const v1::GenerateRequest& request, const InferenceBackend& backend, bool trace);
+  // Validates one Generate request into a job and puts its id in the registry; a refusal
+  // carries its HTTP status too.
+  api::ApiErrorOr<api::GenerationJob> prepare(const v1::GenerateRequest& request,
+                                              const InferenceBackend& backend, bool trace);
 
   const std::string api_key_;
   const std::shared_ptr<RequestRegistry> registry_ = std::make_shared<RequestRegistry>();

@@ -10,6 +10,7 @@
 
 #include "api/model_list.h"
 #include "api/request_body.h"
+#include "api/structured_output.h"
 #include "server/api_key.h"
 #include "server/generation_call.h"
 #include "server/http_server.h"
@@ -404,15 +405,51 @@ void HttpSession::start_generation(OpenAiService& service, Endpoint endpoint,
   // X-Pagoda-Trace: 1 (or true) asks for a reasoning trace of this request.
   const beast::string_view trace_header = request_["X-Pagoda-Trace"];
   const bool trace = trace_header == "1" || beast::iequals(trace_header, "true");
+  api::ApiErrorOr<api::GenerationJob> job = service.prepare_generation(endpoint, body, trace);
+  if (!job.ok()) {
+    service.record_rejected(job.error().http_status);
+    reply(HttpReply::error(job.error()));
+    return;
+  }
+  service_ = server_.service();
+  if (!job->constraint) {
+    submit_generation(std::move(*job));
+    return;
+  }
+  // The compile runs on the compiler's threads; this strand serves other work meanwhile and
+  // picks the request up again when the result is posted back (a cache hit posts at once).
+  compiling_job_ = std::move(*job);
+  compile_ticket_ = service.compile_constraint(
+      *compiling_job_, [weak = weak_from_this(),
+                        executor = socket_.get_executor()](structured::CompileResult compiled) {
+        net::post(executor, [weak, compiled = std::move(compiled)]() mutable {
+          if (auto self = weak.lock()) self->on_constraint_compiled(std::move(compiled));
+        });
+      });
+}
+
+void HttpSession::on_constraint_compiled(structured::CompileResult compiled) {
+  if (phase_ != Phase::kHandling || !compiling_job_) return;  // the client left meanwhile
+  compile_ticket_ = {};
+  api::GenerationJob job = std::move(*compiling_job_);
+  compiling_job_.reset();
+  if (std::optional<api::ApiError> error = api::attach_constraint(job, compiled)) {
+    service_->record_rejected(error->http_status);
+    reply(HttpReply::error(*error));
+    return;
+  }
+  submit_generation(std::move(job));
+}
+
+void HttpSession::submit_generation(api::GenerationJob job) {
   api::ApiErrorOr<std::unique_ptr<GenerationCall>> call =
-      service.start_generation(endpoint, body, trace);
+      service_->start_generation(std::move(job));
   if (!call.ok()) {
-    service.record_rejected(call.error().http_status);
+    service_->record_rejected(call.error().http_status);
     reply(HttpReply::error(call.error()));
     return;
   }
   call_ = std::move(*call);
-  service_ = server_.service();
   // The engine thread only flips a flag and posts; the strand does the work. One post is
   // pending at most, however many outputs arrive meanwhile.
   call_->set_listener(
@@ -540,6 +577,8 @@ void HttpSession::finish_request() {
     server_.request_finished();
     counted_active_ = false;
   }
+  compile_ticket_ = {};
+  compiling_job_.reset();
   call_.reset();
   service_.reset();
   // The handler that called this holds its own reference, so `this` outlives the reset.
@@ -570,6 +609,8 @@ void HttpSession::close_socket() {
   if (phase_ == Phase::kClosed) return;
   if (phase_ == Phase::kHandling) log_request();
   phase_ = Phase::kClosed;
+  compile_ticket_ = {};
+  compiling_job_.reset();
   call_.reset();
   service_.reset();
   if (counted_active_) {

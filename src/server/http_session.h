@@ -21,8 +21,10 @@
 #include <string>
 
 #include "api/api_error.h"
+#include "api/generation_job.h"
 #include "server/http_reply.h"
 #include "server/router.h"
+#include "structured/constraint_compiler.h"
 
 namespace pagoda::server {
 
@@ -66,6 +68,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_request();
   void dispatch();
   void start_generation(OpenAiService& service, Endpoint endpoint, const api::Json& body);
+  void on_constraint_compiled(structured::CompileResult compiled);
+  void submit_generation(api::GenerationJob job);
   void pump_outputs();
 
   // Writing.
@@ -105,6 +109,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::shared_ptr<HttpSession> hold_;
   // The service a generation runs on stays alive as long as the generation.
   std::shared_ptr<OpenAiService> service_;
+  // A job waiting for its constraint's compile (on the compiler's threads, never this one);
+  // closing the connection drops both, which cancels the wait.
+  std::optional<api::GenerationJob> compiling_job_;
+  structured::CompileTicket compile_ticket_;
   std::unique_ptr<GenerationCall> call_;
   std::shared_ptr<std::atomic<bool>> wake_posted_ = std::make_shared<std::atomic<bool>>(false);
 

@@ -50,16 +50,27 @@ HttpReply OpenAiService::tokenizer_info() const {
   return json_or_error(api::tokenizer_info_response(model_));
 }
 
-api::ApiErrorOr<std::unique_ptr<GenerationCall>> OpenAiService::start_generation(
-    Endpoint endpoint, const api::Json& body, bool trace) {
+api::ApiErrorOr<api::GenerationJob> OpenAiService::prepare_generation(Endpoint endpoint,
+                                                                      const api::Json& body,
+                                                                      bool trace) const {
   api::ApiErrorOr<api::GenerationJob> job = endpoint == Endpoint::kChatCompletions
                                                 ? api::parse_chat_request(body, model_)
                                                 : api::parse_completion_request(body, model_);
-  if (!job.ok()) return job.error();
-  if (trace) {
+  if (job.ok() && trace) {
     for (engine::EngineRequest& request : job->requests) request.trace = true;
   }
-  return GenerationCall::start(std::move(*job), engine_, model_.tokenizer, metrics_);
+  return job;
+}
+
+structured::CompileTicket OpenAiService::compile_constraint(
+    const api::GenerationJob& job, structured::CompileCallback done) const {
+  // The parser only leaves a constraint on a job when the model has a compiler.
+  return model_.constraints->compile_async(job.constraint->spec, std::move(done));
+}
+
+api::ApiErrorOr<std::unique_ptr<GenerationCall>> OpenAiService::start_generation(
+    api::GenerationJob job) {
+  return GenerationCall::start(std::move(job), engine_, model_.tokenizer, metrics_);
 }
 
 }  // namespace pagoda::server

@@ -31,11 +31,17 @@ class OpenAiService {
   /// GET /tokenizer_info.
   HttpReply tokenizer_info() const;
 
-  /// Validates a chat or completion body and submits it to the engine; `trace` (the
-  /// X-Pagoda-Trace header) traces it as the body's "trace": true does.
-  api::ApiErrorOr<std::unique_ptr<GenerationCall>> start_generation(Endpoint endpoint,
-                                                                    const api::Json& body,
-                                                                    bool trace = false);
+  /// Validates a chat or completion body into a job; `trace` (the X-Pagoda-Trace header)
+  /// traces it as the body's "trace": true does. A job with a constraint is compiled
+  /// (compile_constraint) before it is submitted.
+  api::ApiErrorOr<api::GenerationJob> prepare_generation(Endpoint endpoint, const api::Json& body,
+                                                         bool trace = false) const;
+  /// Compiles `job.constraint` off the calling thread; `done` gets the result (see
+  /// ConstraintCompiler::compile_async), for api::attach_constraint.
+  structured::CompileTicket compile_constraint(const api::GenerationJob& job,
+                                               structured::CompileCallback done) const;
+  /// Submits a job (its constraint attached) to the engine.
+  api::ApiErrorOr<std::unique_ptr<GenerationCall>> start_generation(api::GenerationJob job);
   /// Counts a generation request refused before it reached the engine.
   void record_rejected(int http_status) { metrics_->record_rejected(http_status); }
 

@@ -1,11 +1,13 @@
 #include "structured/constraint_compiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
+#include <future>
 #include <list>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -19,7 +21,7 @@ namespace pagoda::structured {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Result = StatusOr<std::shared_ptr<const CompiledConstraint>>;
+using Result = CompileResult;
 
 // An EBNF string literal for `text`: quotes, backslashes and control bytes escaped.
 std::string ebnf_literal(const std::string& text) {
@@ -54,19 +56,33 @@ std::string grammar_error(const ConstraintSpec& spec, const std::exception& e) {
   return "invalid " + std::string(constraint_kind_name(spec.kind)) + ": " + message;
 }
 
+Status busy() {
+  return Status(StatusCode::kUnavailable,
+                "too many structured-output constraints are compiling; retry shortly");
+}
+
 }  // namespace
 
 struct ConstraintCompiler::State {
-  // One compile, awaited by every request for the same spec that arrives meanwhile.
-  struct Pending {
-    bool done = false;
-    std::optional<Result> result;
+  // One caller's wait; `done` is emptied once it has been handed its result or cancelled.
+  struct Waiter {
+    CompileCallback done;
+    Clock::time_point deadline;
+  };
+  // One spec's compile, queued or running, and the callers waiting for it.
+  struct Job {
+    ConstraintSpec spec;
+    std::string key;
+    bool started = false;  // handed to a worker (its time counts as compile time)
+    std::vector<std::shared_ptr<Waiter>> waiters;
   };
   struct Entry {
     Result result;
     std::size_t bytes = 0;
     std::list<std::string>::iterator lru;
   };
+  // A callback to call once the lock is let go.
+  using Delivery = std::pair<CompileCallback, Result>;
 
   State(const Tokenizer& tokenizer, std::int64_t vocab_size, std::vector<std::int32_t> stop_ids,
         ConstraintLimits l)
@@ -78,7 +94,7 @@ struct ConstraintCompiler::State {
         compiler(vocabulary->impl().info, std::max(1, l.compile_threads),
                  /*cache_enabled=*/true, static_cast<std::int64_t>(l.cache_bytes)) {}
 
-  // Runs on its own thread: the grammar engine has no way to stop a compile midway.
+  // Runs on a worker: the grammar engine has no way to stop a compile midway.
   Result run(const ConstraintSpec& spec) {
     try {
       xgrammar::CompiledGrammar grammar = [&] {
@@ -139,6 +155,113 @@ struct ConstraintCompiler::State {
     }
   }
 
+  // What a waiter past its deadline hears: the compile took too long, or never found a worker.
+  // Called with the lock held.
+  Result too_late(const Job& job) {
+    if (!job.started) {
+      ++stats.failed;
+      return busy();
+    }
+    ++stats.timeouts;
+    return invalid_argument("the " + std::string(constraint_kind_name(job.spec.kind)) +
+                            " took longer than " +
+                            std::to_string(static_cast<int>(limits.compile_timeout_seconds)) +
+                            " s to compile; simplify it");
+  }
+
+  // Hands queued jobs to free workers. Called with the lock held.
+  void start_jobs() {
+    while (running < limits.max_running_compiles && !queue.empty()) {
+      std::shared_ptr<Job> job = std::move(queue.front());
+      queue.pop_front();
+      job->started = true;
+      ++running;
+      ++stats.compiles;
+      ready.push_back(std::move(job));
+      changed.notify_all();
+    }
+  }
+
+  // Drops a queued job nobody waits for. Called with the lock held.
+  void forget_if_unwanted(const std::shared_ptr<Job>& job) {
+    if (job->started || !job->waiters.empty()) return;
+    queue.erase(std::remove(queue.begin(), queue.end(), job), queue.end());
+    jobs.erase(job->key);
+    ++stats.cancelled;
+  }
+
+  // A worker: runs jobs until the compiler goes.
+  void work() {
+    std::unique_lock lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] { return stopping || !ready.empty(); });
+      if (stopping) return;
+      std::shared_ptr<Job> job = std::move(ready.front());
+      ready.pop_front();
+      lock.unlock();
+      const Clock::time_point start = Clock::now();
+      Result result = run(job->spec);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      lock.lock();
+      stats.compile_seconds += seconds;
+      if (!result.ok()) ++stats.failed;
+      if (stopping) return;
+      store(job->key, result);
+      jobs.erase(job->key);
+      std::vector<Delivery> deliveries;
+      const Clock::time_point now = Clock::now();
+      for (const std::shared_ptr<Waiter>& waiter : job->waiters) {
+        if (!waiter->done) continue;
+        // One the deadline thread has not reached yet still hears that it was too late.
+        deliveries.emplace_back(std::exchange(waiter->done, {}),
+                                waiter->deadline < now ? too_late(*job) : result);
+      }
+      job->waiters.clear();
+      lock.unlock();
+      for (Delivery& d : deliveries) d.first(std::move(d.second));
+      // The worker counts as busy until its callbacks have returned.
+      lock.lock();
+      --running;
+      start_jobs();
+    }
+  }
+
+  // The deadline thread: answers every waiter whose time has passed.
+  void watch_deadlines() {
+    std::unique_lock lock(mutex);
+    while (!stopping) {
+      const Clock::time_point now = Clock::now();
+      Clock::time_point next = Clock::time_point::max();
+      std::vector<Delivery> deliveries;
+      std::vector<std::shared_ptr<Job>> emptied;
+      for (const auto& [key, job] : jobs) {
+        auto& waiters = job->waiters;
+        for (auto it = waiters.begin(); it != waiters.end();) {
+          if ((*it)->deadline > now) {
+            next = std::min(next, (*it)->deadline);
+            ++it;
+            continue;
+          }
+          deliveries.emplace_back(std::exchange((*it)->done, {}), too_late(*job));
+          it = waiters.erase(it);
+        }
+        if (waiters.empty()) emptied.push_back(job);
+      }
+      for (const std::shared_ptr<Job>& job : emptied) forget_if_unwanted(job);
+      if (!deliveries.empty()) {
+        lock.unlock();
+        for (Delivery& d : deliveries) d.first(std::move(d.second));
+        lock.lock();
+        continue;
+      }
+      if (next == Clock::time_point::max()) {
+        changed.wait(lock);
+      } else {
+        changed.wait_until(lock, next);
+      }
+    }
+  }
+
   const ConstraintLimits limits;
   const std::shared_ptr<const TokenVocabulary> vocabulary;
   xgrammar::GrammarCompiler compiler;
@@ -148,17 +271,46 @@ struct ConstraintCompiler::State {
   std::unordered_map<std::string, Entry> cache;
   std::list<std::string> lru;  // most recent first
   std::size_t cache_bytes = 0;
-  std::unordered_map<std::string, std::shared_ptr<Pending>> pending;
+  std::unordered_map<std::string, std::shared_ptr<Job>> jobs;  // queued or running, by key
+  std::deque<std::shared_ptr<Job>> queue;                      // waiting for a worker
+  std::deque<std::shared_ptr<Job>> ready;                      // started, not yet picked up
   int running = 0;
+  bool stopping = false;
   CompilerStats stats;
 };
 
 ConstraintCompiler::ConstraintCompiler(const Tokenizer& tokenizer, std::int64_t vocab_size,
                                        std::vector<std::int32_t> stop_token_ids,
                                        ConstraintLimits limits)
-    : state_(std::make_shared<State>(tokenizer, vocab_size, std::move(stop_token_ids), limits)) {}
+    : state_(std::make_shared<State>(tokenizer, vocab_size, std::move(stop_token_ids), limits)) {
+  // The threads share the state and end on their own once the compiler goes: a worker in the
+  // middle of a compile finishes it first, which nobody should have to wait for.
+  for (int i = 0; i < std::max(1, limits.max_running_compiles); ++i) {
+    std::thread([state = state_] { state->work(); }).detach();
+  }
+  std::thread([state = state_] { state->watch_deadlines(); }).detach();
+}
 
-ConstraintCompiler::~ConstraintCompiler() = default;
+ConstraintCompiler::~ConstraintCompiler() {
+  State& s = *state_;
+  std::vector<CompileCallback> waiting;
+  {
+    std::lock_guard lock(s.mutex);
+    s.stopping = true;
+    for (const auto& [key, job] : s.jobs) {
+      for (const auto& waiter : job->waiters) {
+        if (waiter->done) waiting.push_back(std::exchange(waiter->done, {}));
+      }
+    }
+    s.jobs.clear();
+    s.queue.clear();
+    s.ready.clear();
+    s.changed.notify_all();
+  }
+  for (CompileCallback& done : waiting) {
+    done(Status(StatusCode::kUnavailable, "the server is shutting down"));
+  }
+}
 
 const ConstraintLimits& ConstraintCompiler::limits() const {
   return state_->limits;
@@ -176,61 +328,69 @@ CompilerStats ConstraintCompiler::stats() const {
   return s;
 }
 
-StatusOr<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::compile(
-    const ConstraintSpec& spec) {
+CompileTicket ConstraintCompiler::compile_async(const ConstraintSpec& spec, CompileCallback done) {
   State& s = *state_;
-  const std::string key = spec.cache_key();
-  const Clock::time_point deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(s.limits.compile_timeout_seconds));
+  std::string key = spec.cache_key();
   std::unique_lock lock(s.mutex);
+  const auto answer_now = [&](Result result) {
+    lock.unlock();
+    done(std::move(result));
+    return CompileTicket();
+  };
   if (const auto it = s.cache.find(key); it != s.cache.end()) {
     s.lru.splice(s.lru.begin(), s.lru, it->second.lru);
     ++s.stats.cache_hits;
-    return it->second.result;
+    return answer_now(it->second.result);
   }
-  std::shared_ptr<State::Pending> pending;
-  if (const auto it = s.pending.find(key); it != s.pending.end()) {
-    pending = it->second;
+  std::shared_ptr<State::Job> job;
+  if (const auto it = s.jobs.find(key); it != s.jobs.end()) {
+    job = it->second;
   } else {
     if (Status limit = check_constraint_limits(spec, s.limits); !limit.ok()) {
       ++s.stats.failed;
       s.store(key, limit);
-      return limit;
+      return answer_now(std::move(limit));
     }
-    if (!s.changed.wait_until(lock, deadline,
-                              [&] { return s.running < s.limits.max_running_compiles; })) {
+    if (s.stopping)
+      return answer_now(Status(StatusCode::kUnavailable, "the server is shutting down"));
+    if (s.running >= s.limits.max_running_compiles &&
+        static_cast<int>(s.queue.size()) >= s.limits.max_queued_compiles) {
       ++s.stats.failed;
-      return Status(StatusCode::kUnavailable,
-                    "too many structured-output constraints are compiling; retry shortly");
+      return answer_now(busy());
     }
-    pending = std::make_shared<State::Pending>();
-    s.pending[key] = pending;
-    ++s.running;
-    ++s.stats.compiles;
-    std::thread([state = state_, pending, spec, key] {
-      const Clock::time_point start = Clock::now();
-      Result result = state->run(spec);
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      std::lock_guard done_lock(state->mutex);
-      state->stats.compile_seconds += seconds;
-      if (!result.ok()) ++state->stats.failed;
-      state->store(key, result);
-      state->pending.erase(key);
-      --state->running;
-      pending->result = std::move(result);
-      pending->done = true;
-      state->changed.notify_all();
-    }).detach();
+    job = std::make_shared<State::Job>(State::Job{.spec = spec, .key = key});
+    s.jobs.emplace(std::move(key), job);
+    s.queue.push_back(job);
+    s.start_jobs();
   }
-  if (!s.changed.wait_until(lock, deadline, [&] { return pending->done; })) {
-    ++s.stats.timeouts;
-    return invalid_argument("the " + std::string(constraint_kind_name(spec.kind)) +
-                            " took longer than " +
-                            std::to_string(static_cast<int>(s.limits.compile_timeout_seconds)) +
-                            " s to compile; simplify it");
-  }
-  return *pending->result;
+  auto waiter = std::make_shared<State::Waiter>(State::Waiter{
+      .done = std::move(done),
+      .deadline =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(s.limits.compile_timeout_seconds))});
+  job->waiters.push_back(waiter);
+  s.changed.notify_all();  // the deadline thread learns of the new deadline
+  return CompileTicket([weak_state = std::weak_ptr<State>(state_),
+                        weak_job = std::weak_ptr<State::Job>(job),
+                        weak_waiter = std::weak_ptr<State::Waiter>(waiter)] {
+    const std::shared_ptr<State> state = weak_state.lock();
+    const std::shared_ptr<State::Job> job = weak_job.lock();
+    if (!state || !job) return;
+    std::lock_guard lock(state->mutex);
+    const std::shared_ptr<State::Waiter> waiter = weak_waiter.lock();
+    if (!waiter || !waiter->done) return;
+    waiter->done = nullptr;
+    std::erase(job->waiters, waiter);
+    state->forget_if_unwanted(job);
+  });
+}
+
+CompileResult ConstraintCompiler::compile(const ConstraintSpec& spec) {
+  auto promise = std::make_shared<std::promise<Result>>();
+  std::future<Result> future = promise->get_future();
+  CompileTicket ticket =
+      compile_async(spec, [promise](Result result) { promise->set_value(std::move(result)); });
+  return future.get();
 }
 
 }  // namespace pagoda::structured

@@ -1,21 +1,27 @@
 // Turns a ConstraintSpec into a CompiledConstraint for one model's vocabulary, through xgrammar,
-// with the costs bounded: the spec's text is checked first (constraint_limits.h), each compile
-// runs on its own thread and the caller waits at most compile_timeout_seconds, at most
-// max_running_compiles run at once, and results (and errors) are cached per spec in LRU order
-// within cache_bytes. Concurrent requests for one new spec share one compile.
+// off the caller's thread and with the costs bounded: the spec's text is checked first
+// (constraint_limits.h); compiles run on a fixed pool of max_running_compiles workers behind a
+// queue of at most max_queued_compiles specs; each caller hears back within
+// compile_timeout_seconds; results (and errors) are cached per spec in LRU order within
+// cache_bytes. Concurrent requests for one new spec share one compile.
 //
-//   compile(spec) --cached--> CompiledConstraint (shared)
-//        |  miss: limits ok?   --no--> INVALID_ARGUMENT naming the limit
-//        |  a running slot within the timeout? --no--> UNAVAILABLE (busy)
+//   compile_async(spec, done) --cached / limits broken / queue full--> done(result) at once
+//        |  miss: join the spec's compile, or queue a new one
 //        v
-//   thread: xgrammar compile --> cache (also when the caller gave up waiting)
+//   queue --worker free--> worker: xgrammar compile --> cache --> done(result) per waiter
+//   deadline thread: a waiter past its time --> done(400 "took longer", or 503 while queued)
 //
-// Thread-safe: the HTTP and gRPC threads call compile() directly.
+// A compile cannot be stopped midway: one past its callers' time runs on and is cached. A
+// queued compile whose callers all left (tickets cancelled) never runs.
+//
+// Thread-safe: the HTTP and gRPC threads call compile_async() and never wait.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "pagoda/status.h"
@@ -27,11 +33,45 @@
 
 namespace pagoda::structured {
 
+using CompileResult = StatusOr<std::shared_ptr<const CompiledConstraint>>;
+/// Called once with a compile's outcome: on the caller's thread (a cache hit, a refusal), a
+/// compile worker or the deadline thread. It must be quick and must not call back into the
+/// compiler's waits (compile()).
+using CompileCallback = std::function<void(CompileResult)>;
+
+/// One caller's wait on a compile. Cancelling or destroying it means its callback is not called
+/// from then on (a call already under way on another thread may still finish: callbacks should
+/// hold weak references to what they touch).
+class CompileTicket {
+ public:
+  CompileTicket() = default;
+  explicit CompileTicket(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+  CompileTicket(CompileTicket&& other) noexcept : cancel_(std::exchange(other.cancel_, {})) {}
+  CompileTicket& operator=(CompileTicket&& other) noexcept {
+    if (this != &other) {
+      cancel();
+      cancel_ = std::exchange(other.cancel_, {});
+    }
+    return *this;
+  }
+  CompileTicket(const CompileTicket&) = delete;
+  CompileTicket& operator=(const CompileTicket&) = delete;
+  ~CompileTicket() { cancel(); }
+
+  void cancel() {
+    if (cancel_) std::exchange(cancel_, {})();
+  }
+
+ private:
+  std::function<void()> cancel_;
+};
+
 struct CompilerStats {
   std::int64_t cache_hits = 0;
-  std::int64_t compiles = 0;  ///< Compiles started (cache misses that passed the limits).
+  std::int64_t compiles = 0;  ///< Compiles handed to a worker.
   std::int64_t failed = 0;    ///< Specs refused: limits, grammar errors, timeouts.
   std::int64_t timeouts = 0;
+  std::int64_t cancelled = 0;    ///< Queued compiles dropped because every caller left.
   double compile_seconds = 0.0;  ///< Summed over finished compiles.
   std::size_t cache_bytes = 0;
   std::int64_t cached = 0;  ///< Entries in the cache (results and errors).
@@ -45,10 +85,13 @@ class ConstraintCompiler {
                      std::vector<std::int32_t> stop_token_ids, ConstraintLimits limits = {});
   ~ConstraintCompiler();
 
-  /// The compiled constraint for `spec`; INVALID_ARGUMENT naming what is wrong with it (bad
-  /// schema, regex or grammar, a limit, a compile over its time), UNAVAILABLE while too many
-  /// other compiles run.
-  StatusOr<std::shared_ptr<const CompiledConstraint>> compile(const ConstraintSpec& spec);
+  /// Starts compiling `spec` (or joins its compile in flight) and calls `done` once with the
+  /// compiled constraint or INVALID_ARGUMENT naming what is wrong with it (bad schema, regex or
+  /// grammar, a limit, a compile over its time); UNAVAILABLE when the queue is full, a queued
+  /// compile finds no worker within the time, or the compiler is destroyed first.
+  CompileTicket compile_async(const ConstraintSpec& spec, CompileCallback done);
+  /// compile_async, waiting on the calling thread for the result (tests, offline tools).
+  CompileResult compile(const ConstraintSpec& spec);
 
   CompilerStats stats() const;
   const ConstraintLimits& limits() const;
@@ -56,7 +99,7 @@ class ConstraintCompiler {
 
  private:
   struct State;
-  std::shared_ptr<State> state_;  // shared with compile threads that outlive a caller's wait
+  std::shared_ptr<State> state_;  // shared with the worker threads, which end after it
 };
 
 }  // namespace pagoda::structured

@@ -21,14 +21,17 @@ struct ConstraintLimits {
   std::int64_t max_repetition = 1024;
   /// Most values in one schema's enums, and most guided_choice entries.
   std::int64_t max_enum_values = 4096;
-  /// Longest a compile may take before the request is refused.
+  /// Longest a request waits for its compile (queued and running) before it is refused.
   double compile_timeout_seconds = 10.0;
   /// Largest compiled constraint accepted, in bytes.
   std::size_t max_compiled_bytes = 64 * 1024 * 1024;
   /// Bytes of compiled constraints the cache keeps (least recently used go first).
   std::size_t cache_bytes = 256 * 1024 * 1024;
-  /// Compiles running at once (one past its timeout still counts until it ends).
+  /// Compile workers: compiles running at once (one past its timeout still counts until it
+  /// ends).
   int max_running_compiles = 2;
+  /// Distinct specs waiting for a worker; a new one past this is refused at once (503).
+  int max_queued_compiles = 64;
   /// Threads one compile may use for its token-mask cache.
   int compile_threads = 2;
 };

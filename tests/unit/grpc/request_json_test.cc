@@ -10,6 +10,7 @@
 #include "../api/api_test_models.h"
 #include "api/chat_request.h"
 #include "api/completion_request.h"
+#include "api/structured_output.h"
 
 namespace pagoda::grpc {
 namespace {
@@ -21,9 +22,14 @@ api::ApiErrorOr<api::GenerationJob> validate(const v1::GenerateRequest& request,
   api::ApiErrorOr<GenerateJson> json = generate_request_json(request);
   if (!json.ok()) return json.error();
   const api::RequestContext context{.id = request.request_id()};
-  return json->endpoint == api::ApiEndpoint::kChatCompletions
-             ? api::parse_chat_request(json->body, model, context)
-             : api::parse_completion_request(json->body, model, context);
+  api::ApiErrorOr<api::GenerationJob> job =
+      json->endpoint == api::ApiEndpoint::kChatCompletions
+          ? api::parse_chat_request(json->body, model, context)
+          : api::parse_completion_request(json->body, model, context);
+  // Compiled as the Generate call does once the parser is through.
+  if (!job.ok()) return job;
+  if (std::optional<api::ApiError> error = api::compile_job_constraint(*job, model)) return *error;
+  return job;
 }
 
 TEST(GenerateRequestJson, TextWritesOnlyTheFieldsThatWereSet) {

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "structured/schema_rewrite.h"
 #include "structured_test_support.h"
@@ -139,6 +143,129 @@ TEST(ConstraintCompilerTest, ACompileOverItsTimeIsRefused) {
   EXPECT_NE(compiled.status().message().find("longer than"), std::string::npos)
       << compiled.status().message();
   EXPECT_EQ(compiler->stats().timeouts, 1);
+}
+
+// A callback's result and the thread it came on.
+struct Heard {
+  std::promise<std::pair<CompileResult, std::thread::id>> promise;
+  std::future<std::pair<CompileResult, std::thread::id>> future = promise.get_future();
+  CompileCallback callback() {
+    return [this](CompileResult result) {
+      promise.set_value({std::move(result), std::this_thread::get_id()});
+    };
+  }
+  bool arrived() { return future.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+};
+
+TEST(ConstraintCompilerTest, ANewSpecCompilesOffTheCallersThreadAndAHitAnswersAtOnce) {
+  auto compiler = byte_compiler();
+  const ConstraintSpec spec{.kind = ConstraintKind::kRegex, .text = "[a-f]{2,8}"};
+  Heard first;
+  CompileTicket ticket = compiler->compile_async(spec, first.callback());
+  auto [result, thread] = first.future.get();
+  ASSERT_TRUE(result.ok()) << result.status().to_string();
+  EXPECT_NE(thread, std::this_thread::get_id());
+  EXPECT_TRUE(accepts(*result, "cafe"));
+
+  Heard again;
+  CompileTicket hit = compiler->compile_async(spec, again.callback());
+  ASSERT_TRUE(again.arrived());  // before compile_async returned
+  auto [cached, hit_thread] = again.future.get();
+  EXPECT_EQ(hit_thread, std::this_thread::get_id());
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(cached->get(), result->get());
+}
+
+// One worker and room for one queued spec, the worker held in a callback of the test's:
+//   A running (callback blocked) | B queued | C refused at once | B cancelled | D queued, runs.
+TEST(ConstraintCompilerTest, TheQueueIsBoundedAndACancelledQueuedCompileNeverRuns) {
+  ConstraintLimits limits;
+  limits.max_running_compiles = 1;
+  limits.max_queued_compiles = 1;
+  auto compiler = byte_compiler(limits);
+  std::promise<void> in_callback;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  CompileTicket a = compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "a+"},
+                                            [&in_callback, released](CompileResult) {
+                                              in_callback.set_value();
+                                              released.wait();
+                                            });
+  in_callback.get_future().wait();
+
+  Heard b;
+  CompileTicket b_ticket =
+      compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "b+"}, b.callback());
+  Heard c;
+  CompileTicket c_ticket =
+      compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "c+"}, c.callback());
+  ASSERT_TRUE(c.arrived());
+  EXPECT_EQ(c.future.get().first.status().code(), StatusCode::kUnavailable);
+  b_ticket.cancel();
+  EXPECT_EQ(compiler->stats().cancelled, 1);
+
+  Heard d;
+  CompileTicket d_ticket =
+      compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "d+"}, d.callback());
+  EXPECT_FALSE(d.arrived());
+  release.set_value();
+  auto [d_result, d_thread] = d.future.get();
+  ASSERT_TRUE(d_result.ok());
+  EXPECT_TRUE(accepts(*d_result, "ddd"));
+  EXPECT_FALSE(b.arrived());
+  const CompilerStats stats = compiler->stats();
+  EXPECT_EQ(stats.compiles, 2);  // A and D; B never ran
+  EXPECT_EQ(stats.cached, 2);
+}
+
+TEST(ConstraintCompilerTest, AQueuedCompileWithoutAWorkerInTimeIsBusy) {
+  ConstraintLimits limits;
+  limits.max_running_compiles = 1;
+  limits.compile_timeout_seconds = 0.2;
+  auto compiler = byte_compiler(limits);
+  std::promise<void> in_callback;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  CompileTicket a = compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "a+"},
+                                            [&in_callback, released](CompileResult) {
+                                              in_callback.set_value();
+                                              released.wait();
+                                            });
+  in_callback.get_future().wait();
+  Heard queued;
+  const auto start = std::chrono::steady_clock::now();
+  CompileTicket ticket =
+      compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "q+"}, queued.callback());
+  ASSERT_EQ(queued.future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 0.19);
+  EXPECT_EQ(queued.future.get().first.status().code(), StatusCode::kUnavailable);
+  release.set_value();
+  // The dropped compile never ran.
+  EXPECT_EQ(compiler->stats().compiles, 1);
+}
+
+TEST(ConstraintCompilerTest, DestroyingTheCompilerAnswersItsWaiters) {
+  ConstraintLimits limits;
+  limits.max_running_compiles = 1;
+  auto compiler = byte_compiler(limits);
+  std::promise<void> in_callback;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  CompileTicket a = compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "a+"},
+                                            [&in_callback, released](CompileResult) {
+                                              in_callback.set_value();
+                                              released.wait();
+                                            });
+  in_callback.get_future().wait();
+  Heard queued;
+  CompileTicket ticket =
+      compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "q+"}, queued.callback());
+  compiler.reset();
+  ASSERT_TRUE(queued.arrived());
+  EXPECT_EQ(queued.future.get().first.status().code(), StatusCode::kUnavailable);
+  release.set_value();
 }
 
 TEST(ConstraintMatcherTest, RollbackUndoesAcceptedTokens) {

@@ -7,6 +7,7 @@
 #include "../api/api_test_models.h"
 #include "api/chat_request.h"
 #include "api/response_encoder.h"
+#include "api/structured_output.h"
 #include "structured_test_support.h"
 
 namespace pagoda::api {
@@ -23,10 +24,15 @@ ApiErrorOr<GenerationJob> chat(const std::string& extra) {
     m.constraints = structured::testing::byte_compiler();
     return m;
   }();
-  return parse_chat_request(Json::parse(R"({"model": "test-model", "max_tokens": 4,
+  ApiErrorOr<GenerationJob> job =
+      parse_chat_request(Json::parse(R"({"model": "test-model", "max_tokens": 4,
       "messages": [{"role": "user", "content": "hi"}], )" +
-                                        extra + "}"),
-                            model, {});
+                                     extra + "}"),
+                         model, {});
+  // Compiled as a frontend does once the parser is through.
+  if (!job.ok()) return job;
+  if (std::optional<ApiError> error = compile_job_constraint(*job, model)) return *error;
+  return job;
 }
 
 TEST(ForcedToolCallsTest, NamedAndRequiredCompileTheirGrammar) {

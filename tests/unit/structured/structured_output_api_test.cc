@@ -17,17 +17,24 @@ ServedModel model_with_compiler() {
   return model;
 }
 
+// Compiles the job's constraint as a frontend does once the parser is through.
+ApiErrorOr<GenerationJob> compiled(ApiErrorOr<GenerationJob> job, const ServedModel& model) {
+  if (!job.ok()) return job;
+  if (std::optional<ApiError> error = compile_job_constraint(*job, model)) return *error;
+  return job;
+}
+
 ApiErrorOr<GenerationJob> chat(const std::string& extra, const ServedModel& model) {
   const Json body = Json::parse(R"({"model": "test-model", "max_tokens": 4,
       "messages": [{"role": "user", "content": "hi"}], )" +
                                 extra + "}");
-  return parse_chat_request(body, model, {});
+  return compiled(parse_chat_request(body, model, {}), model);
 }
 
 ApiErrorOr<GenerationJob> completion(const std::string& extra, const ServedModel& model) {
   const Json body =
       Json::parse(R"({"model": "test-model", "max_tokens": 4, "prompt": "hi", )" + extra + "}");
-  return parse_completion_request(body, model, {});
+  return compiled(parse_completion_request(body, model, {}), model);
 }
 
 // The kind compiled onto the job's request; nullopt (and a failure) when there is none.
