@@ -1,7 +1,9 @@
 // An FP8 W8A8 linear layer on the device: E4M3 weight codes with per-channel scales
 // (quant/fp8_channel_layout.h), activations quantized per token on the way in, and cuBLASLt's
-// scaled FP8 product (cuda::BlasLt::linear_fp8). A producer that writes FP8 itself (RMSNorm's
-// out_fp8) calls forward_quantized and skips the separate quantization pass.
+// FP8 product: scaled per row by cuBLASLt itself where it can (cuda::BlasLt::linear_fp8,
+// OUTER_VEC scales), else fp32 sums in scratch, row-chunked, then fp8_scale_epilogue (Hopper). A
+// producer that writes FP8 itself (RMSNorm's out_fp8) calls forward_quantized and skips the
+// separate quantization pass.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,14 +23,24 @@ class Fp8Linear {
  public:
   /// Copies `m` to the device (synchronously: done once at load). Act-order permutations are not
   /// part of FP8 checkpoints and are refused.
-  static StatusOr<Fp8Linear> upload(const quant::Fp8ChannelMatrix& m);
+  /// `sums_chunk_bytes` bounds the fp32 sums of one row chunk (tests make it small).
+  static StatusOr<Fp8Linear> upload(const quant::Fp8ChannelMatrix& m,
+                                    std::size_t sums_chunk_bytes = kSumsChunkBytes);
 
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   std::size_t device_bytes() const { return codes_.bytes() + scales_.bytes(); }
 
-  /// Scratch forward() needs for `m` rows: the activations' codes and scales.
+  /// Scratch forward() needs for `m` rows: the activations' codes and scales, and the fp32 sums
+  /// of one row chunk (at most the upload's sums_chunk_bytes).
   std::size_t scratch_bytes(std::int64_t m) const;
+
+  /// Scratch forward_quantized() needs for `m` rows: the fp32 sums of one row chunk.
+  std::size_t sums_scratch_bytes(std::int64_t m) const;
+
+  /// The fp32 sums of one chunk of rows stay within this (a prefill of 8k tokens through a
+  /// 28k-channel gate/up layer would otherwise need 0.9 GB): whole multiples of 128 rows.
+  static constexpr std::size_t kSumsChunkBytes = std::size_t{256} << 20;
 
   /// y [m, rows] = x [m, cols] W^T (+ bias), x, bias and y in `dtype` (bf16 or f16): x is
   /// quantized per token into `scratch`, then multiplied.
@@ -36,18 +48,21 @@ class Fp8Linear {
                  cuda::BlasLt& blas, void* scratch, std::size_t scratch_bytes,
                  cudaStream_t stream) const;
 
-  /// The same from activations already quantized by the producer: codes [m, cols], scales [m].
+  /// The same from activations already quantized by the producer: codes [m, cols], scales [m];
+  /// `scratch` holds sums_scratch_bytes(m).
   Status forward_quantized(const std::uint8_t* x_codes, const float* x_scales, std::int64_t m,
                            const void* bias, void* y, cuda::ScalarType dtype, cuda::BlasLt& blas,
-                           cudaStream_t stream) const;
+                           void* scratch, std::size_t scratch_bytes, cudaStream_t stream) const;
 
  private:
   Fp8Linear() = default;
+  std::int64_t chunk_rows(std::int64_t m) const;
 
   cuda::DeviceBuffer codes_;
   cuda::DeviceBuffer scales_;
   std::int64_t rows_ = 0;
   std::int64_t cols_ = 0;
+  std::size_t sums_chunk_bytes_ = kSumsChunkBytes;
 };
 
 }  // namespace pagoda::kernels

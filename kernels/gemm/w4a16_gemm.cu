@@ -20,7 +20,12 @@ constexpr int kTileCols = static_cast<int>(quant::kW4A16TileCols);
 constexpr int kTileVectors = 32;     // 16-byte vectors per tile: one per lane
 constexpr int kAhead = 4;            // tiles each lane has in flight
 constexpr int kMinTilesPerWarp = 2;  // below this a K split costs more than it hides
-constexpr int kCtasPerSm = 4;        // 16 warps per SM streaming weights
+// CTAs an SM holds at once, by x tiles per CTA: the launch bounds cap the registers to fit them
+// (what hides the weights' latency is warps in flight).
+constexpr int min_ctas_per_sm(int m_tiles) {
+  return m_tiles == 1 ? 6 : m_tiles == 2 ? 4 : 3;
+}
+constexpr int kSmemPerSm = 227 << 10;
 
 // Codes {q_lo, q_hi} OR'ed into a 16-bit float pair whose exponent makes the mantissa's low bits
 // the integer: bf16 128 + q (mantissa step 1 at 128..255), f16 1024 + q. Subtracting
@@ -48,37 +53,34 @@ struct Nibbles<__half> {
   }
 };
 
-// Two consecutive elements of x (row r, columns c and c + 1) as one A-fragment register; rows
-// past m and columns past k (the last tile's padding) read as zeros.
-template <typename T>
-__device__ __forceinline__ std::uint32_t x_pair(const T* __restrict__ x, int r, int c, int m,
-                                                int k) {
-  if (r >= m || c >= k) return 0;
-  return __ldg(reinterpret_cast<const unsigned int*>(x + static_cast<std::size_t>(r) * k + c));
-}
+// x's rows of a CTA live in shared memory for its whole K range, each row padded by 16 bytes so
+// the 8 rows of an A fragment fall in different banks.
+constexpr int kXPad = 8;  // elements
 
-// CTA = (16-row weight tile nt, K split, block of 16 * kMTiles rows of x). Each warp walks its
-// share of the CTA's 64-column tiles; per 16-column step and group it accumulates x (q - z) in
-// `part`, and on a group change adds scale * part to `acc`.
+// CTA = (16-row weight tile nt, K split, block of 16 * kMTiles rows of x). The CTA first copies
+// its rows of x over its K range into shared memory; then each warp walks its share of the 64-
+// column tiles: per 16-column step it accumulates x (q - z) in `part`, and where a group ends it
+// adds scale * part to `acc`. The next group's zeros and scales are loaded a group ahead.
 template <typename T, int kMTiles>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     w4a16_gemm_kernel(const T* __restrict__ x, const uint4* __restrict__ packed,
                       const __half* __restrict__ scales, const std::uint8_t* __restrict__ zeros,
                       const T* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                       int m, int n, int k, int k_tiles, int padded_rows, int group_size, int groups,
-                      int tiles_per_split) {
+                      int tiles_per_split, int chunk_tiles) {
   using Q = Nibbles<T>;
+  extern __shared__ __align__(16) unsigned char smem[];
   __shared__ float reduce[kWarps][kMTiles * 16][17];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
   const int nt = static_cast<int>(blockIdx.x), split = static_cast<int>(blockIdx.y);
   const int row0 = static_cast<int>(blockIdx.z) * kMTiles * 16;
+  const int rows_here = min(kMTiles * 16, m - row0);
 
   const int cta_begin = split * tiles_per_split;
-  const int cta_tiles = max(0, min(k_tiles, cta_begin + tiles_per_split) - cta_begin);
-  const int per_warp = (cta_tiles + kWarps - 1) / kWarps;
-  const int begin = cta_begin + min(cta_tiles, warp * per_warp);
-  const int count = cta_begin + min(cta_tiles, (warp + 1) * per_warp) - begin;
+  const int cta_end = min(k_tiles, cta_begin + tiles_per_split);
+  T* xs = reinterpret_cast<T*>(smem);
+  const int stride = chunk_tiles * kTileCols + kXPad;
 
   float acc[kMTiles][2][4];
   float part[kMTiles][2][4];
@@ -90,83 +92,161 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < 4; ++e) acc[mt][j][e] = part[mt][j][e] = 0.0f;
     }
   }
-  const int col_b = nt * kTileRows + g;      // the B fragment's weight row, n-tile 0
-  const int col_c = nt * kTileRows + 2 * t;  // the C fragment's first output column, n-tile 0
-  int group = -1;
-  std::uint32_t zero_pair[2] = {0, 0};
+  // A fragments: rows mt * 16 + g (lo) and + 8 (hi), columns 2t, 2t + 1 and 2t + 8, 2t + 9.
+  const T* x_lo[kMTiles];
+  const T* x_hi[kMTiles];
+  bool lo_ok[kMTiles], hi_ok[kMTiles];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    lo_ok[mt] = mt * 16 + g < rows_here;
+    hi_ok[mt] = mt * 16 + g + 8 < rows_here;
+    x_lo[mt] = xs + (lo_ok[mt] ? mt * 16 + g : 0) * stride + 2 * t;
+    x_hi[mt] = xs + (hi_ok[mt] ? mt * 16 + g + 8 : 0) * stride + 2 * t;
+  }
+  const int col_b = nt * kTileRows + g;          // the B fragment's weight row, n-tile 0
+  const int col_c = nt * kTileRows + 2 * t;      // the C fragment's first output column, n-tile 0
+  const int halves_per_group = group_size / 32;  // groups end on 32-column boundaries
+  const uint4* tiles = packed + static_cast<std::size_t>(nt) * k_tiles * kTileVectors + lane;
 
-  auto flush = [&]() {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float2 s = __half22float2(*reinterpret_cast<const __half2*>(
-          scales + static_cast<std::size_t>(group) * padded_rows + col_c + 8 * j));
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        acc[mt][j][0] += s.x * part[mt][j][0];
-        acc[mt][j][1] += s.y * part[mt][j][1];
-        acc[mt][j][2] += s.x * part[mt][j][2];
-        acc[mt][j][3] += s.y * part[mt][j][3];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) part[mt][j][e] = 0.0f;
+  // The CTA's K range in chunks whose rows of x fit the shared memory.
+  for (int chunk = cta_begin; chunk < cta_end; chunk += chunk_tiles) {
+    const int tiles_here = min(chunk_tiles, cta_end - chunk);
+    __syncthreads();  // the previous chunk's x is no longer read
+    const int vectors_per_row = tiles_here * (kTileCols / 8);
+    const int col0 = chunk * kTileCols;
+    for (int i = static_cast<int>(threadIdx.x); i < rows_here * vectors_per_row; i += kThreads) {
+      const int r = i / vectors_per_row, v = i - r * vectors_per_row;
+      const int c = col0 + v * 8;
+      uint4 value = make_uint4(0, 0, 0, 0);
+      if (c < k) {
+        value = *reinterpret_cast<const uint4*>(x + static_cast<std::size_t>(row0 + r) * k + c);
       }
+      *reinterpret_cast<uint4*>(xs + r * stride + v * 8) = value;
     }
-  };
+    __syncthreads();
 
-  auto step = [&](std::uint32_t word, int k0) {
-    const int grp = min(k0 / group_size, groups - 1);
-    if (grp != group) {
-      if (group >= 0) flush();
-      group = grp;
+    const int per_warp = (tiles_here + kWarps - 1) / kWarps;
+    const int begin = chunk + min(tiles_here, warp * per_warp);
+    const int count = chunk + min(tiles_here, (warp + 1) * per_warp) - begin;
+    if (count <= 0) continue;
+    int group = min((begin * 2) / halves_per_group, groups - 1);
+    int half_in_group = (begin * 2) % halves_per_group;
+    auto load_group = [&](int grp, std::uint32_t(&zero_pair)[2], float2(&scale)[2]) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const std::uint32_t z =
             Q::kBase + zeros[static_cast<std::size_t>(grp) * padded_rows + col_b + 8 * j];
         zero_pair[j] = z | (z << 16);
+        scale[j] = __half22float2(*reinterpret_cast<const __half2*>(
+            scales + static_cast<std::size_t>(grp) * padded_rows + col_c + 8 * j));
       }
-    }
-    std::uint32_t b[2][2];
-#pragma unroll
-    for (int pair = 0; pair < 4; ++pair) {
-      b[pair >> 1][pair & 1] =
-          Q::sub(((word >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, zero_pair[pair >> 1]);
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      const int r0 = row0 + mt * 16 + g, c0 = k0 + 2 * t;
-      const std::uint32_t a[4] = {x_pair(x, r0, c0, m, k), x_pair(x, r0 + 8, c0, m, k),
-                                  x_pair(x, r0, c0 + 8, m, k), x_pair(x, r0 + 8, c0 + 8, m, k)};
-      mma_16816<T>(part[mt][0], a, b[0][0], b[0][1]);
-      mma_16816<T>(part[mt][1], a, b[1][0], b[1][1]);
-    }
-  };
+    };
+    std::uint32_t zero_pair[2], next_zero_pair[2];
+    float2 scale[2], next_scale[2];
+    load_group(group, zero_pair, scale);
+    load_group(min(group + 1, groups - 1), next_zero_pair, next_scale);
 
-  // Weights are read once: streaming (evict-first) loads, kAhead tiles ahead of the math.
-  const uint4* tiles = packed + static_cast<std::size_t>(nt) * k_tiles * kTileVectors + lane;
-  uint4 ahead[kAhead];
+    auto flush = [&]() {
 #pragma unroll
-  for (int u = 0; u < kAhead; ++u) {
-    if (u < count) ahead[u] = __ldcs(tiles + static_cast<std::size_t>(begin + u) * kTileVectors);
-  }
-  for (int base = 0; base < count; base += kAhead) {
+      for (int j = 0; j < 2; ++j) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          acc[mt][j][0] += scale[j].x * part[mt][j][0];
+          acc[mt][j][1] += scale[j].y * part[mt][j][1];
+          acc[mt][j][2] += scale[j].x * part[mt][j][2];
+          acc[mt][j][3] += scale[j].y * part[mt][j][3];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) part[mt][j][e] = 0.0f;
+        }
+      }
+    };
+    // At the end of each 32-column half: close the group if it ends here.
+    auto end_half = [&]() {
+      if (++half_in_group == halves_per_group) {
+        half_in_group = 0;
+        flush();
+        group = min(group + 1, groups - 1);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          zero_pair[j] = next_zero_pair[j];
+          scale[j] = next_scale[j];
+        }
+        load_group(min(group + 1, groups - 1), next_zero_pair, next_scale);
+      }
+    };
+
+    // A fragments of one 16-column step from shared memory.
+    using AFragments = std::uint32_t[kMTiles][4];
+    auto load_a = [&](AFragments& a, int c) {  // c: the step's first column within xs
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        a[mt][0] = lo_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_lo[mt] + c) : 0u;
+        a[mt][1] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c) : 0u;
+        a[mt][2] = lo_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_lo[mt] + c + 8) : 0u;
+        a[mt][3] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c + 8) : 0u;
+      }
+    };
+    auto step = [&](std::uint32_t word, const AFragments& a) {
+      std::uint32_t b[2][2];
+#pragma unroll
+      for (int pair = 0; pair < 4; ++pair) {
+        b[pair >> 1][pair & 1] =
+            Q::sub(((word >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, zero_pair[pair >> 1]);
+      }
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        mma_16816<T>(part[mt][0], a[mt], b[0][0], b[0][1]);
+        mma_16816<T>(part[mt][1], a[mt], b[1][0], b[1][1]);
+      }
+    };
+
+    // Weights are read once: streaming (evict-first) loads, kAhead tiles ahead of the math.
+    uint4 ahead[kAhead];
 #pragma unroll
     for (int u = 0; u < kAhead; ++u) {
-      const int i = base + u;
-      if (i < count) {
-        const uint4 words = ahead[u];
-        if (i + kAhead < count) {
-          ahead[u] = __ldcs(tiles + static_cast<std::size_t>(begin + i + kAhead) * kTileVectors);
+      if (u < count) ahead[u] = __ldcs(tiles + static_cast<std::size_t>(begin + u) * kTileVectors);
+    }
+    for (int base = 0; base < count; base += kAhead) {
+#pragma unroll
+      for (int u = 0; u < kAhead; ++u) {
+        const int i = base + u;
+        if (i < count) {
+          const uint4 words = ahead[u];
+          if (i + kAhead < count) {
+            ahead[u] = __ldcs(tiles + static_cast<std::size_t>(begin + i + kAhead) * kTileVectors);
+          }
+          // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
+          // 4 x tiles that would take 64 more registers: there, step by step).
+          const int c = (begin + i - chunk) * kTileCols;
+          if constexpr (kMTiles <= 2) {
+            AFragments a[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) load_a(a[q], c + 16 * q);
+            step(words.x, a[0]);
+            step(words.y, a[1]);
+            end_half();
+            step(words.z, a[2]);
+            step(words.w, a[3]);
+          } else {
+            AFragments a;
+            load_a(a, c);
+            step(words.x, a);
+            load_a(a, c + 16);
+            step(words.y, a);
+            end_half();
+            load_a(a, c + 32);
+            step(words.z, a);
+            load_a(a, c + 48);
+            step(words.w, a);
+          }
+          end_half();
         }
-        const int k0 = (begin + i) * kTileCols;
-        step(words.x, k0);
-        step(words.y, k0 + 16);
-        step(words.z, k0 + 32);
-        step(words.w, k0 + 48);
       }
     }
+    if (half_in_group != 0) flush();
   }
-  if (group >= 0) flush();
 
-    // The 4 warps' sums, added in warp order (the same bits every run).
+  // The 4 warps' sums, added in warp order (the same bits every run).
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -259,24 +339,46 @@ struct Plan {
   int k_tiles = 0;   // 64-column weight tiles
   int splits = 1;    // CTAs along K
   int tiles_per_split = 0;
+  int x_rows = 0;       // rows of x a CTA stages (at most 16 * m_tiles)
+  int most_chunk = 0;   // tiles of x that fit kXBytesMax
+  int chunk_tiles = 0;  // tiles per chunk of a CTA's K range
 };
+
+// A CTA's rows of x in shared memory stay within this: 4 CTAs of 16 rows fit an SM.
+constexpr int kXBytesMax = 48 << 10;
+
+std::size_t x_smem_bytes(const Plan& p) {
+  return static_cast<std::size_t>(p.x_rows) * (p.chunk_tiles * kTileCols + kXPad) * 2;
+}
 
 void set_splits(Plan& p, int splits) {
   p.splits = std::max(1, splits);
   p.tiles_per_split = (p.k_tiles + p.splits - 1) / p.splits;
   p.splits = (p.k_tiles + p.tiles_per_split - 1) / p.tiles_per_split;
+  // Equal chunks: 70 tiles in 48-tile chunks would leave one of 22.
+  const int chunks = (p.tiles_per_split + p.most_chunk - 1) / p.most_chunk;
+  p.chunk_tiles = (p.tiles_per_split + chunks - 1) / chunks;
 }
 
-// Enough CTAs to give every SM kCtasPerSm when the weight has too few row tiles, without
-// leaving a warp fewer than kMinTilesPerWarp tiles.
+// When the weight has too few row tiles to fill the GPU, K splits over as many CTAs as fill one
+// wave (whole waves: a second, partial wave would leave most SMs idle), without leaving a warp
+// fewer than kMinTilesPerWarp tiles; a CTA walks its K range in chunks of x that
+// fit kXBytesMax.
 Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k) {
   Plan p;
   p.m_tiles = m <= 16 ? 1 : m <= 32 ? 2 : 4;
   p.m_blocks = static_cast<int>((m + 16 * p.m_tiles - 1) / (16 * p.m_tiles));
   p.n_tiles = static_cast<int>((n + kTileRows - 1) / kTileRows);
   p.k_tiles = static_cast<int>((k + kTileCols - 1) / kTileCols);
+  p.x_rows = static_cast<int>(std::min<std::int64_t>(m, 16 * p.m_tiles));
+  p.most_chunk = std::max(1, (kXBytesMax / (2 * p.x_rows) - kXPad) / kTileCols);
   const int ctas = p.n_tiles * p.m_blocks;
-  const int wanted = (kCtasPerSm * sm_count() + ctas - 1) / ctas;
+  const std::size_t smem = static_cast<std::size_t>(p.x_rows) *
+                               (std::min(p.k_tiles, p.most_chunk) * kTileCols + kXPad) * 2 +
+                           static_cast<std::size_t>(kWarps) * p.m_tiles * 16 * 17 * 4;
+  const int per_sm = std::max<int>(
+      1, std::min<int>(min_ctas_per_sm(p.m_tiles), static_cast<int>(kSmemPerSm / (smem + 1024))));
+  const int wanted = std::max(1, per_sm * sm_count() / ctas);
   const int most = std::max(1, p.k_tiles / (kWarps * kMinTilesPerWarp));
   set_splits(p, std::min(wanted, most));
   return p;
@@ -289,14 +391,19 @@ std::size_t partial_bytes(const Plan& p, std::int64_t m, std::int64_t n) {
 template <typename T, int kMTiles>
 Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial,
                     cudaStream_t stream) {
+  // Above 48 KB of shared memory a kernel must opt in, once per process.
+  static const cudaError_t opt_in = cudaFuncSetAttribute(
+      w4a16_gemm_kernel<T, kMTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kXBytesMax);
+  PAGODA_CUDA_RETURN_IF_ERROR(opt_in);
   const dim3 grid(plan.n_tiles, plan.splits, plan.m_blocks);
-  w4a16_gemm_kernel<T, kMTiles><<<grid, kThreads, 0, stream>>>(
+  w4a16_gemm_kernel<T, kMTiles><<<grid, kThreads, x_smem_bytes(plan), stream>>>(
       static_cast<const T*>(p.x), reinterpret_cast<const uint4*>(p.w.packed),
       reinterpret_cast<const __half*>(p.w.scales), p.w.zeros, static_cast<const T*>(p.bias),
       static_cast<T*>(p.y), partial, static_cast<int>(p.m), static_cast<int>(p.w.rows),
       static_cast<int>(p.w.cols), plan.k_tiles, plan.n_tiles * kTileRows,
       static_cast<int>(p.w.group_size),
-      static_cast<int>((p.w.cols + p.w.group_size - 1) / p.w.group_size), plan.tiles_per_split);
+      static_cast<int>((p.w.cols + p.w.group_size - 1) / p.w.group_size), plan.tiles_per_split,
+      plan.chunk_tiles);
   return cuda::check_launch("w4a16_gemm_kernel");
 }
 
@@ -342,7 +449,7 @@ bool w4a16_gemm_applies(const W4A16GemmParams& p) {
   };
   return is_16_bit(p.dtype) && p.m >= 1 && p.w.rows >= 1 && p.w.cols >= 32 && p.w.cols % 32 == 0 &&
          p.w.group_size >= 32 && p.w.group_size % 32 == 0 && p.m <= (1 << 24) &&
-         p.w.rows <= (1 << 24) && p.w.cols <= (1 << 24) && aligned(p.x, 4) &&
+         p.w.rows <= (1 << 24) && p.w.cols <= (1 << 24) && aligned(p.x, 16) &&
          aligned(p.w.packed, 16) && aligned(p.w.scales, 4) && p.y != nullptr;
 }
 

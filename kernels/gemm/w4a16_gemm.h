@@ -7,8 +7,9 @@
 // integers q - z, so mma.m16n8k16 sums x (q - z) over a group in fp32 and the group's fp16 scale
 // multiplies that sum once. The weights are never rounded: the only rounding besides fp32
 // summation is the output's. Weights stream once per 16 (m <= 16), 32 or 64 rows of x, with
-// evict-first loads several tiles ahead per lane; K is split over the CTA's 4 warps and, when
-// there are too few column tiles to fill the GPU, over CTAs whose partial sums a second kernel
+// evict-first loads several tiles ahead per lane; the CTA's rows of x wait in shared memory, and
+// each group's zeros and scales are loaded a group ahead. K is split over the CTA's 4 warps and,
+// when there are too few column tiles to fill the GPU, over CTAs whose partial sums a second kernel
 // adds in a fixed order (deterministic: the same bits every run).
 //
 // For large m the executor dequantizes to 16-bit rows (launch_w4a16_dequantize) and calls
@@ -51,7 +52,7 @@ struct W4A16GemmParams {
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k);
 
 /// True when `p` can run: 16-bit dtype, m >= 1, cols a multiple of 32, group_size a multiple of
-/// 32, 4-byte aligned x and 16-byte aligned packed weights.
+/// 32, 16-byte aligned x and packed weights.
 bool w4a16_gemm_applies(const W4A16GemmParams& p);
 
 /// Each output is an fp32 sum of per-group fp32 sums, rounded once to the output type. A

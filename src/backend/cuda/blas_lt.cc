@@ -192,6 +192,18 @@ Status BlasLt::linear_fp8(const Fp8LinearGemm& g, cudaStream_t stream) {
   return run(*plan, g.x, g.w, g.bias, g.y, stream);
 }
 
+Status BlasLt::linear_fp8_sums(const Fp8SumsGemm& g, cudaStream_t stream) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.k % 16 != 0) {
+    return invalid_argument("linear_fp8_sums: a " + std::to_string(g.m) + "x" +
+                            std::to_string(g.n) + "x" + std::to_string(g.k) +
+                            " product (k must be a positive multiple of 16)");
+  }
+  PAGODA_ASSIGN_OR_RETURN(
+      Plan * plan,
+      plan_for({.m = g.m, .n = g.n, .k = g.k, .input = CUDA_R_8F_E4M3, .output = CUDA_R_32F}));
+  return run(*plan, g.x, g.w, nullptr, g.sums, stream);
+}
+
 bool BlasLt::fp8_linear_supported() {
   if (fp8_supported_ < 0) {
     const StatusOr<Plan*> plan = plan_for({.m = 16,

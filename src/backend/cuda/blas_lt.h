@@ -48,6 +48,17 @@ struct Fp8LinearGemm {
   ScalarType output_type = ScalarType::kBF16;  ///< kBF16 or kF16
 };
 
+/// sums = x_codes w_codes^T in fp32 with E4M3 operands and no scaling: the first half of FP8 W8A8
+/// where cuBLASLt cannot scale per row (kernels/gemm/fp8_scale_epilogue.h is the second).
+struct Fp8SumsGemm {
+  const void* x = nullptr;  ///< [m, k] E4M3 codes
+  const void* w = nullptr;  ///< [n, k] E4M3 codes
+  float* sums = nullptr;    ///< [m, n] fp32
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+};
+
 /// The cuBLASLt handle, its workspace and the plan cache. Not thread-safe: one per executor.
 class BlasLt {
  public:
@@ -66,8 +77,12 @@ class BlasLt {
   /// algorithm for it; the caller then takes fp8_linear_supported() == false.
   Status linear_fp8(const Fp8LinearGemm& gemm, cudaStream_t stream);
 
-  /// Whether linear_fp8 runs here: probed once with a small product (cached).
+  /// Whether linear_fp8 runs here: probed once with a small product (cached). False on Hopper
+  /// with CUDA 13's cuBLASLt (run 15): FP8 then goes through linear_fp8_sums and an epilogue.
   bool fp8_linear_supported();
+
+  /// Issues `gemm` on `stream` (k a positive multiple of 16).
+  Status linear_fp8_sums(const Fp8SumsGemm& gemm, cudaStream_t stream);
 
  private:
   /// What a plan depends on: the shape, the operand and output types, a bias epilogue, and
