@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/forced_tool_call_stream.h"
 #include "api/model_list.h"
 #include "api/token_spelling.h"
 #include "common/check.h"
@@ -194,27 +195,61 @@ std::string ResponseEncoder::stream_tool_calls(std::size_t choice_index,
   const engine::RequestOutput& out = output.output;
   Choice& choice = choices_[choice_index];
   choice.text += out.text;
-  Json delta = Json::object();
-  if (!out.reasoning_text.empty()) delta["reasoning_content"] = out.reasoning_text;
+  if (choice.forced_stream == nullptr) {
+    choice.forced_stream = std::make_shared<ForcedToolCallStream>(*options_.tool_calls);
+  }
+  // As OpenAI streams calls: a call's id, type and name (arguments "") in one chunk, then its
+  // arguments in fragments; a chunk never carries two entries for one call.
+  std::vector<Json> deltas(1, Json::object());
+  std::vector<std::size_t> in_last;  // call indices in deltas.back()
+  const auto add_entry = [&](std::size_t index, Json entry) {
+    if (std::find(in_last.begin(), in_last.end(), index) != in_last.end()) {
+      deltas.emplace_back(Json::object());
+      in_last.clear();
+    }
+    deltas.back()["tool_calls"].push_back(std::move(entry));
+    in_last.push_back(index);
+  };
+  if (!out.reasoning_text.empty()) deltas.front()["reasoning_content"] = out.reasoning_text;
+  for (ForcedToolCallDelta& piece : choice.forced_stream->feed(out.text)) {
+    if (piece.name) {
+      add_entry(piece.index, {{"index", piece.index},
+                              {"id", forced_call_id(choice_index, piece.index)},
+                              {"type", "function"},
+                              {"function", {{"name", *piece.name}, {"arguments", ""}}}});
+    }
+    if (!piece.arguments.empty()) {
+      add_entry(piece.index,
+                {{"index", piece.index}, {"function", {{"arguments", piece.arguments}}}});
+    }
+  }
   if (out.finished) {
     finish_choice(choice, output);
     settle_tool_calls(choice_index, choice);
-    if (choice.tool_calls.is_array()) {
-      Json calls = choice.tool_calls;
-      for (std::size_t k = 0; k < calls.size(); ++k) calls[k]["index"] = k;
-      delta["tool_calls"] = std::move(calls);
-    } else {
-      delta["content"] = choice.text;
+    // An output cut before any call began goes out as text, as it does unstreamed; one cut
+    // inside a call keeps what was streamed, with the finish reason saying why it stopped.
+    if (!choice.tool_calls.is_array() && !choice.forced_stream->started()) {
+      deltas.back()["content"] = choice.text;
     }
-  } else if (delta.empty()) {
+  } else if (deltas.size() == 1 && deltas.front().empty()) {
     return "";
   }
-  Json item = {{"index", choice_index},
-               {"delta", std::move(delta)},
-               {"logprobs", nullptr},
-               {"finish_reason", out.finished ? Json(choice.finish_reason) : Json(nullptr)}};
-  if (out.finished) item["stop_reason"] = choice.stop_reason;
-  return sse_event(chunk(Json::array({std::move(item)})));
+  std::string events;
+  for (std::size_t k = 0; k < deltas.size(); ++k) {
+    const bool last = out.finished && k + 1 == deltas.size();
+    Json item = {{"index", choice_index},
+                 {"delta", std::move(deltas[k])},
+                 {"logprobs", nullptr},
+                 {"finish_reason", last ? Json(choice.finish_reason) : Json(nullptr)}};
+    if (last) item["stop_reason"] = choice.stop_reason;
+    events += sse_event(chunk(Json::array({std::move(item)})));
+  }
+  return events;
+}
+
+std::string ResponseEncoder::forced_call_id(std::size_t choice_index, std::size_t n) const {
+  return "call_" + options_.id.substr(options_.id.find('-') + 1) + std::to_string(choice_index) +
+         "_" + std::to_string(n);
 }
 
 void ResponseEncoder::settle_tool_calls(std::size_t choice_index, Choice& choice) const {

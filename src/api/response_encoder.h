@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "api/api_error.h"
+#include "api/forced_tool_call_stream.h"
 #include "api/generation_job.h"
 #include "engine/output_channel.h"
 #include "pagoda/tokenizer.h"
@@ -84,6 +85,8 @@ class ResponseEncoder {
     Json tool_calls;               // forced tool calls: the calls, once finished (else null)
     // Auto tool calls, streaming: the output's split into content and calls so far.
     std::shared_ptr<tools::ToolCallStream> tool_stream;
+    // Forced tool calls, streaming: the calls read so far.
+    std::shared_ptr<ForcedToolCallStream> forced_stream;
   };
 
   // A streamed chunk of `choices`: id, object, created, model, system_fingerprint, and "usage":
@@ -105,8 +108,10 @@ class ResponseEncoder {
   // Forced tool calls: a finished choice's text read as its calls (finish_reason "tool_calls"),
   // unless it was cut short (then it stays text, with its own finish reason).
   void settle_tool_calls(std::size_t choice_index, Choice& choice) const;
-  // Forced tool calls, streaming: the text is held, then sent whole as the calls.
+  // Forced tool calls, streaming: each call's id and name, then its arguments piece by piece.
   std::string stream_tool_calls(std::size_t choice_index, const engine::StreamOutput& output);
+  // The id of forced call `n` of a choice (tool_calls_json writes the same).
+  std::string forced_call_id(std::size_t choice_index, std::size_t n) const;
   // Auto tool calls: a finished choice's text split into content and calls (finish_reason
   // "tool_calls" when there are calls).
   void settle_auto_tool_calls(std::size_t choice_index, Choice& choice) const;

@@ -426,6 +426,36 @@ def test_forced_tool_calls_whole_and_streamed(client, model_name, tool_choice):
         [(c["name"], json.loads(c["arguments"])) for c in calls]
 
 
+@pytest.mark.parametrize("tool_choice", [
+    "required", {"type": "function", "function": {"name": "add"}}])
+def test_forced_tool_call_arguments_stream_in_pieces(client, model_name, tool_choice):
+    """As OpenAI streams calls: a call's id and name first, then its arguments in fragments."""
+    args = dict(model=model_name, tools=TOOLS, tool_choice=tool_choice, max_tokens=120,
+                temperature=0.0,
+                messages=[{"role": "user", "content": "What is 12 plus 30?"}])
+    headers, fragments, finish = {}, {}, None
+    for chunk in client.chat.completions.create(stream=True, **args):
+        for choice in chunk.choices:
+            assert not choice.delta.content, choice.delta
+            for d in choice.delta.tool_calls or []:
+                if d.id:
+                    assert d.index not in headers, "a second header for one call"
+                    assert d.type == "function" and d.function.name, d
+                    assert not d.function.arguments, d
+                    headers[d.index] = d.function.name
+                    fragments[d.index] = []
+                else:
+                    assert d.index in headers, "arguments before the call's name"
+                    assert not d.function.name, d
+                    fragments[d.index].append(d.function.arguments)
+            finish = choice.finish_reason or finish
+    assert finish == "tool_calls"
+    assert headers and all(len(f) > 1 for f in fragments.values()), fragments
+    whole = client.chat.completions.create(**args).choices[0].message.tool_calls
+    assert [(headers[i], json.loads("".join(fragments[i]))) for i in sorted(headers)] == \
+        [(c.function.name, json.loads(c.function.arguments)) for c in whole]
+
+
 def test_tool_round_trip_with_a_forced_call(client, model_name):
     """The call goes back as an assistant tool_calls message with the tool's answer."""
     first = client.chat.completions.create(

@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "../api/api_test_models.h"
 #include "api/chat_request.h"
+#include "api/forced_tool_call_stream.h"
 #include "api/response_encoder.h"
 #include "api/structured_output.h"
 #include "structured_test_support.h"
@@ -141,23 +145,85 @@ TEST(ForcedToolCallsTest, TheOutputBecomesToolCallsWholeAndStreamed) {
   EXPECT_EQ(calls[1]["function"]["name"], "now");
   EXPECT_NE(calls[0]["id"], calls[1]["id"]);
 
-  // Streamed: no content deltas; the calls come whole, with their index, in the last chunk.
+  // Streamed in pieces: no content deltas; each call's id, type and name come first (arguments
+  // ""), then its arguments in fragments; reassembled by index they are the same calls.
   ResponseEncoder streamed(options(true, {}), tokenizer);
-  std::string sse = streamed.add(0, output(text.substr(0, 20), false));
-  sse += streamed.add(0, output(text.substr(20), true));
+  std::string sse;
+  for (std::size_t at = 0; at < text.size(); at += 7) {
+    sse += streamed.add(0, output(text.substr(at, 7), at + 7 >= text.size()));
+  }
   Json last;
+  std::map<std::size_t, Json> joined;
+  std::map<std::size_t, int> fragments;
   for (std::size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos; at += 6) {
     const Json event = Json::parse(sse.substr(at + 6, sse.find("\n\n", at) - at - 6));
     const Json& delta = event["choices"][0]["delta"];
     EXPECT_TRUE(!delta.contains("content") || delta["content"] == "") << event.dump();
+    std::set<std::size_t> seen;
+    for (const Json& d : delta.value("tool_calls", Json::array())) {
+      const auto index = d["index"].get<std::size_t>();
+      EXPECT_TRUE(seen.insert(index).second) << "two entries for one call: " << event.dump();
+      if (d.contains("id")) {
+        EXPECT_FALSE(joined.contains(index)) << "a second header: " << event.dump();
+        EXPECT_EQ(d["function"]["arguments"], "");
+        joined[index] = d;
+        continue;
+      }
+      ASSERT_TRUE(joined.contains(index)) << "arguments before the name: " << event.dump();
+      joined[index]["function"]["arguments"] =
+          joined[index]["function"]["arguments"].get<std::string>() +
+          d["function"]["arguments"].get<std::string>();
+      ++fragments[index];
+    }
     last = event;
   }
   EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
-  const Json& deltas = last["choices"][0]["delta"]["tool_calls"];
-  ASSERT_EQ(deltas.size(), 2u);
-  EXPECT_EQ(deltas[1]["index"], 1);
-  EXPECT_EQ(deltas[0]["function"], calls[0]["function"]);
-  EXPECT_EQ(deltas[0]["id"], calls[0]["id"]);
+  ASSERT_EQ(joined.size(), 2u);
+  EXPECT_GT(fragments[0], 1);  // the arguments came in several pieces
+  for (std::size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(joined[k]["id"], calls[k]["id"]);
+    EXPECT_EQ(joined[k]["function"]["name"], calls[k]["function"]["name"]);
+    EXPECT_EQ(Json::parse(joined[k]["function"]["arguments"].get<std::string>()),
+              Json::parse(calls[k]["function"]["arguments"].get<std::string>()));
+  }
+}
+
+// Every split of a required output into pieces gives the same names and arguments.
+TEST(ForcedToolCallStreamTest, AnySplitGivesTheSameCalls) {
+  const std::string text =
+      R"([{"name": "we\"ird", "arguments": {"s": "a}]\"[{", "n": [1, {"x": null}]}}, )"
+      R"({"name": "now", "arguments": {}}, {"name": "n", "arguments": 42}])";
+  const auto run = [&](std::size_t piece) {
+    ForcedToolCallStream stream({});
+    std::vector<std::pair<std::string, std::string>> calls;
+    for (std::size_t at = 0; at < text.size(); at += piece) {
+      for (const ForcedToolCallDelta& d : stream.feed(std::string_view(text).substr(at, piece))) {
+        if (d.name) {
+          EXPECT_EQ(d.index, calls.size());
+          calls.emplace_back(*d.name, "");
+        }
+        EXPECT_LT(d.index, calls.size());
+        if (d.index < calls.size()) calls[d.index].second += d.arguments;
+      }
+    }
+    return calls;
+  };
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"we\"ird", R"({"s": "a}]\"[{", "n": [1, {"x": null}]})"}, {"now", "{}"}, {"n", "42"}};
+  for (std::size_t piece = 1; piece <= text.size(); ++piece) {
+    EXPECT_EQ(run(piece), expected) << "pieces of " << piece;
+  }
+}
+
+TEST(ForcedToolCallStreamTest, ANamedCallsNameComesOnceThenTheOutputAsItsArguments) {
+  ForcedToolCallStream stream({.function_name = "f"});
+  EXPECT_TRUE(stream.feed("").empty());
+  EXPECT_FALSE(stream.started());
+  EXPECT_EQ(stream.feed(R"({"a")"),
+            (std::vector<ForcedToolCallDelta>{{.index = 0, .name = "f", .arguments = R"({"a")"}}));
+  EXPECT_TRUE(stream.started());
+  EXPECT_EQ(stream.feed(": 1}"),
+            (std::vector<ForcedToolCallDelta>{{.index = 0, .arguments = ": 1}"}}));
 }
 
 TEST(ForcedToolCallsTest, ANamedCallsArgumentsAreTheOutputAndACutOutputStaysText) {
