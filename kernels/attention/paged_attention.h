@@ -36,8 +36,11 @@ struct PagedAttentionParams {
   const std::int32_t* block_tables = nullptr;     ///< [num_seqs, max_blocks_per_seq], device
   std::int64_t num_seqs = 0;
   std::int64_t max_blocks_per_seq = 0;
-  std::int64_t num_heads = 0;                        ///< a multiple of cache.num_kv_heads
-  float softmax_scale = 0.0f;                        ///< usually 1 / sqrt(head_dim)
+  std::int64_t num_heads = 0;  ///< a multiple of cache.num_kv_heads
+  float softmax_scale = 0.0f;  ///< usually 1 / sqrt(head_dim)
+  /// 0: every earlier position. Else a sliding window (Gemma 3's local layers): the query at
+  /// position p attends to positions max(0, p - sliding_window + 1) .. p only.
+  std::int64_t sliding_window = 0;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< q, out and the cache
 };
 
@@ -47,12 +50,13 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& params,
                                       std::int64_t max_query_len, cudaStream_t stream);
 
 /// Which prefill kernel runs. kAuto: the tensor-core (FA2-style mma.sync) kernel for bf16 and f16
-/// when q, out and the cache are 16-byte aligned (q_row_stride a multiple of 8), else the
-/// CUDA-core reference kernel (always for f32). kMma16 / kMma32: the tensor-core kernel with 16
-/// or 32 query rows per warp (64 or 128 queries per CTA); unimplemented where it does not apply.
-/// kMma32Keys64: 32 rows per warp with 64-key tiles at head_dim 128 (FA2's 128 x 64; kMma32 takes
-/// 32 keys there; at head_dim 64 both take 64). The explicit choices exist for tests and
-/// benchmarks.
+/// when q, out and the cache are 16-byte aligned (q_row_stride a multiple of 8), head_dim is 64
+/// or 128 and there is no sliding window, else the CUDA-core reference kernel (always for f32;
+/// the only one with head_dim 256 and sliding windows so far). kMma16 / kMma32: the tensor-core
+/// kernel with 16 or 32 query rows per warp (64 or 128 queries per CTA); unimplemented where it
+/// does not apply. kMma32Keys64: 32 rows per warp with 64-key tiles at head_dim 128 (FA2's 128 x
+/// 64; kMma32 takes 32 keys there; at head_dim 64 both take 64). The explicit choices exist for
+/// tests and benchmarks.
 enum class PrefillKernel { kAuto, kReference, kMma16, kMma32, kMma32Keys64 };
 Status launch_paged_prefill_attention(const PagedAttentionParams& params,
                                       std::int64_t max_query_len, PrefillKernel kernel,
@@ -92,7 +96,9 @@ std::int64_t decode_workspace_floats(std::int64_t num_seqs, std::int64_t num_hea
                                      std::int64_t head_dim, const DecodeSplitPlan& plan);
 
 /// Decode: every sequence has exactly one query (query_start_loc[s+1] - query_start_loc[s] ==
-/// 1; the caller knows this from the batch it built). head_dim 64 or 128.
+/// 1; the caller knows this from the batch it built). head_dim 64, 128 or 256. With a sliding
+/// window, splits wholly before the window write an empty partial (lse -inf) that the merge
+/// weighs 0.
 Status launch_paged_decode_attention(const PagedAttentionParams& params,
                                      const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
                                      cudaStream_t stream);

@@ -140,7 +140,8 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   const PagedKvCache& c = p.cache;
   PAGODA_KERNEL_REQUIRE(p.num_seqs >= 0 && p.num_seqs <= 0x7fffffff, kOp);
   PAGODA_KERNEL_REQUIRE(c.num_kv_heads > 0 && p.num_heads % c.num_kv_heads == 0, kOp);
-  PAGODA_KERNEL_REQUIRE(c.head_dim == 64 || c.head_dim == 128, kOp);
+  PAGODA_KERNEL_REQUIRE(c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256, kOp);
+  PAGODA_KERNEL_REQUIRE(p.sliding_window >= 0 && p.sliding_window <= 0x7fffffff, kOp);
   PAGODA_KERNEL_REQUIRE(c.block_size > 0 && c.num_blocks > 0, kOp);
   PAGODA_KERNEL_REQUIRE(p.q_row_stride >= p.num_heads * c.head_dim, kOp);
   PAGODA_KERNEL_REQUIRE(plan.num_splits >= 1 && plan.num_splits <= 65535, kOp);

@@ -8,6 +8,12 @@
 //   bf16, head_dim 128: kLanes = 16 (16 x 16 B = 256 B per row), 8 token groups per CTA
 //   one tile = kUnroll tokens per token group: token group j takes base + j + u * 8, u < kUnroll
 //
+// A row wider than a warp's 32 packs (f32 at head_dim 256) gives each lane kPacks packs, pack i
+// at elements i * kLanes * kVec + lane * kVec, so every load of a warp stays one coalesced run.
+// With a sliding window W the single query (position seq_len - 1) sees the last W keys: each
+// split starts at max(its start, seq_len - W), and a split wholly before the window writes an
+// empty partial (lse -inf, o 0) for the merge to weigh 0.
+//
 // Decode is a pure stream of K/V bytes, so the loop is built to keep loads in flight: each
 // thread issues all 2 * kUnroll 16-byte loads of a tile before it uses any, and the block ids of
 // the next tile are fetched during the current one (a table load followed by a dependent K load
@@ -48,15 +54,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
                         const std::int32_t* __restrict__ seq_lens,
                         const std::int32_t* __restrict__ block_tables,
                         std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                        int block_size, float scale_log2, int num_splits, int partition_size,
-                        const std::int32_t* __restrict__ device_partition_size,
+                        int block_size, float scale_log2, int sliding_window, int num_splits,
+                        int partition_size, const std::int32_t* __restrict__ device_partition_size,
                         float* __restrict__ partial_out, float* __restrict__ partial_lse) {
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
   constexpr int kVec = Pack<T>::kSize;
-  constexpr int kLanes = kHeadDim / kVec;
-  static_assert(kLanes <= 32 && 32 % kLanes == 0, "a K row must fit in one warp");
+  constexpr int kRowPacks = kHeadDim / kVec;
+  constexpr int kLanes = kRowPacks < 32 ? kRowPacks : 32;
+  constexpr int kPacks = kRowPacks / kLanes;  // packs per lane
+  constexpr int kDims = kPacks * kVec;        // elements per lane
+  constexpr int kPackStride = kLanes * kVec;  // elements from one of a lane's packs to the next
+  static_assert(32 % kLanes == 0 && kRowPacks % kLanes == 0, "a K row must tile whole warps");
   constexpr int kGroups = kThreads / kLanes;
-  constexpr int kUnroll = kUnrollFor<kMaxGroup>;
+  constexpr int kUnroll = kUnrollFor<kMaxGroup> / kPacks > 0 ? kUnrollFor<kMaxGroup> / kPacks : 1;
   constexpr int kTile = kGroups * kUnroll;
 
   const int seq = blockIdx.x;
@@ -68,8 +78,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   const int split = blockIdx.z;
   const int seq_len = seq_lens[seq];
   const std::int64_t token_row = query_start_loc[seq];
-  const int start = split * partition_size;
-  const int end = min(seq_len, start + partition_size);
+  const int split_start = split * partition_size;
+  const int window_start = sliding_window > 0 ? max(0, seq_len - sliding_window) : 0;
+  const int start = max(split_start, window_start);
+  const int end = min(seq_len, split_start + partition_size);
   // Launched with PDL: q (the QKV projection's output) and out are touched only after this.
   pdl_wait();
 
@@ -78,6 +90,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     if (seq_len == 0 && split == 0 && num_splits == 1) {
       for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
         out[(token_row * num_heads + first_q_head) * kHeadDim + e] = from_float<T>(0.0f);
+      }
+    }
+    // A split the merge reads (it starts before seq_len) but the window left empty.
+    if (num_splits > 1 && split_start < seq_len) {
+      for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
+        const std::int64_t slot =
+            (static_cast<std::int64_t>(seq) * num_heads + first_q_head + e / kHeadDim) *
+                num_splits +
+            split;
+        partial_out[slot * kHeadDim + e % kHeadDim] = 0.0f;
+        if (e % kHeadDim == 0) partial_lse[slot] = -INFINITY;
       }
     }
     return;
@@ -95,35 +118,38 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     blk[u] = table[min(start + u * kGroups + token_group, end - 1) / block_size];
   }
 
-  float q_reg[kMaxGroup][kVec];
+  float q_reg[kMaxGroup][kDims];
 #pragma unroll
   for (int g = 0; g < kMaxGroup; ++g) {
-    if (g < num_q) {
-      const Pack<T> pack =
-          load_pack(q + token_row * q_row_stride + (first_q_head + g) * kHeadDim + dim0);
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) q_reg[g][j] = to_float(pack.v[j]) * scale_log2;
-    } else {
+    for (int i = 0; i < kPacks; ++i) {
+      if (g < num_q) {
+        const Pack<T> pack = load_pack(q + token_row * q_row_stride +
+                                       (first_q_head + g) * kHeadDim + i * kPackStride + dim0);
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) q_reg[g][j] = 0.0f;
+        for (int j = 0; j < kVec; ++j) q_reg[g][i * kVec + j] = to_float(pack.v[j]) * scale_log2;
+      } else {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) q_reg[g][i * kVec + j] = 0.0f;
+      }
     }
   }
 
   float m[kMaxGroup];
   float l[kMaxGroup];
-  float acc[kMaxGroup][kVec];
+  float acc[kMaxGroup][kDims];
 #pragma unroll
   for (int g = 0; g < kMaxGroup; ++g) {
     m[g] = -INFINITY;
     l[g] = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) acc[g][j] = 0.0f;
+    for (int j = 0; j < kDims; ++j) acc[g][j] = 0.0f;
   }
 
   // Every thread runs the same number of tiles (the shuffles below need whole warps).
   for (int base = start; base < end; base += kTile) {
-    Pack<T> k[kUnroll];
-    Pack<T> v[kUnroll];
+    Pack<T> k[kUnroll][kPacks];
+    Pack<T> v[kUnroll][kPacks];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int t = min(base + u * kGroups + token_group, end - 1);
@@ -132,8 +158,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
            t % block_size) *
               kHeadDim +
           dim0;
-      k[u] = load_pack(k_cache + row);
-      v[u] = load_pack(v_cache + row);
+#pragma unroll
+      for (int i = 0; i < kPacks; ++i) {
+        k[u][i] = load_pack(k_cache + row + i * kPackStride);
+        v[u][i] = load_pack(v_cache + row + i * kPackStride);
+      }
     }
     if (base + kTile < end) {  // uniform across the CTA
 #pragma unroll
@@ -145,14 +174,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     float s[kMaxGroup][kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      float kf[kVec];
+      float kf[kDims];
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) kf[j] = to_float(k[u].v[j]);
+      for (int j = 0; j < kDims; ++j) kf[j] = to_float(k[u][j / kVec].v[j % kVec]);
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
         float dot = 0.0f;
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) dot += q_reg[g][j] * kf[j];
+        for (int j = 0; j < kDims; ++j) dot += q_reg[g][j] * kf[j];
         s[g][u] = dot;
       }
     }
@@ -191,10 +220,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
       }
       l[g] = l[g] * correction + p_sum;
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) {
+      for (int j = 0; j < kDims; ++j) {
         float a = acc[g][j] * correction;
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) a += p[u] * to_float(v[u].v[j]);
+        for (int u = 0; u < kUnroll; ++u) a += p[u] * to_float(v[u][j / kVec].v[j % kVec]);
         acc[g][j] = a;
       }
       m[g] = m_new;
@@ -216,7 +245,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
       group_l[token_group][g] = l[g];
     }
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) group_acc[token_group][g][dim0 + j] = acc[g][j];
+    for (int j = 0; j < kDims; ++j) {
+      group_acc[token_group][g][(j / kVec) * kPackStride + dim0 + j % kVec] = acc[g][j];
+    }
   }
   __syncthreads();
 
@@ -260,8 +291,8 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
                     static_cast<const T*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-                    scale_log2, plan.num_splits, plan.partition_size, plan.device_partition_size,
-                    w.partial_out, w.partial_lse);
+                    scale_log2, static_cast<int>(p.sliding_window), plan.num_splits,
+                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse);
 }
 
 // Register arrays are sized by kMaxGroup, so the group chunk is the smallest instance that
@@ -283,7 +314,8 @@ Status run_paged_decode(const PagedAttentionParams& p, const DecodeSplitPlan& pl
   switch (p.cache.head_dim) {
     case 64: return launch_for_head_dim<T, 64>(p, plan, w, stream);
     case 128: return launch_for_head_dim<T, 128>(p, plan, w, stream);
-    default: return unimplemented("paged decode attention: head_dim must be 64 or 128");
+    case 256: return launch_for_head_dim<T, 256>(p, plan, w, stream);
+    default: return unimplemented("paged decode attention: head_dim must be 64, 128 or 256");
   }
 }
 

@@ -57,7 +57,8 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   PAGODA_KERNEL_REQUIRE(p.num_seqs >= 0 && p.num_seqs <= 65535, kOp);  // grid.z
   PAGODA_KERNEL_REQUIRE(c.num_kv_heads > 0 && c.num_kv_heads <= 65535, kOp);
   PAGODA_KERNEL_REQUIRE(p.num_heads > 0 && p.num_heads % c.num_kv_heads == 0, kOp);
-  PAGODA_KERNEL_REQUIRE(c.head_dim == 64 || c.head_dim == 128, kOp);
+  PAGODA_KERNEL_REQUIRE(c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256, kOp);
+  PAGODA_KERNEL_REQUIRE(p.sliding_window >= 0 && p.sliding_window <= 0x7fffffff, kOp);
   PAGODA_KERNEL_REQUIRE(c.block_size > 0 && c.num_blocks > 0, kOp);
   PAGODA_KERNEL_REQUIRE(p.q_row_stride >= p.num_heads * c.head_dim, kOp);
   PAGODA_KERNEL_REQUIRE(p.softmax_scale > 0.0f, kOp);
@@ -72,7 +73,8 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
     // shape after the spill fix (H200, run 13); 16 below, where it gives twice the CTAs. The
     // 128 x 64 tiles (kMma32Keys64) measured 0.427 F on the H200 (run 14) but their oracle test
     // has not yet finished on hardware, so they are not the default yet.
-    kernel = !mma_applies(p)        ? PrefillKernel::kReference
+    kernel = !mma_applies(p) || p.cache.head_dim == 256 || p.sliding_window > 0
+                 ? PrefillKernel::kReference
              : max_query_len >= 512 ? PrefillKernel::kMma32
                                     : PrefillKernel::kMma16;
   }
@@ -84,6 +86,10 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   if (!mma_applies(p)) {
     return unimplemented(
         "paged prefill attention (mma): needs bf16 or f16 and 16-byte aligned q, out and cache");
+  }
+  if (p.cache.head_dim == 256 || p.sliding_window > 0) {
+    return unimplemented(
+        "paged prefill attention (mma): head_dim 256 and sliding windows run the reference kernel");
   }
   const int rows_per_warp = kernel == PrefillKernel::kMma16 ? 16 : 32;
   const int keys_per_tile = kernel == PrefillKernel::kMma32Keys64 ? 64 : 32;

@@ -11,7 +11,9 @@
 //   keys:   tiles of kBlockN positions from 0 to the last position any row of the tile may see
 //
 // Thread t owns row t / 4 of the tile; the 4 threads of a row split its kBlockN scores and its
-// head_dim outputs (columns t % 4, t % 4 + 4, ...). Online softmax in fp32 with exp2.
+// head_dim outputs (columns t % 4, t % 4 + 4, ...). Online softmax in fp32 with exp2. With a
+// sliding window W, row r at position p sees keys max(0, p - W + 1) .. p: the key tiles start at
+// the tile's first row's lowest key and each row masks the keys below its own.
 #pragma once
 
 #include <cmath>
@@ -43,7 +45,7 @@ __global__ void __launch_bounds__(kThreads)
                          const std::int32_t* __restrict__ seq_lens,
                          const std::int32_t* __restrict__ block_tables,
                          std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                         int block_size, float scale_log2) {
+                         int block_size, float scale_log2, int sliding_window) {
   constexpr int kQStride = kHeadDim + 1;
   constexpr int kKStride = kHeadDim + 1;
   constexpr int kPStride = kBlockN + 1;
@@ -87,6 +89,10 @@ __global__ void __launch_bounds__(kThreads)
   // The last position any row of this tile attends to.
   const int last_row = min(row0 + kBlockM, num_rows) - 1;
   const int key_end = min(seq_len, context + last_row / group + 1);
+  // The lowest key this row, and any row of the tile (the first), attends to.
+  const int my_first_key = sliding_window > 0 ? max(0, my_position - sliding_window + 1) : 0;
+  const int key_begin =
+      sliding_window > 0 ? max(0, context + row0 / group - sliding_window + 1) : 0;
 
   float m = -INFINITY;
   float l = 0.0f;
@@ -96,7 +102,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const std::int32_t* table = block_tables + seq * max_blocks_per_seq;
   const std::int64_t head_offset = static_cast<std::int64_t>(kv_head) * block_size * kHeadDim;
-  for (int key0 = 0; key0 < key_end; key0 += kBlockN) {
+  for (int key0 = key_begin; key0 < key_end; key0 += kBlockN) {
     __syncthreads();  // the previous tile's k/v/p are no longer read
     for (int e = threadIdx.x; e < kBlockN * kHeadDim; e += kThreads) {
       const int c = e / kHeadDim;
@@ -132,7 +138,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kColsPerThread; ++j) {
       const int position = key0 + quarter + 4 * j;
-      if (!row_valid || position > my_position || position >= key_end) s[j] = -INFINITY;
+      if (!row_valid || position > my_position || position >= key_end || position < my_first_key) {
+        s[j] = -INFINITY;
+      }
       tile_max = fmaxf(tile_max, s[j]);
     }
     // The 4 threads of a row are adjacent lanes.
@@ -189,7 +197,7 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
       static_cast<const T*>(p.cache.k), static_cast<const T*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-      p.softmax_scale * kLog2e);
+      p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window));
   return cuda::check_launch("paged_prefill_kernel");
 }
 
@@ -200,7 +208,8 @@ Status run_paged_prefill(const PagedAttentionParams& p, std::int64_t max_query_l
   switch (p.cache.head_dim) {
     case 64: return launch_instance<T, 64>(p, max_query_len, stream);
     case 128: return launch_instance<T, 128>(p, max_query_len, stream);
-    default: return unimplemented("paged prefill attention: head_dim must be 64 or 128");
+    case 256: return launch_instance<T, 256>(p, max_query_len, stream);
+    default: return unimplemented("paged prefill attention: head_dim must be 64, 128 or 256");
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/activation/gelu_tanh_mul.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/embedding/embedding.h"
 #include "kernels/norm/head_rms_norm.h"
@@ -114,14 +115,15 @@ Status CudaDecoderOps::head_rms_norm(std::int64_t layer) {
 }
 
 Status CudaDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table) {
-  if (table != RopeTable::kGlobal) {
-    return unimplemented("rope_and_cache_write: a local RoPE table on CUDA");
+  if (rope_inv_freq(table) == nullptr) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "rope_and_cache_write: the config has no local RoPE base");
   }
   return kernels::launch_rope_kv_cache({.qkv = e_.qkv_.data(),
                                         .qkv_row_stride = qkv_dim(),
                                         .positions = e_.metadata_.positions(),
                                         .slot_mapping = e_.metadata_.slot_mapping(),
-                                        .inv_freq = e_.weights_.inv_freq.as<float>(),
+                                        .inv_freq = rope_inv_freq(table),
                                         .cache = cache(layer),
                                         .num_tokens = shape_.num_tokens,
                                         .num_heads = e_.config_.num_attention_heads,
@@ -131,9 +133,7 @@ Status CudaDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table)
 }
 
 Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& options) {
-  if (options.sliding_window != 0 || options.logit_softcap != 0.0f) {
-    return unimplemented("attention: sliding window and soft-cap on CUDA");
-  }
+  if (options.logit_softcap != 0.0f) return unimplemented("attention: soft-cap on CUDA");
   const ModelConfig& c = e_.config_;
   const float scale = options.softmax_scale != 0.0f
                           ? options.softmax_scale
@@ -149,6 +149,7 @@ Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& opt
                                              .max_blocks_per_seq = shape_.block_table_stride,
                                              .num_heads = c.num_attention_heads,
                                              .softmax_scale = scale,
+                                             .sliding_window = options.sliding_window,
                                              .dtype = e_.options_.dtype};
   if (!shape_.decode) {
     return kernels::launch_paged_prefill_attention(params, shape_.max_query_len, e_.stream_.get());
@@ -165,22 +166,21 @@ Status CudaDecoderOps::output_projection(std::int64_t layer) {
 }
 
 Status CudaDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation) {
-  if (activation != GatedActivation::kSilu) {
-    return unimplemented("gated_mlp: only SiLU gates on CUDA so far");
-  }
   const ModelConfig& c = e_.config_;
   const ScalarType t = e_.options_.dtype;
   const cudaStream_t stream = e_.stream_.get();
   const CudaLayerWeights& l = layer_weights(layer);
   const std::int64_t n = shape_.num_tokens;
   PAGODA_RETURN_IF_ERROR(linear(l.gate_up_proj, e_.normed_, nullptr, e_.gate_up_));
-  PAGODA_RETURN_IF_ERROR(kernels::launch_silu_mul({.gate_up = e_.gate_up_.data(),
-                                                   .gate_up_row_stride = 2 * c.intermediate_size,
-                                                   .out = e_.act_.data(),
-                                                   .num_tokens = n,
-                                                   .width = c.intermediate_size,
-                                                   .dtype = t},
-                                                  stream));
+  const auto launch_gate = activation == GatedActivation::kSilu ? kernels::launch_silu_mul
+                                                                : kernels::launch_gelu_tanh_mul;
+  PAGODA_RETURN_IF_ERROR(launch_gate({.gate_up = e_.gate_up_.data(),
+                                      .gate_up_row_stride = 2 * c.intermediate_size,
+                                      .out = e_.act_.data(),
+                                      .num_tokens = n,
+                                      .width = c.intermediate_size,
+                                      .dtype = t},
+                                     stream));
   return linear(l.down_proj, e_.act_, nullptr, e_.proj_);
 }
 

@@ -34,6 +34,12 @@ class CudaDecoderOps final : public DecoderOps {
                                 NormWeight next) override;
 
  private:
+  // Any NormWeight of a layer, Gemma's pre/post-feedforward norms included; null when absent.
+  const void* gemma3_norm_weight(std::int64_t layer, NormWeight weight) const;
+  // The RoPE table of `table`: rope_theta's, or the sliding layers' (null without one).
+  const float* rope_inv_freq(RopeTable table) const;
+
+ private:
   const void* norm_weight(std::int64_t layer, NormWeight weight) const;
   // y = x W^T (+ bias) over the step's tokens, whatever form the layer's weight has.
   Status linear(const CudaLinearLayer& layer, const cuda::DeviceBuffer& x, const void* bias,

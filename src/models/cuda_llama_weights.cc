@@ -218,6 +218,7 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
   w.rope_style = host.rope_style == cpu::RopeStyle::kAdjacentPairs
                      ? kernels::RopeStyle::kAdjacentPairs
                      : kernels::RopeStyle::kRotateHalf;
+  PAGODA_ASSIGN_OR_RETURN(w.gemma3, upload_gemma3_weights(c, host, dtype));
   return w;
 }
 
@@ -262,6 +263,7 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
       cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
   PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy(w.inv_freq.data(), inv_freq.data(),
                                          inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
+  PAGODA_ASSIGN_OR_RETURN(w.gemma3, dummy_gemma3_weights(c, dtype, next_seed));
   PAGODA_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return w;
 }
@@ -271,7 +273,8 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
 namespace pagoda::models {
 
 std::size_t CudaLlamaWeights::device_bytes() const {
-  std::size_t bytes = embed_tokens.bytes() + norm.bytes() + lm_head.bytes() + inv_freq.bytes();
+  std::size_t bytes = embed_tokens.bytes() + norm.bytes() + lm_head.bytes() + inv_freq.bytes() +
+                      gemma3.device_bytes();
   for (const CudaLayerWeights& l : layers) {
     bytes += l.input_layernorm.bytes() + l.qkv_bias.bytes() + l.q_norm.bytes() + l.k_norm.bytes() +
              l.post_attention_layernorm.bytes();

@@ -14,6 +14,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/scalar_type.h"
 #include "kernels/rope/rope_kv_cache.h"
+#include "models/cuda_gemma3_weights.h"
 #include "models/cuda_linear_layer.h"
 #include "models/llama_weights.h"
 #include "pagoda/model_config.h"
@@ -48,6 +49,7 @@ struct CudaLlamaWeights {
   cuda::DeviceBuffer lm_head;   ///< [vocab, hidden]; empty when tied (use embed_tokens)
   cuda::DeviceBuffer inv_freq;  ///< [head_dim / 2], fp32
   kernels::RopeStyle rope_style = kernels::RopeStyle::kRotateHalf;
+  CudaGemma3Weights gemma3;  ///< Gemma 3's sandwich norms and local RoPE table; else empty
 
   /// The LM head matrix (the embedding when tied).
   const void* lm_head_data() const {

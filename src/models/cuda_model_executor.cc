@@ -33,9 +33,12 @@ StatusOr<DeviceBuffer> allocate(std::int64_t elements, ScalarType type) {
 Status check_supported(const ModelConfig& c) {
   PAGODA_RETURN_IF_ERROR(c.validate());
   PAGODA_RETURN_IF_ERROR(architecture_of(c).status());
-  if (c.head_dim != 64 && c.head_dim != 128) {
-    return unimplemented("the CUDA backend runs head_dim 64 and 128, this model has " +
+  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256) {
+    return unimplemented("the CUDA backend runs head_dim 64, 128 and 256, this model has " +
                          std::to_string(c.head_dim) + "; use --device cpu");
+  }
+  if (c.attn_logit_softcapping) {
+    return unimplemented("the CUDA backend has no attention logit soft-cap yet; use --device cpu");
   }
   return Status::ok_status();
 }

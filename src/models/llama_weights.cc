@@ -303,14 +303,18 @@ StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t s
     layer.gate_proj = gate_up[0];
     layer.up_proj = gate_up[1];
     layer.down_proj = draw.matrix(hidden, c.intermediate_size);
-    if (arch->sandwich_norms) {
-      layer.pre_feedforward_layernorm = draw.vector(hidden, 0.9f, 1.1f);
-      layer.post_feedforward_layernorm = draw.vector(hidden, 0.9f, 1.1f);
-    }
     w.layers.push_back(std::move(layer));
   }
   w.norm = draw.vector(hidden, 0.9f, 1.1f);
   w.lm_head = c.tie_word_embeddings ? w.embed_tokens : draw.matrix(c.vocab_size, hidden);
+  // Gemma 3's sandwich norms after everything else (the CUDA side keeps them apart from the Llama
+  // layout: cuda_gemma3_weights.h).
+  if (arch->sandwich_norms) {
+    for (LlamaLayerWeights& layer : w.layers) {
+      layer.pre_feedforward_layernorm = draw.vector(hidden, 0.9f, 1.1f);
+      layer.post_feedforward_layernorm = draw.vector(hidden, 0.9f, 1.1f);
+    }
+  }
   w.rope_style = cpu::RopeStyle::kRotateHalf;
   w.rope_inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
   if (c.rope_local_theta)

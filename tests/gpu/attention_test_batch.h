@@ -16,6 +16,7 @@
 
 #include "backend/cpu/kv_cache_view.h"
 #include "backend/cpu/paged_attention.h"
+#include "backend/cpu/windowed_attention.h"
 #include "kernels/attention/paged_attention.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -34,12 +35,14 @@ struct AttentionCase {
   std::int64_t num_heads;
   std::int64_t num_kv_heads;
   std::int64_t block_size;
+  std::int64_t sliding_window = 0;  ///< 0: full causal context (Gemma 3's local layers: > 0)
 };
 
 inline std::string describe(const AttentionCase& c, ScalarType type) {
   std::string s = std::string(gpu_test::name_of(type)) + " d" + std::to_string(c.head_dim) +
                   " heads " + std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) +
-                  " page " + std::to_string(c.block_size) + " seqs";
+                  " page " + std::to_string(c.block_size) + " window " +
+                  std::to_string(c.sliding_window) + " seqs";
   for (const Sequence& q : c.seqs) {
     s += " (" + std::to_string(q.q_len) + "/" + std::to_string(q.seq_len) + ")";
   }
@@ -113,7 +116,13 @@ class AttentionBatch {
                                     .block_tables = block_tables_.data(),
                                     .num_seqs = static_cast<std::int64_t>(c.seqs.size()),
                                     .max_blocks_per_seq = max_blocks_};
-    cpu::paged_attention_reference(q_.data(), c.num_heads, view, batch, want_.data());
+    if (c.sliding_window > 0) {
+      cpu::windowed_attention_reference(q_.data(), c.num_heads, view, batch,
+                                        {.scale = scale_, .sliding_window = c.sliding_window},
+                                        want_.data());
+    } else {
+      cpu::paged_attention_reference(q_.data(), c.num_heads, view, batch, want_.data());
+    }
 
     // The device q rows carry row_pad random (never read) elements after the heads.
     std::vector<float> q_padded(static_cast<std::size_t>(num_tokens_ * q_row_stride_));
@@ -151,6 +160,7 @@ class AttentionBatch {
             .max_blocks_per_seq = max_blocks_,
             .num_heads = c_.num_heads,
             .softmax_scale = scale_,
+            .sliding_window = c_.sliding_window,
             .dtype = type_};
   }
 

@@ -1,0 +1,74 @@
+#include <string>
+
+#include "backend/cuda/cuda_status.h"
+#include "kernels/activation/gelu_tanh_mul.h"
+#include "kernels/common/device_types.cuh"
+#include "kernels/common/pdl.cuh"
+
+namespace pagoda::kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// 0.5 g (1 + tanh(u)) = g / (1 + exp(-2u)), the form the CPU kernel (cpu/gelu_tanh.h) uses;
+// expf saturates to inf / 0 at the ends, giving -0 and g.
+__device__ __forceinline__ float gelu_tanh_times(float gate, float up) {
+  constexpr float kMinusTwoSqrt2OverPi = -1.5957691216057308f;
+  constexpr float kCubic = 0.044715f;
+  const float inner = gate + kCubic * gate * gate * gate;
+  return gate / (1.0f + expf(kMinusTwoSqrt2OverPi * inner)) * up;
+}
+
+// grid (tokens, column tiles): reads gate and up once, writes out once.
+template <typename T, bool kVector>
+__global__ void __launch_bounds__(kThreads)
+    gelu_tanh_mul_kernel(const T* __restrict__ gate_up, std::int64_t row_stride,
+                         T* __restrict__ out, std::int64_t width) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const std::int64_t token = blockIdx.x;
+  const T* gate = gate_up + token * row_stride;
+  const T* up = gate + width;
+  T* dst = out + token * width;
+  constexpr int kStep = kVector ? Pack<T>::kSize : 1;
+  const std::int64_t i = (static_cast<std::int64_t>(blockIdx.y) * kThreads + threadIdx.x) * kStep;
+  if (i >= width) return;
+  if constexpr (kVector) {
+    const Pack<T> g = load_pack(gate + i);
+    const Pack<T> u = load_pack(up + i);
+    Pack<T> o;
+    for (int j = 0; j < kStep; ++j) {
+      o.v[j] = from_float<T>(gelu_tanh_times(to_float(g.v[j]), to_float(u.v[j])));
+    }
+    store_pack(dst + i, o);
+  } else {
+    dst[i] = from_float<T>(gelu_tanh_times(to_float(gate[i]), to_float(up[i])));
+  }
+}
+
+}  // namespace
+
+Status launch_gelu_tanh_mul(const SiluMulParams& p, cudaStream_t stream) {
+  constexpr const char* kOp = "gelu_tanh_mul";
+  PAGODA_KERNEL_REQUIRE(p.num_tokens >= 0 && p.num_tokens <= 0x7fffffff, kOp);
+  PAGODA_KERNEL_REQUIRE(p.width > 0 && p.gate_up_row_stride >= 2 * p.width, kOp);
+  PAGODA_KERNEL_REQUIRE(p.width <= 65535LL * kThreads, kOp);
+  if (p.num_tokens == 0) return Status::ok_status();
+  PAGODA_KERNEL_REQUIRE(p.gate_up != nullptr && p.out != nullptr, kOp);
+  return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
+    constexpr int kPack = Pack<T>::kSize;
+    const bool vector = p.width % kPack == 0 && p.gate_up_row_stride % kPack == 0 &&
+                        is_aligned16(p.gate_up) && is_aligned16(p.out);
+    const std::int64_t per_block = kThreads * (vector ? kPack : 1);
+    const dim3 grid(static_cast<unsigned>(p.num_tokens),
+                    static_cast<unsigned>((p.width + per_block - 1) / per_block));
+    const auto* gate_up = static_cast<const T*>(p.gate_up);
+    auto* out = static_cast<T*>(p.out);
+    return launch_pdl(vector ? gelu_tanh_mul_kernel<T, true> : gelu_tanh_mul_kernel<T, false>, grid,
+                      dim3(kThreads), 0, stream, "gelu_tanh_mul_kernel", gate_up,
+                      p.gate_up_row_stride, out, p.width);
+  });
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,95 @@
+// Gemma 3 on the GPU: the tiny random checkpoint of tests/golden/forward/make_tiny_hf_models.py
+// (gemma3_text: head_dim 256, 2 sliding layers with window 12 and 1 full layer, their own RoPE
+// bases, linear scaling on the full one, query_pre_attn_scalar 64, sandwich norms, GeGLU, scaled
+// embedding, tied) through CudaModelExecutor against the CPU executor on the same files, the CPU
+// being the oracle (itself checked against transformers by TinyHfModelTest). Each of
+// logits.json's sequences is prefilled in chunks of 64 (the 150-token one crosses the window
+// within and across chunks) and then decoded greedily for 16 steps on both backends.
+//
+//   FP32: the GPU sums in another order (cuBLASLt, no TF32): logits within 1e-4 of the row's
+//         scale, and the argmaxes equal transformers' (every one wins by >= 5e-3).
+//   BF16: weights and activations rounded to bf16 (u = 2^-8) over 3 layers: relative L2 of a
+//         logits row within 5e-2 (the bound of the random-model CUDA test).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/cuda_model_executor.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/unit/models/model_test_util.h"
+
+namespace pagoda::models {
+namespace {
+
+using gpu_test::env_or;
+
+const std::string kDir = env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA_DIR) + "/forward/tiny_gemma3";
+constexpr std::int64_t kChunk = 64;
+
+double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0.0, norm = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+void run_against_cpu(cuda::ScalarType dtype) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::ifstream in(kDir + "/logits.json");
+  ASSERT_TRUE(in.good()) << kDir << "/logits.json is missing";
+  const auto golden = nlohmann::json::parse(in);
+  auto cpu = testing::open_executor(kDir, kChunk);
+  ASSERT_NE(cpu, nullptr);
+  auto files = open_model_files(kDir);
+  ASSERT_TRUE(files.ok()) << files.status().to_string();
+  auto gpu = CudaModelExecutor::create(
+      std::make_shared<const ModelFiles>(std::move(*files)),
+      {.dtype = dtype, .max_num_batched_tokens = kChunk, .max_num_seqs = 1, .max_model_len = 256});
+  ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+  const bool exact = dtype == cuda::ScalarType::kF32;
+
+  for (const auto& seq : golden["sequences"]) {
+    const auto ids = seq["ids"].get<std::vector<std::int32_t>>();
+    SCOPED_TRACE("sequence of " + std::to_string(ids.size()) + " tokens");
+    const auto max_len = static_cast<std::int64_t>(ids.size()) + 16;
+    testing::SequenceRun cpu_run(*cpu, 16, max_len);
+    testing::SequenceRun gpu_run(**gpu, 16, max_len);
+    std::vector<float> want = cpu_run.prefill(ids, kChunk);
+    std::vector<float> got = gpu_run.prefill(ids, kChunk);
+    EXPECT_EQ(sampling::argmax(want), seq["argmax"].back().get<std::int32_t>());
+    for (int step = 0; step < 16; ++step) {
+      SCOPED_TRACE("decode step " + std::to_string(step));
+      ASSERT_EQ(got.size(), want.size());
+      if (exact) {
+        double scale = 1.0, worst = 0.0;
+        for (std::size_t v = 0; v < want.size(); ++v) {
+          scale = std::max(scale, static_cast<double>(std::abs(want[v])));
+          worst = std::max(worst, static_cast<double>(std::abs(got[v] - want[v])));
+        }
+        EXPECT_LE(worst, 1e-4 * scale);
+        EXPECT_EQ(sampling::argmax(got), sampling::argmax(want));
+      } else {
+        EXPECT_LE(relative_l2(got, want), 5e-2);
+      }
+      // Both sides continue with the CPU's token, so a bf16 near tie cannot fork the runs.
+      const std::int32_t token = sampling::argmax(want);
+      want = cpu_run.step(std::span(&token, 1));
+      got = gpu_run.step(std::span(&token, 1));
+    }
+  }
+}
+
+TEST(GpuTinyGemma3, Fp32MatchesCpu) {
+  run_against_cpu(cuda::ScalarType::kF32);
+}
+TEST(GpuTinyGemma3, Bf16MatchesCpu) {
+  run_against_cpu(cuda::ScalarType::kBF16);
+}
+
+}  // namespace
+}  // namespace pagoda::models
