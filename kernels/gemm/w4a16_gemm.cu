@@ -19,7 +19,7 @@ constexpr int kTileRows = static_cast<int>(quant::kW4A16TileRows);
 constexpr int kTileCols = static_cast<int>(quant::kW4A16TileCols);
 constexpr int kTileVectors = 32;     // 16-byte vectors per tile: one per lane
 constexpr int kAhead = 4;            // tiles each lane has in flight
-constexpr int kMinTilesPerWarp = 2;  // below this a K split costs more than it hides
+constexpr int kMinTilesPerWarp = 4;  // below this a K split costs more than it hides
 // CTAs an SM holds at once, by x tiles per CTA: the launch bounds cap the registers to fit them
 // (what hides the weights' latency is warps in flight).
 constexpr int min_ctas_per_sm(int m_tiles) {
@@ -57,10 +57,11 @@ struct Nibbles<__half> {
 // the 8 rows of an A fragment fall in different banks.
 constexpr int kXPad = 8;  // elements
 
-// CTA = (16-row weight tile nt, K split, block of 16 * kMTiles rows of x). The CTA first copies
-// its rows of x over its K range into shared memory; then each warp walks its share of the 64-
-// column tiles: per 16-column step it accumulates x (q - z) in `part`, and where a group ends it
-// adds scale * part to `acc`. The next group's zeros and scales are loaded a group ahead.
+// CTA = (4 16-row weight tiles, K split, block of 16 * kMTiles rows of x), one weight tile per
+// warp. The CTA copies its rows of x over its K range into shared memory, a chunk at a time, and
+// the 4 warps share it: each walks its tile's 64-column tiles over the range; per 16-column step
+// it accumulates x (q - z) in `part`, and where a group ends it adds scale * part to `acc`. The
+// next group's zeros and scales are loaded a group ahead.
 template <typename T, int kMTiles>
 __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     w4a16_gemm_kernel(const T* __restrict__ x, const uint4* __restrict__ packed,
@@ -70,10 +71,11 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
                       int tiles_per_split, int chunk_tiles) {
   using Q = Nibbles<T>;
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ float reduce[kWarps][kMTiles * 16][17];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int nt = static_cast<int>(blockIdx.x), split = static_cast<int>(blockIdx.y);
+  const int nt = static_cast<int>(blockIdx.x) * kWarps + warp;
+  const int split = static_cast<int>(blockIdx.y);
+  const bool has_tile = nt < padded_rows / kTileRows;  // the last CTA's warps may have none
   const int row0 = static_cast<int>(blockIdx.z) * kMTiles * 16;
   const int rows_here = min(kMTiles * 16, m - row0);
 
@@ -125,9 +127,8 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     }
     __syncthreads();
 
-    const int per_warp = (tiles_here + kWarps - 1) / kWarps;
-    const int begin = chunk + min(tiles_here, warp * per_warp);
-    const int count = chunk + min(tiles_here, (warp + 1) * per_warp) - begin;
+    const int begin = chunk;
+    const int count = has_tile ? tiles_here : 0;
     if (count <= 0) continue;
     int group = min((begin * 2) / halves_per_group, groups - 1);
     int half_in_group = (begin * 2) % halves_per_group;
@@ -246,31 +247,25 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     if (half_in_group != 0) flush();
   }
 
-  // The 4 warps' sums, added in warp order (the same bits every run).
+  if (!has_tile) return;
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        reduce[warp][mt * 16 + g + 8 * (e >> 1)][8 * j + 2 * t + (e & 1)] = acc[mt][j][e];
+        const int row = row0 + mt * 16 + g + 8 * (e >> 1);
+        const int col = col_c + 8 * j + (e & 1);
+        if (row >= m || col >= n) continue;
+        const std::size_t at = static_cast<std::size_t>(row) * n + col;
+        float sum = acc[mt][j][e];
+        if (partial != nullptr) {
+          partial[static_cast<std::size_t>(split) * m * n + at] = sum;
+        } else {
+          if (bias != nullptr) sum += to_float(bias[col]);
+          y[at] = from_float<T>(sum);
+        }
       }
-    }
-  }
-  __syncthreads();
-  for (int idx = static_cast<int>(threadIdx.x); idx < kMTiles * 16 * 16; idx += kThreads) {
-    const int r = idx >> 4, c = idx & 15;
-    const int row = row0 + r, col = nt * kTileRows + c;
-    if (row >= m || col >= n) continue;
-    float sum = reduce[0][r][c];
-#pragma unroll
-    for (int w = 1; w < kWarps; ++w) sum += reduce[w][r][c];
-    const std::size_t at = static_cast<std::size_t>(row) * n + col;
-    if (partial != nullptr) {
-      partial[static_cast<std::size_t>(split) * m * n + at] = sum;
-    } else {
-      if (bias != nullptr) sum += to_float(bias[col]);
-      y[at] = from_float<T>(sum);
     }
   }
 }
@@ -372,15 +367,16 @@ Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k) {
   p.k_tiles = static_cast<int>((k + kTileCols - 1) / kTileCols);
   p.x_rows = static_cast<int>(std::min<std::int64_t>(m, 16 * p.m_tiles));
   p.most_chunk = std::max(1, (kXBytesMax / (2 * p.x_rows) - kXPad) / kTileCols);
-  const int ctas = p.n_tiles * p.m_blocks;
-  const std::size_t smem = static_cast<std::size_t>(p.x_rows) *
-                               (std::min(p.k_tiles, p.most_chunk) * kTileCols + kXPad) * 2 +
-                           static_cast<std::size_t>(kWarps) * p.m_tiles * 16 * 17 * 4;
-  const int per_sm = std::max<int>(
-      1, std::min<int>(min_ctas_per_sm(p.m_tiles), static_cast<int>(kSmemPerSm / (smem + 1024))));
-  const int wanted = std::max(1, per_sm * sm_count() / ctas);
-  const int most = std::max(1, p.k_tiles / (kWarps * kMinTilesPerWarp));
-  set_splits(p, std::min(wanted, most));
+  const int ctas = (p.n_tiles + kWarps - 1) / kWarps * p.m_blocks;
+  const int most = std::max(1, p.k_tiles / kMinTilesPerWarp);
+  set_splits(p, 1);
+  // How many CTAs an SM holds depends on the chunk of x, which the split shrinks: twice is enough.
+  for (int pass = 0; pass < 2; ++pass) {
+    const int per_sm =
+        std::max<int>(1, std::min<int>(min_ctas_per_sm(p.m_tiles),
+                                       static_cast<int>(kSmemPerSm / (x_smem_bytes(p) + 1024))));
+    set_splits(p, std::min(std::max(1, per_sm * sm_count() / ctas), most));
+  }
   return p;
 }
 
@@ -395,7 +391,7 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial,
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       w4a16_gemm_kernel<T, kMTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kXBytesMax);
   PAGODA_CUDA_RETURN_IF_ERROR(opt_in);
-  const dim3 grid(plan.n_tiles, plan.splits, plan.m_blocks);
+  const dim3 grid((plan.n_tiles + kWarps - 1) / kWarps, plan.splits, plan.m_blocks);
   w4a16_gemm_kernel<T, kMTiles><<<grid, kThreads, x_smem_bytes(plan), stream>>>(
       static_cast<const T*>(p.x), reinterpret_cast<const uint4*>(p.w.packed),
       reinterpret_cast<const __half*>(p.w.scales), p.w.zeros, static_cast<const T*>(p.bias),

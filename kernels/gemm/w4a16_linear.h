@@ -18,10 +18,10 @@
 
 namespace pagoda::kernels {
 
-/// Rows of x up to which the in-register kernel runs; above, dequantize + cuBLASLt. GPU.md's
-/// Marlin figures (1.47x cuBLAS at m = 64, 1.01x at 128) put the crossover near 64-128; gpu_bench
-/// w4a16 prints both paths at 64, 128 and 256 (G7) to set it from a measured H100 run.
-inline constexpr std::int64_t kW4A16KernelMaxRows = 64;
+/// Rows of x up to which the in-register kernel runs; above, dequantize + cuBLASLt. Measured on
+/// an H200 (gpu_bench kernels w4a16, run 19, docs/perf/gpu.md): the kernel is 2-3x faster than
+/// dequantize + cuBLASLt at 64 and 128 rows on Llama-3-8B's shapes and even at 256.
+inline constexpr std::int64_t kW4A16KernelMaxRows = 256;
 
 class W4A16Linear {
  public:
