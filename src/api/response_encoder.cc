@@ -231,15 +231,17 @@ std::string ResponseEncoder::stream_tool_calls(std::size_t choice_index,
     if (!choice.tool_calls.is_array() && !choice.forced_stream->started()) {
       deltas.back()["content"] = choice.text;
     }
-  } else if (deltas.size() == 1 && deltas.front().empty()) {
+  } else if (deltas.size() == 1 && deltas.front().empty() &&
+             !(options_.logprobs && !out.logprobs.empty())) {
     return "";
   }
   std::string events;
   for (std::size_t k = 0; k < deltas.size(); ++k) {
     const bool last = out.finished && k + 1 == deltas.size();
+    // This output's tokens' logprobs ride on its first chunk.
     Json item = {{"index", choice_index},
                  {"delta", std::move(deltas[k])},
-                 {"logprobs", nullptr},
+                 {"logprobs", k == 0 ? chat_logprobs(out, choice) : Json(nullptr)},
                  {"finish_reason", last ? Json(choice.finish_reason) : Json(nullptr)}};
     if (last) item["stop_reason"] = choice.stop_reason;
     events += sse_event(chunk(Json::array({std::move(item)})));
@@ -309,13 +311,23 @@ std::string ResponseEncoder::stream_auto_tool_calls(std::size_t choice_index,
     }
     delta["tool_calls"] = std::move(calls);
   }
-  if (delta.empty() && !out.finished) return "";
+  // Each output's tokens carry their logprobs in its own chunk, as on the plain path, even when
+  // their text is held back for now.
+  const bool with_logprobs = options_.logprobs.has_value() && !out.logprobs.empty();
+  if (delta.empty() && !out.finished && !with_logprobs) return "";
   Json item = {{"index", choice_index},
                {"delta", std::move(delta)},
-               {"logprobs", nullptr},
+               {"logprobs", chat_logprobs(out, choice)},
                {"finish_reason", out.finished ? Json(choice.finish_reason) : Json(nullptr)}};
   if (out.finished) item["stop_reason"] = choice.stop_reason;
   return sse_event(chunk(Json::array({std::move(item)})));
+}
+
+Json ResponseEncoder::chat_logprobs(const engine::RequestOutput& out, Choice& choice) const {
+  if (!options_.logprobs) return nullptr;
+  Json entries = Json::array();
+  append_logprobs(out.logprobs, choice, entries);
+  return {{"content", std::move(entries)}};
 }
 
 void ResponseEncoder::gather_output(std::size_t choice_index, const engine::StreamOutput& output) {

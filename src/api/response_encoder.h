@@ -100,6 +100,9 @@ class ResponseEncoder {
   void append_logprobs(const std::vector<engine::TokenLogprobs>& logprobs, Choice& choice,
                        Json& into) const;
   Json empty_logprobs() const;
+  // A streamed chat chunk's "logprobs": {"content": entries of `out`'s tokens}, or null when
+  // the request did not ask for them.
+  Json chat_logprobs(const engine::RequestOutput& out, Choice& choice) const;
   // On a choice's first output: echo's prompt entries (into the completions lists `into`) and
   // vLLM's prompt_logprobs list, from the engine's prompt logprobs.
   void start_prompt_logprobs(std::size_t prompt_index, const engine::RequestOutput& out,

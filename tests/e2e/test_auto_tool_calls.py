@@ -69,6 +69,28 @@ def test_streamed_auto_calls_reassemble_to_the_same_call(tool_server, tool_clien
         [(c.function.name, json.loads(c.function.arguments)) for c in whole.message.tool_calls]
 
 
+def test_streamed_auto_calls_carry_every_tokens_logprobs(tool_server, tool_client):
+    """As on the plain streaming path: each token's logprob comes in a chunk, also while the text
+    is held back or goes out as a call; joined they are the unstreamed logprobs."""
+    args = request(tool_server, logprobs=True, top_logprobs=2)
+    whole = tool_client.chat.completions.create(**args).choices[0]
+    assert whole.finish_reason == "tool_calls"
+    expected = [(e.token, round(e.logprob, 4)) for e in whole.logprobs.content]
+    assert len(expected) == tool_client.chat.completions.create(
+        **args).usage.completion_tokens
+    joined, call_chunks_with_logprobs = [], 0
+    for chunk in tool_client.chat.completions.create(stream=True, **args):
+        for choice in chunk.choices:
+            if choice.logprobs is None:
+                continue
+            for e in choice.logprobs.content:
+                assert len(e.top_logprobs) == 2, e
+                joined.append((e.token, round(e.logprob, 4)))
+            call_chunks_with_logprobs += bool(choice.delta.tool_calls)
+    assert joined == expected
+    assert call_chunks_with_logprobs == 1
+
+
 def test_without_tools_the_output_stays_text(tool_server, tool_client):
     args = request(tool_server)
     del args["tools"]

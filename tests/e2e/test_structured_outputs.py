@@ -456,6 +456,20 @@ def test_forced_tool_call_arguments_stream_in_pieces(client, model_name, tool_ch
         [(c.function.name, json.loads(c.function.arguments)) for c in whole]
 
 
+def test_streamed_forced_tool_calls_carry_every_tokens_logprobs(client, model_name):
+    args = dict(model=model_name, tools=TOOLS, tool_choice="required", max_tokens=120,
+                temperature=0.0, logprobs=True, top_logprobs=1,
+                messages=[{"role": "user", "content": "What is 12 plus 30?"}])
+    whole = client.chat.completions.create(**args).choices[0]
+    expected = [(e.token, round(e.logprob, 4)) for e in whole.logprobs.content]
+    joined = []
+    for chunk in client.chat.completions.create(stream=True, **args):
+        for choice in chunk.choices:
+            if choice.logprobs is not None:
+                joined += [(e.token, round(e.logprob, 4)) for e in choice.logprobs.content]
+    assert expected and joined == expected
+
+
 def test_tool_round_trip_with_a_forced_call(client, model_name):
     """The call goes back as an assistant tool_calls message with the tool's answer."""
     first = client.chat.completions.create(

@@ -420,5 +420,47 @@ TEST_F(ResponseEncoderTest, AutoToolCallsStreamContentThenTheCall) {
   EXPECT_EQ(finish_reason, "tool_calls");
 }
 
+// With logprobs, each token's entry comes in the chunk of the output that made it, also while
+// the text is held back (a half-arrived marker) or goes out as a call; joined, they are the
+// unstreamed body's entries, one per token, in order.
+TEST_F(ResponseEncoderTest, AutoToolCallsStreamEveryTokensLogprobs) {
+  const std::string text = kToolOutput;
+  const auto with_logprobs = [](StreamOutput out) {
+    for (const std::int32_t id : out.output.token_ids) {
+      out.output.logprobs.push_back(
+          {.token_id = id, .logprob = -0.25F * static_cast<float>(id % 4), .top = {{id, -0.1F}}});
+    }
+    return out;
+  };
+  const auto run = [&](bool stream) {
+    ResponseOptions o = auto_tool_options(stream);
+    o.logprobs = 1;
+    ResponseEncoder encoder(o, tokenizer_);
+    std::string sse;
+    for (std::size_t at = 0; at < text.size(); at += 3) {
+      const bool last = at + 3 >= text.size();
+      const std::string piece = text.substr(at, 3);
+      sse += encoder.add(0, with_logprobs(last ? final_output(0, piece, 4, 9) : delta(0, piece)));
+    }
+    return std::pair(std::move(encoder), std::move(sse));
+  };
+  auto [whole, unused] = run(false);
+  const Json body = Json::parse(whole.finish_body().body);
+  const Json& expected = body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(expected.size(), text.size());
+
+  auto [streamed, sse] = run(true);
+  Json joined = Json::array();
+  bool call_chunk_had_logprobs = false;
+  for (const Json& e : events(sse)) {
+    const Json& choice = e["choices"][0];
+    if (choice["logprobs"].is_null()) continue;
+    for (const Json& entry : choice["logprobs"]["content"]) joined.push_back(entry);
+    if (choice["delta"].contains("tool_calls")) call_chunk_had_logprobs = true;
+  }
+  EXPECT_EQ(joined, expected);
+  EXPECT_TRUE(call_chunk_had_logprobs);
+}
+
 }  // namespace
 }  // namespace pagoda::api
