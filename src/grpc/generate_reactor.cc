@@ -11,8 +11,9 @@ namespace pagoda::grpc {
 GenerateReactor* GenerateReactor::start(api::GenerationJob job, const InferenceBackend& backend,
                                         std::shared_ptr<SerialExecutor> executor,
                                         std::shared_ptr<RequestRegistry> registry) {
-  std::shared_ptr<GenerateReactor> reactor(new GenerateReactor(
-      job.requests.front().request_id, backend, std::move(executor), std::move(registry)));
+  std::shared_ptr<GenerateReactor> reactor(
+      new GenerateReactor(job.requests.front().request_id, job.response, backend,
+                          std::move(executor), std::move(registry)));
   reactor->self_ = reactor;
   if (!job.constraint) {
     reactor->submit(std::move(job));
@@ -34,15 +35,17 @@ GenerateReactor* GenerateReactor::start(api::GenerationJob job, const InferenceB
   return reactor.get();
 }
 
-GenerateReactor::GenerateReactor(std::string request_id, const InferenceBackend& backend,
+GenerateReactor::GenerateReactor(std::string request_id, const api::ResponseOptions& options,
+                                 const InferenceBackend& backend,
                                  std::shared_ptr<SerialExecutor> executor,
                                  std::shared_ptr<RequestRegistry> registry)
-    : request_id_(std::move(request_id)),
+    : request_id_(request_id),
       model_(backend.model),
       engine_(*backend.engine),
       metrics_(backend.metrics),
       executor_(std::move(executor)),
-      registry_(std::move(registry)) {}
+      registry_(std::move(registry)),
+      tool_calls_(options, std::move(request_id)) {}
 
 void GenerateReactor::on_compiled(structured::CompileResult compiled) {
   api::GenerationJob job;
@@ -154,6 +157,7 @@ void GenerateReactor::pump() {
     return;
   }
   fill_generate_response(*item, stream_->request_id(), *model_->tokenizer, response_);
+  tool_calls_.add(*item, response_);
   writing_ = true;
   const bool last = stream_->ended();
   if (last) finished_ = true;

@@ -27,6 +27,7 @@
 #include "grpc/inference_backend.h"
 #include "grpc/request_registry.h"
 #include "grpc/serial_executor.h"
+#include "grpc/tool_call_response.h"
 #include "pagoda/v1/generate.pb.h"
 #include "structured/constraint_compiler.h"
 
@@ -49,8 +50,8 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   void OnDone() override;
 
  private:
-  GenerateReactor(std::string request_id, const InferenceBackend& backend,
-                  std::shared_ptr<SerialExecutor> executor,
+  GenerateReactor(std::string request_id, const api::ResponseOptions& options,
+                  const InferenceBackend& backend, std::shared_ptr<SerialExecutor> executor,
                   std::shared_ptr<RequestRegistry> registry);
 
   // Executor thread: the compile's result. Submits unless the call has ended meanwhile.
@@ -86,6 +87,7 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   bool finished_ = false;          // Finish (or StartWriteAndFinish) has been called
   bool grpc_done_ = false;         // OnDone has been called
   v1::GenerateResponse response_;  // the message being written
+  ToolCallResponse tool_calls_;
   // Keeps the reactor alive until released; pumps posted earlier hold weak references.
   std::shared_ptr<GenerateReactor> self_;
 };

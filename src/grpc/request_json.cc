@@ -95,6 +95,19 @@ void add_chat(const v1::ChatInput& chat, Json& body) {
   if (chat.has_chat_template_kwargs()) {
     body["chat_template_kwargs"] = struct_json(chat.chat_template_kwargs());
   }
+  if (chat.has_tool_choice()) {
+    const v1::ToolChoice& choice = chat.tool_choice();
+    switch (choice.choice_case()) {
+      case v1::ToolChoice::kMode: body["tool_choice"] = choice.mode(); break;
+      case v1::ToolChoice::kFunctionName:
+        body["tool_choice"] = {{"type", "function"},
+                               {"function", {{"name", choice.function_name()}}}};
+        break;
+      // An empty ToolChoice is a malformed value for the validator to name.
+      case v1::ToolChoice::CHOICE_NOT_SET: body["tool_choice"] = Json::object(); break;
+    }
+  }
+  if (chat.has_parallel_tool_calls()) body["parallel_tool_calls"] = chat.parallel_tool_calls();
 }
 
 void add_sampling(const v1::SamplingParams& s, Json& body) {

@@ -658,3 +658,121 @@ def test_trace_metadata_traces_the_request(pb, thinking):
         time.sleep(0.05)
     assert traced[0] == "admitted" and traced.count("token") == 16
     assert not any(e["request_id"] == "untraced-1" for e in events)
+
+
+# ---- tool calls and structured outputs --------------------------------------------------------
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 20},
+        "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"]}}}
+NOW_TOOL = {"type": "function", "function": {"name": "now", "parameters": {
+    "type": "object", "properties": {}, "additionalProperties": False}}}
+
+
+def tool_request(pb, tool_choice, request_id="", parallel=None, **fields):
+    from google.protobuf import struct_pb2
+    tools = []
+    for tool in (WEATHER_TOOL, NOW_TOOL):
+        s = struct_pb2.Struct()
+        s.update(tool)
+        tools.append(s)
+    chat = pb.chat.ChatInput(messages=[pb.chat.ChatMessage(role="user", content="Weather in Oslo?")],
+                             tools=tools, tool_choice=tool_choice)
+    if parallel is not None:
+        chat.parallel_tool_calls = parallel
+    return pb.gen.GenerateRequest(request_id=request_id, chat=chat,
+                                  sampling=pb.gen.SamplingParams(temperature=0.0),
+                                  stopping=pb.gen.StoppingCriteria(max_tokens=80), **fields)
+
+
+@pytest.mark.parametrize("choice, http_choice", [
+    ({"function_name": "get_weather"}, {"type": "function", "function": {"name": "get_weather"}}),
+    ({"mode": "required"}, "required"),
+])
+def test_forced_tool_calls_as_over_http(stub, pb, server, model_name, choice, http_choice):
+    messages = list(stub.Generate(tool_request(pb, pb.chat.ToolChoice(**choice)), timeout=60))
+    last = messages[-1]
+    assert last.finish_reason == pb.gen.FINISH_REASON_TOOL_CALLS
+    assert all(not m.tool_calls for m in messages[:-1])
+    assert not last.HasField("content")
+    # The text streams the model's own output; the calls were read from all of it.
+    assert "".join(m.text for m in messages).strip().startswith(("{", "["))
+    status, body = server.post_json("/v1/chat/completions", {
+        "model": model_name, "temperature": 0, "max_tokens": 80, "tools": [WEATHER_TOOL, NOW_TOOL],
+        "tool_choice": http_choice,
+        "messages": [{"role": "user", "content": "Weather in Oslo?"}]})
+    assert status == 200, body
+    http_calls = body["choices"][0]["message"]["tool_calls"]
+    assert [(c.function_name, json.loads(c.function_arguments)) for c in last.tool_calls] == \
+        [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in http_calls]
+    assert all(c.id.startswith("call_") for c in last.tool_calls)
+
+
+def test_forced_tool_call_refusals(stub, pb):
+    error = rpc_error(lambda: stub.Generate(
+        tool_request(pb, pb.chat.ToolChoice(function_name="missing")), timeout=30))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "missing" in error.details()
+    error = rpc_error(lambda: stub.Generate(
+        tool_request(pb, pb.chat.ToolChoice(mode="sometimes")), timeout=30))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "tool_choice" in error.details()
+
+
+def test_one_call_without_parallel_tool_calls(stub, pb):
+    last = list(stub.Generate(tool_request(pb, pb.chat.ToolChoice(mode="required"),
+                                           parallel=False), timeout=60))[-1]
+    assert last.finish_reason == pb.gen.FINISH_REASON_TOOL_CALLS
+    assert len(last.tool_calls) == 1
+
+
+AUTO_OUTPUT = ('Let me look\\.\\n<tool_call>\\n\\{"name": "get_weather", "arguments": '
+               '\\{"city": "(Oslo|Rome)", "unit": "celsius"\\}\\}\\n</tool_call>')
+
+
+def test_auto_tool_calls_with_the_servers_parser(pb, start_server):
+    """tool_choice auto on a server with --tool-call-parser: the parser reads the calls (a regex
+    makes the default model write one hermes call after some text), as over HTTP."""
+    tool_server = start_server("--max-model-len", "512", "--enable-auto-tool-choice",
+                               "--tool-call-parser", "hermes")
+    channel, tool_stub = open_stub(pb, tool_server.grpc_target)
+    with channel:
+        request = tool_request(pb, pb.chat.ToolChoice(mode="auto"),
+                               structured_output=pb.gen.StructuredOutput(regex=AUTO_OUTPUT))
+        messages = list(tool_stub.Generate(request, timeout=60))
+        # Unset tool_choice with tools is "auto" too.
+        request.chat.ClearField("tool_choice")
+        unset = list(tool_stub.Generate(request, timeout=60))
+    for stream in (messages, unset):
+        last = stream[-1]
+        assert last.finish_reason == pb.gen.FINISH_REASON_TOOL_CALLS
+        assert last.content == "Let me look.\n"
+        [call] = last.tool_calls
+        assert call.function_name == "get_weather"
+        assert json.loads(call.function_arguments)["city"] in ("Oslo", "Rome")
+        assert "<tool_call>" in "".join(m.text for m in stream)
+
+
+def test_a_call_cancelled_while_its_schema_compiles_leaves_nothing_behind(stub, pb):
+    """The compile runs off gRPC's threads; a call that ends meanwhile submits nothing and its
+    request_id is free again."""
+    schema = {"type": "object", "title": f"grpc-{time.time_ns()}", "properties": {
+        f"f{i}": ({"type": "string", "maxLength": 8 + i % 50} if i % 2 else
+                  {"enum": [f"v{i}_{j}" for j in range(10)]}) for i in range(150)}}
+    request = text_request(pb, max_tokens=2, request_id="compiling-1",
+                           structured_output=pb.gen.StructuredOutput(json_schema=json.dumps(schema)))
+    error = rpc_error(lambda: stub.Generate(request, timeout=0.05))
+    assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    wait_idle(stub, pb, timeout=5)
+    # The id is free again (the same request now finds the compile running or cached).
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            messages = list(stub.Generate(request, timeout=60))
+            break
+        except grpc.RpcError as e:
+            assert "already in flight" in e.details() and time.monotonic() < deadline, e
+            time.sleep(0.05)
+    assert messages[-1].finish_reason in (pb.gen.FINISH_REASON_STOP, pb.gen.FINISH_REASON_LENGTH)

@@ -158,6 +158,52 @@ TEST(GenerateRequestJson, ChatToolsAndKwargsBecomeJson) {
 
 // A map as large as a vocabulary becomes JSON without a key lookup per entry (which made it
 // quadratic), and keys come out sorted as for a Struct.
+TEST(GenerateRequestJson, ToolChoiceBecomesTheHttpToolChoice) {
+  v1::GenerateRequest request;
+  v1::ChatInput& chat = *request.mutable_chat();
+  chat.add_messages()->set_role("user");
+  chat.mutable_messages(0)->set_content("Weather?");
+  google::protobuf::Struct& tool = *chat.add_tools();
+  (*tool.mutable_fields())["type"].set_string_value("function");
+  (*(*tool.mutable_fields())["function"].mutable_struct_value()->mutable_fields())["name"]
+      .set_string_value("get_weather");
+  auto json = generate_request_json(request);
+  ASSERT_TRUE(json.ok());
+  EXPECT_FALSE(json->body.contains("tool_choice"));
+  EXPECT_FALSE(json->body.contains("parallel_tool_calls"));
+
+  chat.mutable_tool_choice()->set_mode("required");
+  chat.set_parallel_tool_calls(false);
+  json = generate_request_json(request);
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(json->body["tool_choice"], "required");
+  EXPECT_EQ(json->body["parallel_tool_calls"], false);
+
+  chat.mutable_tool_choice()->set_function_name("get_weather");
+  json = generate_request_json(request);
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(json->body["tool_choice"],
+            Json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"));
+
+  // Through the shared validator: a forced call compiles its grammar, or the HTTP 400.
+  api::ServedModel model = api::testing::byte_model();
+  model.constraints = std::make_shared<structured::ConstraintCompiler>(
+      *model.tokenizer, model.vocab_size, std::vector<std::int32_t>{});
+  auto job = validate(request, model);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  EXPECT_NE(job->requests[0].constraint, nullptr);
+  ASSERT_TRUE(job->response.tool_calls.has_value());
+  EXPECT_EQ(job->response.tool_calls->function_name, "get_weather");
+  chat.mutable_tool_choice()->set_function_name("missing");
+  job = validate(request, model);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.error().param.value_or(""), "tool_choice");
+  chat.mutable_tool_choice()->Clear();
+  job = validate(request, model);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.error().param.value_or(""), "tool_choice");
+}
+
 TEST(GenerateRequestJson, StructuredOutputBecomesTheHttpStructuredOutputs) {
   const auto body_of = [](const v1::StructuredOutput& so) {
     v1::GenerateRequest request;
