@@ -60,6 +60,7 @@ void windowed_attention(ThreadPool& pool, const float* q, std::int64_t num_heads
     }
   }
   const std::int64_t scratch_floats = avx2::windowed_query_scratch_floats(group_size, head_dim);
+  const bool wide = cpu_has_avx512() && head_dim % 16 == 0;
   pool.parallel_for(
       static_cast<std::int64_t>(items.size()), [&](std::int64_t begin, std::int64_t end) {
         thread_local std::vector<float> scratch;
@@ -73,7 +74,7 @@ void windowed_attention(ThreadPool& pool, const float* q, std::int64_t num_heads
           const std::int64_t row = (item.token * num_heads + item.kv_head * group_size) * head_dim;
           const std::int64_t head_offset = item.kv_head * head_dim;
           const bool f16 = cache.dtype == KvDtype::kF16;
-          avx2::windowed_query({
+          const avx2::WindowedQuery query{
               .q = q + row,
               .out = out + row,
               .group_size = group_size,
@@ -90,7 +91,12 @@ void windowed_attention(ThreadPool& pool, const float* q, std::int64_t num_heads
               .block_table = batch.block_tables + item.seq * batch.max_blocks_per_seq,
               .block_size = cache.block_size,
               .scratch = scratch.data(),
-          });
+          };
+          if (wide) {
+            avx512::windowed_query(query);
+          } else {
+            avx2::windowed_query(query);
+          }
         }
       });
 }

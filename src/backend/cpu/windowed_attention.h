@@ -31,7 +31,8 @@ struct ScoreOptions {
 /// out = softmax(scores(q, K) masked to [lo(p), p]) V per sequence, q head j reading KV head
 /// j / (num_heads / num_kv_heads); online softmax in fp32, each query token's group of q heads
 /// computed together so a K/V row is loaded once for the group. Needs AVX2 and head_dim % 8 == 0
-/// for the vector path; otherwise runs windowed_attention_reference.
+/// for the vector path (AVX-512 where the CPU has it and head_dim % 16 == 0); otherwise runs
+/// windowed_attention_reference.
 void windowed_attention(ThreadPool& pool, const float* q /* [num_tokens, num_heads, head_dim] */,
                         std::int64_t num_heads, const KvCacheView& cache,
                         const AttentionBatch& batch, const ScoreOptions& options,
@@ -78,5 +79,13 @@ constexpr std::int64_t windowed_query_scratch_floats(std::int64_t group_size,
 void windowed_query(const WindowedQuery& query);
 
 }  // namespace avx2
+
+namespace avx512 {
+
+/// avx2::windowed_query with 16-lane vectors; head_dim a multiple of 16. Call only when
+/// cpu_has_avx512().
+void windowed_query(const avx2::WindowedQuery& query);
+
+}  // namespace avx512
 
 }  // namespace pagoda::cpu

@@ -15,6 +15,7 @@
 
 #include "gguf_bytes.h"
 #include "model/gguf_config.h"
+#include "model/hf_config.h"
 #include "model/inspect.h"
 #include "model/model_files.h"
 
@@ -98,6 +99,67 @@ TEST(Gemma3ConfigTest, EndOfTurnStopsLikeEos) {
   auto without = with_tokens({"<pad>", "<eos>", "<bos>"});
   ASSERT_TRUE(without.ok()) << without.status().to_string();
   EXPECT_EQ(without->eos_token_ids, std::vector<std::int64_t>{1});
+}
+
+// config.json as transformers 5 writes it (layer_types, rope_parameters per layer type) and as
+// 4.x did (sliding_window_pattern, rope_theta + rope_scaling for the full layers,
+// rope_local_base_freq); absent keys take Gemma3TextConfig's defaults.
+constexpr std::string_view kGemma3Base = R"("num_hidden_layers": 6, "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1,
+    "head_dim": 256, "vocab_size": 300, "max_position_embeddings": 512)";
+
+TEST(Gemma3ConfigTest, ReadsTransformers5ConfigJson) {
+  const std::string json = R"({"model_type": "gemma3_text", )" + std::string(kGemma3Base) +
+                           R"(, "sliding_window": 12, "query_pre_attn_scalar": 64,
+      "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                      "sliding_attention", "full_attention", "full_attention"],
+      "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0,
+                                             "rope_theta": 1000000.0},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+      "attn_logit_softcapping": 30.0})";
+  auto c = model_config_from_hf_json(json, "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->sliding_window, 12);
+  EXPECT_EQ(c->query_pre_attn_scalar, 64.0);
+  using enum AttentionType;
+  EXPECT_EQ(c->layer_types,
+            (std::vector<AttentionType>{kSliding, kFull, kSliding, kSliding, kFull, kFull}));
+  EXPECT_EQ(c->rope_theta, 1e6);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c->rope_scaling.factor, 8.0);
+  EXPECT_EQ(c->rope_local_theta, 20000.0);
+  EXPECT_EQ(c->attn_logit_softcapping, 30.0);
+  EXPECT_TRUE(c->tie_word_embeddings);
+}
+
+TEST(Gemma3ConfigTest, ReadsTransformers4ConfigJsonWithDefaults) {
+  const std::string json = R"({"model_type": "gemma3_text", )" + std::string(kGemma3Base) +
+                           R"(, "sliding_window_pattern": 3, "rope_theta": 1000000.0,
+      "rope_local_base_freq": 10000.0})";
+  auto c = model_config_from_hf_json(json, "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->layer_types, every_nth_full(6, 3));
+  EXPECT_EQ(c->sliding_window, 4096);          // Gemma3TextConfig's default
+  EXPECT_EQ(c->query_pre_attn_scalar, 256.0);  // likewise
+  EXPECT_EQ(c->rope_theta, 1e6);
+  EXPECT_EQ(c->rope_local_theta, 10000.0);
+  EXPECT_FALSE(c->attn_logit_softcapping);
+}
+
+TEST(Gemma3ConfigTest, RefusesFinalSoftcapAndUnknownLayerTypes) {
+  auto capped =
+      model_config_from_hf_json(R"({"model_type": "gemma3_text", )" + std::string(kGemma3Base) +
+                                    R"(, "final_logit_softcapping": 30.0})",
+                                "config.json");
+  ASSERT_FALSE(capped.ok());
+  EXPECT_EQ(capped.status().code(), StatusCode::kUnimplemented);
+  auto odd = model_config_from_hf_json(
+      R"({"model_type": "gemma3_text", )" + std::string(kGemma3Base) +
+          R"(, "layer_types": ["chunked_attention", "full_attention", "full_attention",
+             "full_attention", "full_attention", "full_attention"]})",
+      "config.json");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("chunked_attention"), std::string::npos);
 }
 
 TEST(Gemma3ConfigTest, The27BScalesScoresByHiddenOverHeads) {
