@@ -1,7 +1,8 @@
 // DecoderOps on the GPU: the executor's weights in their fused layout (one [q + k + v, hidden]
-// and one [2 * intermediate, hidden] matrix per layer), its activation buffers and the step's
-// device metadata, driven through kernels/ and cuBLASLt. One instance per run of the layers
-// (eager, or while a decode graph is captured): it only launches, never waits.
+// and one [2 * intermediate, hidden] linear layer per layer, each dense, W4A16 or FP8:
+// cuda_linear_layer.h), its activation buffers and the step's device metadata, driven through
+// kernels/ and cuBLASLt. One instance per run of the layers (eager, or while a decode graph is
+// captured): it only launches, never waits.
 #pragma once
 
 #include <cuda_runtime_api.h>

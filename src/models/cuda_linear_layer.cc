@@ -81,6 +81,11 @@ void* CudaLinearLayer::dense_weight() {
   return d != nullptr ? d->weight.data() : nullptr;
 }
 
+const void* CudaLinearLayer::dense_weight() const {
+  const DenseLinearWeight* d = std::get_if<DenseLinearWeight>(&impl_);
+  return d != nullptr ? d->weight.data() : nullptr;
+}
+
 std::size_t CudaLinearLayer::device_bytes() const {
   return std::visit(
       [](const auto& l) -> std::size_t {

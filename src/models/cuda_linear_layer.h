@@ -55,6 +55,7 @@ class CudaLinearLayer {
   std::int64_t cols() const;
   /// The dense matrix (dummy weights fill it in place); nullptr for the quantized forms.
   void* dense_weight();
+  const void* dense_weight() const;
   /// Device bytes the weight holds.
   std::size_t device_bytes() const;
   /// The most scratch forward() needs for any m in [1, max_rows] in `dtype` (0 when dense).

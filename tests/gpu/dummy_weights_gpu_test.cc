@@ -41,6 +41,16 @@ std::vector<std::uint16_t> to_host(const cuda::DeviceBuffer& buffer) {
   return out;
 }
 
+// A dense linear layer's matrix (dummy weights are always dense).
+std::vector<std::uint16_t> to_host(const CudaLinearLayer& layer) {
+  EXPECT_EQ(layer.kind(), DeviceLinearKind::kDense);
+  std::vector<std::uint16_t> out(layer.device_bytes() / sizeof(std::uint16_t));
+  EXPECT_EQ(
+      cudaMemcpy(out.data(), layer.dense_weight(), layer.device_bytes(), cudaMemcpyDeviceToHost),
+      cudaSuccess);
+  return out;
+}
+
 // The host matrices `views`, concatenated (they are row blocks of one device tensor).
 std::vector<std::uint16_t> rows_of(std::initializer_list<cpu::TensorView> views) {
   std::vector<std::uint16_t> out;

@@ -21,6 +21,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,8 +30,10 @@
 #include <random>
 #include <string>
 
+#include "model/dequantize.h"
 #include "models/cpu_model_executor.h"
 #include "models/cuda_model_executor.h"
+#include "quant/float_codes.h"
 #include "quant/fp8_weights.h"
 #include "quant/int4_rtn.h"
 #include "tests/gpu/executor_vs_cpu.h"
@@ -51,7 +55,39 @@ enum class Form {
   kInt4ActOrder,        ///< Q4_Z in a random stored column order, one order per fused layer
   kInt4ActOrderByPart,  ///< the same, but Q, K, V and gate, up each in an order of their own
   kFp8,                 ///< F8_S, one scale per row (--quantization fp8)
+  kQ4_0,                ///< GGUF Q4_0: d = max|w| / 7 per 32 weights, w = d (q - 8)
 };
+
+// GGUF Q4_0 blocks of a dense fp32 matrix (18 bytes per 32 weights: fp16 d, then weight j in
+// the low nibble of byte j and weight j + 16 in the high nibble).
+quant::QuantizedMatrix q4_0(const cpu::TensorView& view) {
+  quant::QuantizedMatrix m;
+  m.dtype = DType::kQ4_0;
+  m.rows = view.num_rows;
+  m.cols = view.num_cols;
+  m.group_size = 32;
+  m.bytes.resize(static_cast<std::size_t>(m.rows) * m.row_bytes());
+  std::uint8_t* out = m.bytes.data();
+  for (std::int64_t r = 0; r < m.rows; ++r) {
+    const auto* w = reinterpret_cast<const float*>(view.row(r));
+    for (std::int64_t b = 0; b < m.cols / 32; ++b, out += 18) {
+      float amax = 0.0f;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::abs(w[b * 32 + j]));
+      const std::uint16_t bits = quant::float_to_fp16(amax / 7.0f);
+      const float d = fp16_to_float(bits);
+      out[0] = static_cast<std::uint8_t>(bits & 0xFF);
+      out[1] = static_cast<std::uint8_t>(bits >> 8);
+      for (int j = 0; j < 16; ++j) {
+        const auto code = [&](int i) {
+          const float q = d > 0.0f ? std::nearbyint(w[b * 32 + i] / d) : 0.0f;
+          return static_cast<std::uint8_t>(std::clamp(q + 8.0f, 0.0f, 15.0f));
+        };
+        out[2 + j] = static_cast<std::uint8_t>(code(j) | (code(j + 16) << 4));
+      }
+    }
+  }
+  return m;
+}
 
 // `view` (a dense matrix of the host model) quantized by the load-time quantizers, kept in
 // `weights.repacked`; the returned view is what the loader would hand the executors.
@@ -65,6 +101,8 @@ cpu::TensorView quantize(models::LlamaWeights& weights, const cpu::TensorView& v
                 static_cast<std::size_t>(view.num_rows) * view.row_stride)};
   auto q = form == Form::kFp8
                ? quant::quantize_fp8_per_channel("w", tensor, view.num_rows, view.num_cols)
+           : form == Form::kQ4_0
+               ? StatusOr<quant::QuantizedMatrix>(q4_0(view))
                : quant::quantize_int4_rtn("w", tensor, view.num_rows, view.num_cols);
   EXPECT_TRUE(q.ok()) << q.status().to_string();
   if (permutation != nullptr) q->input_permutation = *permutation;
@@ -148,6 +186,12 @@ TEST(GpuQuantizedExecutor, FusedPartsInTheirOwnOrdersAreDenseAndCorrect) {
 // FP32 runs multiply the quantized numbers dense: exact up to summation order.
 TEST(GpuQuantizedExecutor, Int4ActOrderFp32IsDenseAndExact) {
   run_quantized(true, ScalarType::kF32, Form::kInt4ActOrder, 1e-4, "8 dense linear layers");
+}
+
+// GGUF Q4_0 layers (a llama.cpp file's) stay 4-bit too; the CPU oracle multiplies them with
+// int16 activations (2^-16 of a block's largest |x|: far below bf16's rounding).
+TEST(GpuQuantizedExecutor, GgufQ4_0LlamaBf16MatchesCpu) {
+  run_quantized(false, ScalarType::kBF16, Form::kQ4_0, kW4A16Tolerance, "8 w4a16 linear layers");
 }
 
 TEST(GpuQuantizedExecutor, Fp8LlamaBf16MatchesCpu) {
