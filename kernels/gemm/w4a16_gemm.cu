@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_status.h"
+#include "kernels/common/async_copy.cuh"
 #include "kernels/common/device_types.cuh"
 #include "kernels/common/mma.cuh"
 #include "kernels/gemm/w4a16_gemm.h"
@@ -18,12 +19,12 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = static_cast<int>(quant::kW4A16TileRows);
 constexpr int kTileCols = static_cast<int>(quant::kW4A16TileCols);
 constexpr int kTileVectors = 32;     // 16-byte vectors per tile: one per lane
-constexpr int kAhead = 4;            // tiles each lane has in flight
+constexpr int kStages = 8;           // tiles of a warp's ring of weights in shared memory
 constexpr int kMinTilesPerWarp = 4;  // below this a K split costs more than it hides
 // CTAs an SM holds at once, by x tiles per CTA: the launch bounds cap the registers to fit them
 // (what hides the weights' latency is warps in flight).
 constexpr int min_ctas_per_sm(int m_tiles) {
-  return m_tiles == 1 ? 6 : m_tiles == 2 ? 4 : 3;
+  return m_tiles == 1 ? 7 : m_tiles == 2 ? 4 : 3;
 }
 constexpr int kSmemPerSm = 227 << 10;
 
@@ -83,6 +84,11 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
   const int cta_end = min(k_tiles, cta_begin + tiles_per_split);
   T* xs = reinterpret_cast<T*>(smem);
   const int stride = chunk_tiles * kTileCols + kXPad;
+  // Each warp's ring of kStages weight tiles follows the CTA's x chunk (16-byte aligned: a row of
+  // x is a multiple of 16 bytes).
+  const int x_rows = min(kMTiles * 16, m);
+  const uint4* ring =
+      reinterpret_cast<const uint4*>(xs + x_rows * stride) + warp * kStages * kTileVectors;
 
   float acc[kMTiles][2][4];
   float part[kMTiles][2][4];
@@ -201,49 +207,50 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
       }
     };
 
-    // Weights are read once: streaming (evict-first) loads, kAhead tiles ahead of the math.
-    uint4 ahead[kAhead];
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) {
-      if (u < count) ahead[u] = __ldcs(tiles + static_cast<std::size_t>(begin + u) * kTileVectors);
-    }
-    for (int base = 0; base < count; base += kAhead) {
-#pragma unroll
-      for (int u = 0; u < kAhead; ++u) {
-        const int i = base + u;
-        if (i < count) {
-          const uint4 words = ahead[u];
-          if (i + kAhead < count) {
-            ahead[u] = __ldcs(tiles + static_cast<std::size_t>(begin + i + kAhead) * kTileVectors);
-          }
-          // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
-          // 4 x tiles that would take 64 more registers: there, step by step).
-          const int c = (begin + i - chunk) * kTileCols;
-          if constexpr (kMTiles <= 2) {
-            AFragments a[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) load_a(a[q], c + 16 * q);
-            step(words.x, a[0]);
-            step(words.y, a[1]);
-            end_half();
-            step(words.z, a[2]);
-            step(words.w, a[3]);
-          } else {
-            AFragments a;
-            load_a(a, c);
-            step(words.x, a);
-            load_a(a, c + 16);
-            step(words.y, a);
-            end_half();
-            load_a(a, c + 32);
-            step(words.z, a);
-            load_a(a, c + 48);
-            step(words.w, a);
-          }
-          end_half();
-        }
+    // Weights are read once, through the warp's ring in shared memory: each lane copies its own
+    // 16 bytes of a tile (cp.async, no registers held in flight) kStages tiles ahead of the
+    // math and reads back only what it copied, so no barrier is needed.
+    const std::uint32_t ring_addr = smem_u32(ring + lane);
+    const auto fetch = [&](int i) {
+      if (i < count) {
+        cp_async_16(ring_addr + static_cast<std::uint32_t>((i % kStages) * kTileVectors * 16),
+                    tiles + static_cast<std::size_t>(begin + i) * kTileVectors, true);
       }
+      cp_async_commit();  // empty groups too: the wait below counts groups
+    };
+#pragma unroll
+    for (int u = 0; u < kStages; ++u) fetch(u);
+    for (int i = 0; i < count; ++i) {
+      cp_async_wait<kStages - 1>();
+      const uint4 words = ring[(i % kStages) * kTileVectors + lane];
+      // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
+      // 4 x tiles that would take 64 more registers: there, step by step).
+      const int c = (begin + i - chunk) * kTileCols;
+      if constexpr (kMTiles <= 2) {
+        AFragments a[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) load_a(a[q], c + 16 * q);
+        step(words.x, a[0]);
+        step(words.y, a[1]);
+        end_half();
+        step(words.z, a[2]);
+        step(words.w, a[3]);
+      } else {
+        AFragments a;
+        load_a(a, c);
+        step(words.x, a);
+        load_a(a, c + 16);
+        step(words.y, a);
+        end_half();
+        load_a(a, c + 32);
+        step(words.z, a);
+        load_a(a, c + 48);
+        step(words.w, a);
+      }
+      end_half();
+      fetch(i + kStages);  // into the slot just read and used
     }
+    cp_async_wait<0>();
     if (half_in_group != 0) flush();
   }
 
@@ -339,11 +346,14 @@ struct Plan {
   int chunk_tiles = 0;  // tiles per chunk of a CTA's K range
 };
 
-// A CTA's rows of x in shared memory stay within this: 4 CTAs of 16 rows fit an SM.
-constexpr int kXBytesMax = 48 << 10;
+// A CTA's rows of x in shared memory stay within this: with its 16 KB weight ring, 4 CTAs of 16
+// rows fit an SM.
+constexpr int kXBytesMax = 32 << 10;
+constexpr int kRingBytes = kWarps * kStages * kTileVectors * 16;  // 16 KB
 
-std::size_t x_smem_bytes(const Plan& p) {
-  return static_cast<std::size_t>(p.x_rows) * (p.chunk_tiles * kTileCols + kXPad) * 2;
+// The CTA's chunk of x, then each warp's ring of weight tiles.
+std::size_t smem_bytes(const Plan& p) {
+  return static_cast<std::size_t>(p.x_rows) * (p.chunk_tiles * kTileCols + kXPad) * 2 + kRingBytes;
 }
 
 void set_splits(Plan& p, int splits) {
@@ -374,7 +384,7 @@ Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k) {
   for (int pass = 0; pass < 2; ++pass) {
     const int per_sm =
         std::max<int>(1, std::min<int>(min_ctas_per_sm(p.m_tiles),
-                                       static_cast<int>(kSmemPerSm / (x_smem_bytes(p) + 1024))));
+                                       static_cast<int>(kSmemPerSm / (smem_bytes(p) + 1024))));
     set_splits(p, std::min(std::max(1, per_sm * sm_count() / ctas), most));
   }
   return p;
@@ -389,10 +399,11 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial,
                     cudaStream_t stream) {
   // Above 48 KB of shared memory a kernel must opt in, once per process.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
-      w4a16_gemm_kernel<T, kMTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kXBytesMax);
+      w4a16_gemm_kernel<T, kMTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      kXBytesMax + kXPad * 2 * 64 + kRingBytes);
   PAGODA_CUDA_RETURN_IF_ERROR(opt_in);
   const dim3 grid((plan.n_tiles + kWarps - 1) / kWarps, plan.splits, plan.m_blocks);
-  w4a16_gemm_kernel<T, kMTiles><<<grid, kThreads, x_smem_bytes(plan), stream>>>(
+  w4a16_gemm_kernel<T, kMTiles><<<grid, kThreads, smem_bytes(plan), stream>>>(
       static_cast<const T*>(p.x), reinterpret_cast<const uint4*>(p.w.packed),
       reinterpret_cast<const __half*>(p.w.scales), p.w.zeros, static_cast<const T*>(p.bias),
       static_cast<T*>(p.y), partial, static_cast<int>(p.m), static_cast<int>(p.w.rows),

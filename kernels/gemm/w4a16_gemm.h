@@ -6,14 +6,15 @@
 // (16-bit floats {magic + q}) and one exact subtraction of {magic + z}: the fragments hold the
 // integers q - z, so mma.m16n8k16 sums x (q - z) over a group in fp32 and the group's fp16 scale
 // multiplies that sum once. The weights are never rounded: the only rounding besides fp32
-// summation is the output's. Weights stream once per 16 (m <= 16), 32 or 64 rows of x, with
-// evict-first loads several tiles ahead per lane; the CTA's rows of x wait in shared memory, and
-// each group's zeros and scales are loaded a group ahead. K is split over the CTA's 4 warps and,
-// when there are too few column tiles to fill the GPU, over CTAs whose partial sums a second kernel
-// adds in a fixed order (deterministic: the same bits every run).
+// summation is the output's. Weights stream once per 16 (m <= 16), 32 or 64 rows of x, each
+// warp's through a ring of 8 tiles in shared memory (cp.async); the CTA's rows of x wait in
+// shared memory, shared by its 4 warps (one 16-row weight tile each), and each group's zeros and
+// scales are loaded a group ahead. When there are too few weight tiles to fill the GPU, K splits
+// over CTAs whose partial sums a second kernel adds in a fixed order (deterministic: the same
+// bits every run).
 //
 // For large m the executor dequantizes to 16-bit rows (launch_w4a16_dequantize) and calls
-// cuBLASLt instead (GPU.md 4.3: Marlin-style mma.sync pays up to m ~ 64 on Hopper).
+// cuBLASLt instead (kW4A16KernelMaxRows, measured: w4a16_linear.h).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,0 +1,27 @@
+// cp.async (sm_80+): 16-byte copies from global to shared memory that hold no registers while in
+// flight, grouped and waited on per thread.
+#pragma once
+
+#include <cstdint>
+
+namespace pagoda::kernels {
+
+__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes global -> shared, L2 only (.cg); `valid` false writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n");
+}
+/// Waits until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+}  // namespace pagoda::kernels
