@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "models/gemma3.h"
 #include "models/llama.h"
 #include "models/llama_weights.h"
 #include "models/qwen3.h"
@@ -31,7 +32,23 @@ TEST(ArchitectureRegistry, EachNameHasItsLayerLoopAndRopeStyle) {
   EXPECT_FALSE(llama->qk_norm);
   EXPECT_TRUE(qwen3->qk_norm);
   EXPECT_EQ(find_architecture("gpt2"), nullptr);
-  EXPECT_EQ(supported_architecture_names(), "llama, mistral, qwen2, qwen3");
+  EXPECT_EQ(supported_architecture_names(), "llama, mistral, qwen2, qwen3, gemma3, gemma3_text");
+}
+
+// Gemma 3: GGUF files say gemma3, config.json gemma3_text; one layer loop, rotate-half RoPE in
+// GGUF, q/k norms, sandwich norms, and the 1 of its (1 + weight) norms added to HF files only.
+TEST(ArchitectureRegistry, Gemma3UnderBothNames) {
+  for (const char* name : {"gemma3", "gemma3_text"}) {
+    const Architecture* gemma = find_architecture(name);
+    ASSERT_NE(gemma, nullptr) << name;
+    EXPECT_EQ(gemma->forward, &gemma3_forward);
+    EXPECT_EQ(gemma->gguf_rope, GgufRope::kRotateHalf);
+    EXPECT_TRUE(gemma->qk_norm);
+    EXPECT_TRUE(gemma->sandwich_norms);
+    EXPECT_EQ(gemma->hf_norm_weight_offset, 1.0f);
+  }
+  EXPECT_FALSE(find_architecture("qwen3")->sandwich_norms);
+  EXPECT_EQ(find_architecture("llama")->hf_norm_weight_offset, 0.0f);
 }
 
 TEST(ArchitectureRegistry, AnUnknownArchitectureIsRefusedEverywhereWithTheList) {
