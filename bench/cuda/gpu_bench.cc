@@ -504,6 +504,10 @@ void bench_w4a16(const Ceilings& ceil, cuda::BlasLt& blas) {
       DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
       const std::size_t ws_bytes = kernels::w4a16_gemm_workspace_bytes(m, n, k);
       DeviceBuffer ws = alloc(std::max<std::size_t>(ws_bytes, 4));
+      const std::int64_t counter_count = kernels::w4a16_gemm_counter_count(m, n);
+      DeviceBuffer counters = alloc(static_cast<std::size_t>(counter_count) * sizeof(int));
+      check(cuda::cuda_status(cudaMemset(counters.data(), 0, counters.bytes()), "memset"),
+            "counters");
       const auto cublas = [&](const void* w) {
         bf16_linear(blas, x.data(), w, y.data(), m, n, k, "cublas bf16");
       };
@@ -515,7 +519,9 @@ void bench_w4a16(const Ceilings& ceil, cuda::BlasLt& blas) {
                                           .m = m,
                                           .dtype = ScalarType::kBF16,
                                           .workspace = ws.as<float>(),
-                                          .workspace_bytes = ws_bytes},
+                                          .workspace_bytes = ws_bytes,
+                                          .counters = counters.as<int>(),
+                                          .counters_count = counter_count},
                                          nullptr),
               "w4a16");
       });

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
                       const __half* __restrict__ scales, const std::uint8_t* __restrict__ zeros,
                       const T* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                       int m, int n, int k, int k_tiles, int padded_rows, int group_size, int groups,
-                      int tiles_per_split, int chunk_tiles) {
+                      int tiles_per_split, int chunk_tiles, int* __restrict__ counters) {
   using Q = Nibbles<T>;
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -254,27 +254,51 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     if (half_in_group != 0) flush();
   }
 
-  if (!has_tile) return;
+  // Each warp writes its tile's outputs: y, or this split's partial sums.
+  const auto for_each_output = [&](auto&& f) {
+    if (!has_tile) return;
 #pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+      for (int j = 0; j < 2; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = row0 + mt * 16 + g + 8 * (e >> 1);
-        const int col = col_c + 8 * j + (e & 1);
-        if (row >= m || col >= n) continue;
-        const std::size_t at = static_cast<std::size_t>(row) * n + col;
-        float sum = acc[mt][j][e];
-        if (partial != nullptr) {
-          partial[static_cast<std::size_t>(split) * m * n + at] = sum;
-        } else {
-          if (bias != nullptr) sum += to_float(bias[col]);
-          y[at] = from_float<T>(sum);
+        for (int e = 0; e < 4; ++e) {
+          const int row = row0 + mt * 16 + g + 8 * (e >> 1);
+          const int col = col_c + 8 * j + (e & 1);
+          if (row < m && col < n) f(acc[mt][j][e], static_cast<std::size_t>(row) * n + col, col);
         }
       }
     }
+  };
+  if (partial == nullptr) {
+    for_each_output([&](float sum, std::size_t at, int col) {
+      if (bias != nullptr) sum += to_float(bias[col]);
+      y[at] = from_float<T>(sum);
+    });
+    return;
   }
+  const std::size_t outputs = static_cast<std::size_t>(m) * n;
+  for_each_output([&](float sum, std::size_t at, int) { partial[split * outputs + at] = sum; });
+  if (counters == nullptr) return;  // w4a16_reduce_kernel adds the splits
+
+  // The last CTA of these tiles to finish adds the splits in split order (the reduce kernel's
+  // order: the same bits) and leaves the counter at zero for the next launch.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  int* counter = counters + blockIdx.z * gridDim.x + blockIdx.x;
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == static_cast<int>(gridDim.y) - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for_each_output([&](float, std::size_t at, int col) {
+    float sum = __ldcg(partial + at);
+    for (int sp = 1; sp < static_cast<int>(gridDim.y); ++sp)
+      sum += __ldcg(partial + sp * outputs + at);
+    if (bias != nullptr) sum += to_float(bias[col]);
+    y[at] = from_float<T>(sum);
+  });
+  if (threadIdx.x == 0) *counter = 0;
 }
 
 // y = the K splits' partial sums added in split order, + bias, rounded once.
@@ -395,7 +419,7 @@ std::size_t partial_bytes(const Plan& p, std::int64_t m, std::int64_t n) {
 }
 
 template <typename T, int kMTiles>
-Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial,
+Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, int* counters,
                     cudaStream_t stream) {
   // Above 48 KB of shared memory a kernel must opt in, once per process.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
@@ -410,7 +434,7 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial,
       static_cast<int>(p.w.cols), plan.k_tiles, plan.n_tiles * kTileRows,
       static_cast<int>(p.w.group_size),
       static_cast<int>((p.w.cols + p.w.group_size - 1) / p.w.group_size), plan.tiles_per_split,
-      plan.chunk_tiles);
+      plan.chunk_tiles, counters);
   return cuda::check_launch("w4a16_gemm_kernel");
 }
 
@@ -423,11 +447,16 @@ Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
     set_splits(plan, fits >= 2 ? std::min(fits, plan.splits) : 1);
   }
   float* partial = plan.splits > 1 ? p.workspace : nullptr;
-  Status s = plan.m_tiles == 1   ? launch_tiles<T, 1>(p, plan, partial, stream)
-             : plan.m_tiles == 2 ? launch_tiles<T, 2>(p, plan, partial, stream)
-                                 : launch_tiles<T, 4>(p, plan, partial, stream);
+  const std::int64_t counters_needed =
+      static_cast<std::int64_t>((plan.n_tiles + kWarps - 1) / kWarps) * plan.m_blocks;
+  int* counters = partial != nullptr && p.counters != nullptr && p.counters_count >= counters_needed
+                      ? p.counters
+                      : nullptr;
+  Status s = plan.m_tiles == 1   ? launch_tiles<T, 1>(p, plan, partial, counters, stream)
+             : plan.m_tiles == 2 ? launch_tiles<T, 2>(p, plan, partial, counters, stream)
+                                 : launch_tiles<T, 4>(p, plan, partial, counters, stream);
   PAGODA_RETURN_IF_ERROR(s);
-  if (partial == nullptr) return Status::ok_status();
+  if (partial == nullptr || counters != nullptr) return Status::ok_status();
   const std::size_t outputs = static_cast<std::size_t>(p.m) * p.w.rows;
   const auto blocks = static_cast<unsigned>((outputs + 255) / 256);
   w4a16_reduce_kernel<T><<<blocks, 256, 0, stream>>>(
@@ -445,6 +474,11 @@ unsigned blocks_for(std::int64_t elements, int threads) {
 }
 
 }  // namespace
+
+std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n) {
+  const std::int64_t n_ctas = ((n + kTileRows - 1) / kTileRows + kWarps - 1) / kWarps;
+  return n_ctas * ((max_m + 15) / 16);
+}
 
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k) {
   return partial_bytes(plan_for(m, n, k), m, n);

@@ -10,8 +10,8 @@
 // warp's through a ring of 8 tiles in shared memory (cp.async); the CTA's rows of x wait in
 // shared memory, shared by its 4 warps (one 16-row weight tile each), and each group's zeros and
 // scales are loaded a group ahead. When there are too few weight tiles to fill the GPU, K splits
-// over CTAs whose partial sums a second kernel adds in a fixed order (deterministic: the same
-// bits every run).
+// over CTAs whose partial sums the last CTA of each tile (or, without counters, a second kernel)
+// adds in a fixed order (deterministic: the same bits every run).
 //
 // For large m the executor dequantizes to 16-bit rows (launch_w4a16_dequantize) and calls
 // cuBLASLt instead (kW4A16KernelMaxRows, measured: w4a16_linear.h).
@@ -47,7 +47,15 @@ struct W4A16GemmParams {
   /// fp32 partial sums when K is split over CTAs: w4a16_gemm_workspace_bytes(m, rows, cols).
   float* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  /// Zeroed counters, w4a16_gemm_counter_count(m or more, rows) of them, kept by the caller
+  /// across launches (each launch leaves them at zero): with them the last CTA of each output
+  /// tile adds the K splits itself; without, a second kernel does (the same bits either way).
+  int* counters = nullptr;
+  std::int64_t counters_count = 0;
 };
+
+/// Counters a launch of up to `max_m` rows of x over an n-row weight needs.
+std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n);
 
 /// Workspace launch_w4a16_gemm uses for this shape on the current device (0: none).
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k);

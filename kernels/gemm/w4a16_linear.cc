@@ -36,6 +36,10 @@ StatusOr<W4A16Linear> W4A16Linear::upload(const quant::W4A16Matrix& m) {
   if (!m.input_permutation.empty()) {
     PAGODA_ASSIGN_OR_RETURN(layer.permutation_, to_device(m.input_permutation));
   }
+  const std::int64_t counters = w4a16_gemm_counter_count(kW4A16KernelMaxRows, m.rows);
+  PAGODA_ASSIGN_OR_RETURN(layer.counters_,
+                          cuda::DeviceBuffer::allocate(static_cast<std::size_t>(counters) * 4));
+  PAGODA_CUDA_RETURN_IF_ERROR(cudaMemset(layer.counters_.data(), 0, layer.counters_.bytes()));
   layer.view_ = {.packed = layer.packed_.as<std::uint32_t>(),
                  .scales = layer.scales_.as<std::uint16_t>(),
                  .zeros = layer.zeros_.as<std::uint8_t>(),
@@ -46,7 +50,8 @@ StatusOr<W4A16Linear> W4A16Linear::upload(const quant::W4A16Matrix& m) {
 }
 
 std::size_t W4A16Linear::device_bytes() const {
-  return packed_.bytes() + scales_.bytes() + zeros_.bytes() + permutation_.bytes();
+  return packed_.bytes() + scales_.bytes() + zeros_.bytes() + permutation_.bytes() +
+         counters_.bytes();
 }
 
 std::size_t W4A16Linear::scratch_bytes(std::int64_t m, cuda::ScalarType dtype) const {
@@ -83,7 +88,9 @@ Status W4A16Linear::forward(const void* x, std::int64_t m, const void* bias, voi
                               .m = m,
                               .dtype = dtype,
                               .workspace = reinterpret_cast<float*>(next),
-                              .workspace_bytes = w4a16_gemm_workspace_bytes(m, rows(), cols())},
+                              .workspace_bytes = w4a16_gemm_workspace_bytes(m, rows(), cols()),
+                              .counters = counters_.as<int>(),
+                              .counters_count = static_cast<std::int64_t>(counters_.bytes() / 4)},
                              stream);
   }
   PAGODA_RETURN_IF_ERROR(launch_w4a16_dequantize(view_, next, dtype, stream));

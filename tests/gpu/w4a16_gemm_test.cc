@@ -123,8 +123,13 @@ TEST(GpuW4A16Gemm, MatchesFloat64ReferenceAtAwkwardSizes) {
         DeviceArray dx(x, type), db(bias, type);
         const std::size_t ws_bytes = w4a16_gemm_workspace_bytes(m, s.n, s.k);
         DeviceVector<float> workspace(std::max<std::size_t>(ws_bytes / sizeof(float), 1));
-        // With the planned workspace (K split over CTAs where the plan wants it) and without.
-        for (bool split : {true, false}) {
+        const std::int64_t counter_count = w4a16_gemm_counter_count(m, s.n);
+        DeviceVector<int> counters(std::vector<int>(static_cast<std::size_t>(counter_count), 0));
+        // Without a workspace (no K split); with the planned one, the splits added by the
+        // reduction kernel; and by the last CTA of each tile (counters): the same bits.
+        std::vector<float> reduced_by_kernel;
+        for (const char* way : {"unsplit", "split", "split in-kernel"}) {
+          const bool split = way[0] == 's', in_kernel = way[5] == ' ';
           DeviceArray dy(static_cast<std::size_t>(m * s.n), type);
           dy.poison();
           const W4A16GemmParams p{.x = dx.data(),
@@ -134,20 +139,31 @@ TEST(GpuW4A16Gemm, MatchesFloat64ReferenceAtAwkwardSizes) {
                                   .m = m,
                                   .dtype = type,
                                   .workspace = split ? workspace.data() : nullptr,
-                                  .workspace_bytes = split ? ws_bytes : 0};
+                                  .workspace_bytes = split ? ws_bytes : 0,
+                                  .counters = in_kernel ? counters.data() : nullptr,
+                                  .counters_count = in_kernel ? counter_count : 0};
           ASSERT_TRUE(w4a16_gemm_applies(p));
           const Status st = launch_w4a16_gemm(p, nullptr);
           ASSERT_TRUE(st.ok()) << st.to_string();
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           const std::vector<float> got = dy.download();
           expect_matches_reference(got, x, w, dense, with_bias ? bias : std::vector<float>{}, m,
-                                   type, what + (split ? " split" : " unsplit"));
-          // The same bits on a second run: the splits are added in a fixed order.
+                                   type, what + " " + way);
+          // The same bits on a second run: the splits are added in a fixed order (and the
+          // counters were left at zero).
           dy.poison();
           ASSERT_TRUE(launch_w4a16_gemm(p, nullptr).ok());
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           const std::vector<float> again = dy.download();
           ASSERT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * sizeof(float)));
+          if (split && !in_kernel) reduced_by_kernel = got;
+          if (in_kernel) {
+            ASSERT_EQ(0,
+                      std::memcmp(got.data(), reduced_by_kernel.data(), got.size() * sizeof(float)))
+                << what << ": the in-kernel reduction differs from the reduction kernel";
+            EXPECT_EQ(counters.download(),
+                      std::vector<int>(static_cast<std::size_t>(counter_count), 0));
+          }
         }
       }
     }
