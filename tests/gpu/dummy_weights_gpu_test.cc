@@ -107,5 +107,43 @@ TEST(DummyWeightsGpuTest, CudaBf16WeightsAreTheCpusBitForBit) {
   EXPECT_EQ(inv_freq, host->rope_inv_freq);
 }
 
+// Gemma 3's extra weights (cuda_gemma3_weights.h: sandwich norms drawn after every other
+// tensor, the sliding layers' RoPE table) are the CPU's too.
+TEST(DummyWeightsGpuTest, Gemma3SandwichNormsAndLocalRopeAreTheCpus) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  auto config = model_config_from_hf_json(R"({
+    "model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 144,
+    "num_hidden_layers": 3, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 256,
+    "vocab_size": 416, "max_position_embeddings": 512, "sliding_window": 12,
+    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+    "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+  })",
+                                          "gemma.json");
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  constexpr std::uint64_t kSeed = 5;
+  auto host = dummy_llama_weights(*config, kSeed);
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
+  auto device = dummy_llama_weights(*config, cuda::ScalarType::kBF16, kSeed);
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
+  ASSERT_EQ(device->gemma3.layers.size(), host->layers.size());
+  for (std::size_t i = 0; i < host->layers.size(); ++i) {
+    const LlamaLayerWeights& h = host->layers[i];
+    const CudaGemma3LayerWeights& d = device->gemma3.layers[i];
+    EXPECT_EQ(to_host(d.pre_feedforward_layernorm), bf16_bits({&h.pre_feedforward_layernorm}))
+        << "layer " << i;
+    EXPECT_EQ(to_host(d.post_feedforward_layernorm), bf16_bits({&h.post_feedforward_layernorm}))
+        << "layer " << i;
+    EXPECT_EQ(to_host(device->layers[i].q_norm), bf16_bits({&h.q_norm})) << "layer " << i;
+  }
+  EXPECT_EQ(to_host(device->norm), bf16_bits({&host->norm}));
+  std::vector<float> local(host->rope_local_inv_freq.size());
+  ASSERT_EQ(device->gemma3.local_inv_freq.bytes(), local.size() * sizeof(float));
+  ASSERT_EQ(cudaMemcpy(local.data(), device->gemma3.local_inv_freq.data(), local.size() * 4,
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(local, host->rope_local_inv_freq);
+}
+
 }  // namespace
 }  // namespace pagoda::models
