@@ -19,6 +19,12 @@ GenerateReactor* GenerateReactor::start(api::GenerationJob job, const InferenceB
     reactor->submit(std::move(job));
     return reactor.get();
   }
+  // Abort by request_id may come while the constraint compiles, before the engine knows it.
+  reactor->registry_->set_abort_hook(reactor->request_id_,
+                                     [weak = std::weak_ptr<GenerateReactor>(reactor)] {
+                                       if (std::shared_ptr<GenerateReactor> self = weak.lock())
+                                         self->abort_before_submit();
+                                     });
   // The compile runs on the compiler's threads; its result comes back through the executor.
   std::lock_guard lock(reactor->mutex_);
   reactor->compiling_job_ = std::move(job);
@@ -65,9 +71,13 @@ void GenerateReactor::on_compiled(structured::CompileResult compiled) {
 
 void GenerateReactor::submit(api::GenerationJob job) {
   std::unique_lock lock(mutex_);
-  // Cancelled meanwhile: nothing reaches the engine. Under the lock, so a cancel either comes
-  // first or finds the stream to abort.
+  // Cancelled or aborted meanwhile: nothing reaches the engine. Under the lock, so a cancel or
+  // an Abort either comes first or finds the stream to abort.
   if (finished_) return;
+  if (abort_requested_) {
+    finish_aborted(lock);
+    return;
+  }
   StatusOr<std::shared_ptr<engine::OutputStream>> submitted =
       engine_.submit(std::move(job.requests.front()));
   if (!submitted.ok()) {
@@ -82,6 +92,28 @@ void GenerateReactor::submit(api::GenerationJob job) {
   });
   lock.unlock();
   pump();
+}
+
+void GenerateReactor::abort_before_submit() {
+  std::unique_lock lock(mutex_);
+  abort_requested_ = true;
+  // In the engine already (Abort aborts it there), ended, or between its compile and submit()
+  // (which sees abort_requested_).
+  if (finished_ || stream_ || !compiling_job_) return;
+  compiling_job_.reset();
+  compile_ticket_ = {};
+  finish_aborted(lock);
+}
+
+void GenerateReactor::finish_aborted(std::unique_lock<std::mutex>& lock) {
+  finished_ = true;
+  writing_ = true;
+  response_.Clear();
+  response_.set_request_id(request_id_);
+  response_.set_finish_reason(v1::FINISH_REASON_ABORT);
+  lock.unlock();
+  registry_->remove(request_id_);
+  StartWriteAndFinish(&response_, ::grpc::WriteOptions(), ::grpc::Status::OK);
 }
 
 void GenerateReactor::refuse(const api::ApiError& error) {

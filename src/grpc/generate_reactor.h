@@ -60,6 +60,11 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   void submit(api::GenerationJob job);
   // Finishes a call that never reached the engine (its id leaves the registry at once).
   void refuse(const api::ApiError& error);
+  // Abort by request_id before the request reached the engine: the call ends with one message
+  // saying FINISH_REASON_ABORT, and the request is never submitted.
+  void abort_before_submit();
+  // Writes that message and finishes; called with the lock held, which it lets go.
+  void finish_aborted(std::unique_lock<std::mutex>& lock);
   // Engine thread: hands a pump to the executor, at most one queued at a time.
   void wake();
   // Starts the next write if none is in flight and an output is ready; finishes the call after
@@ -84,6 +89,7 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   structured::CompileTicket compile_ticket_;
   bool writing_ = false;
   bool cancelled_ = false;
+  bool abort_requested_ = false;   // Abort came for this id (before the engine had the request)
   bool finished_ = false;          // Finish (or StartWriteAndFinish) has been called
   bool grpc_done_ = false;         // OnDone has been called
   v1::GenerateResponse response_;  // the message being written

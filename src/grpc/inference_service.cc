@@ -182,6 +182,8 @@ api::ApiErrorOr<api::GenerationJob> InferenceService::prepare(const v1::Generate
                                           "no Generate call with request_id \"" +
                                               request->request_id() + "\" is in flight"));
   }
+  // A call still compiling its constraint ends itself; one in the engine is aborted there.
+  if (std::function<void()> hook = registry_->abort_hook(request->request_id())) hook();
   admission.backend->engine->abort(request->request_id());
   return finish(context, ::grpc::Status::OK);
 }

@@ -4,7 +4,7 @@ namespace pagoda::grpc {
 
 bool RequestRegistry::add(const std::string& request_id) {
   std::lock_guard lock(mutex_);
-  return ids_.insert(request_id).second;
+  return ids_.emplace(request_id, nullptr).second;
 }
 
 void RequestRegistry::remove(const std::string& request_id) {
@@ -20,6 +20,17 @@ void RequestRegistry::remove(const std::string& request_id) {
 bool RequestRegistry::contains(const std::string& request_id) const {
   std::lock_guard lock(mutex_);
   return ids_.contains(request_id);
+}
+
+void RequestRegistry::set_abort_hook(const std::string& request_id, std::function<void()> hook) {
+  std::lock_guard lock(mutex_);
+  if (const auto it = ids_.find(request_id); it != ids_.end()) it->second = std::move(hook);
+}
+
+std::function<void()> RequestRegistry::abort_hook(const std::string& request_id) const {
+  std::lock_guard lock(mutex_);
+  const auto it = ids_.find(request_id);
+  return it == ids_.end() ? nullptr : it->second;
 }
 
 std::size_t RequestRegistry::size() const {

@@ -5,9 +5,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace pagoda::grpc {
 
@@ -19,6 +20,12 @@ class RequestRegistry {
   /// Removes `request_id` (its call has ended).
   void remove(const std::string& request_id);
   bool contains(const std::string& request_id) const;
+  /// What Abort must do for `request_id` besides aborting it in the engine: a call whose
+  /// request has not reached the engine yet (its constraint compiling) ends itself. Kept until
+  /// the id is removed; ignored for an id not in flight.
+  void set_abort_hook(const std::string& request_id, std::function<void()> hook);
+  /// `request_id`'s hook, empty when it has none (call it without holding other locks).
+  std::function<void()> abort_hook(const std::string& request_id) const;
   std::size_t size() const;
   /// Waits until no call is in flight or `timeout` passes; true when none is.
   bool wait_until_empty(std::chrono::milliseconds timeout) const;
@@ -26,7 +33,7 @@ class RequestRegistry {
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable emptied_;
-  std::unordered_set<std::string> ids_;
+  std::unordered_map<std::string, std::function<void()>> ids_;  // id -> abort hook
 };
 
 }  // namespace pagoda::grpc

@@ -776,3 +776,34 @@ def test_a_call_cancelled_while_its_schema_compiles_leaves_nothing_behind(stub, 
             assert "already in flight" in e.details() and time.monotonic() < deadline, e
             time.sleep(0.05)
     assert messages[-1].finish_reason in (pb.gen.FINISH_REASON_STOP, pb.gen.FINISH_REASON_LENGTH)
+
+
+def test_abort_while_the_schema_compiles_ends_the_call_at_once(stub, pb):
+    """Abort by request_id reaches a call whose request is still compiling its constraint: the
+    call ends with FINISH_REASON_ABORT before the compile is done, and nothing is generated."""
+    schema = {"type": "object", "title": f"abort-{time.time_ns()}", "properties": {
+        f"f{i}": ({"type": "string", "maxLength": 8 + i % 50} if i % 2 else
+                  {"enum": [f"v{i}_{j}" for j in range(10)]}) for i in range(150)}}
+    request = text_request(pb, max_tokens=2, request_id="abort-compiling",
+                           structured_output=pb.gen.StructuredOutput(json_schema=json.dumps(schema)))
+    started = time.monotonic()
+    call = stub.Generate(request, timeout=60)
+    deadline = time.monotonic() + 5
+    while True:  # Abort finds the id once the call has begun
+        try:
+            stub.Abort(pb.svc.AbortRequest(request_id="abort-compiling"))
+            break
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.NOT_FOUND and time.monotonic() < deadline, e
+            time.sleep(0.005)
+    messages = list(call)
+    aborted_after = time.monotonic() - started
+    assert [m.finish_reason for m in messages] == [pb.gen.FINISH_REASON_ABORT]
+    assert not messages[0].token_ids
+    # The same schema again waits for the rest of the compile the aborted call started, which
+    # had not ended when the call did.
+    again = time.monotonic()
+    list(stub.Generate(text_request(pb, max_tokens=1,
+                                    structured_output=request.structured_output), timeout=60))
+    assert time.monotonic() - again > aborted_after, aborted_after
+    wait_idle(stub, pb, timeout=5)
