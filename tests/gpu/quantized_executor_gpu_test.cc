@@ -3,11 +3,11 @@
 // the same weights. The CPU multiplies the quantized numbers exactly with fp32 activations, so
 // the tolerances come from what the GPU rounds besides:
 //
-//   W4A16 (bf16 / f16 activations): up to 64 rows the kernel multiplies the exact weights
-//     d * (q - z) (the zero subtracted exactly, each group's fp32 sum scaled once); past 64
-//     rows the layer dequantizes them to the activation dtype, one rounding, as a dense upload
-//     does. So the bound of the dense BF16 test holds: 5e-2 relative L2 (about one rounding,
-//     u = 2^-8, per op, ~20 ops deep).
+//   W4A16 (bf16 / f16 activations): up to kW4A16KernelMaxRows rows the kernel multiplies the
+//     exact weights d * (q - z) (the zero subtracted exactly, each group's fp32 sum scaled
+//     once); past them the layer dequantizes them to the activation dtype, one rounding, as a
+//     dense upload does. So the bound of the dense BF16 test holds: 5e-2 relative L2 (about one
+//     rounding, u = 2^-8, per op, ~20 ops deep).
 //   FP8 W8A8 (bf16 activations): every product's input is also rounded to E4M3 per token (3
 //     mantissa bits: relative error <= 2^-4, RMS ~2^-4 / sqrt(3) = 0.036 per element), 4 such
 //     inputs per layer (QKV, O, gate/up, down) over 2 layers: sqrt(8) x 0.036 = 0.10 relative
@@ -30,6 +30,7 @@
 #include <random>
 #include <string>
 
+#include "kernels/gemm/w4a16_linear.h"
 #include "model/dequantize.h"
 #include "models/cpu_model_executor.h"
 #include "models/cuda_model_executor.h"
@@ -260,12 +261,15 @@ TEST(GpuQuantizedExecutor, ProfilingGivesTheSavedMemoryToTheKvCache) {
 }
 
 // `--quantization int4` and `fp8` on the tiny Qwen3 checkpoint (tests/data/forward/tiny_qwen3,
-// head_dim 64): both executors quantize the same file at load; prompts of 1, 7 and 150 tokens
-// prefilled in chunks of 128 rows (past kW4A16KernelMaxRows: the dequantize + cuBLASLt path),
+// head_dim 64): both executors quantize the same file at load; logits.json's prompts (1, 7 and
+// 150 tokens) and one of kChunk + 7 tokens (its ids repeated), prefilled in chunks of kChunk rows
+// (past kW4A16KernelMaxRows: the dequantize + cuBLASLt path; shorter chunks: the W4A16 kernel),
 // then 16 greedy decode steps (one-sequence graphs: the W4A16 kernel, the FP8 layer).
 void run_tiny_qwen3(quant::LoadTimeQuantization quantization, double tolerance) {
   PAGODA_SKIP_WITHOUT_GPU();
-  constexpr std::int64_t kChunk = 128;
+  constexpr std::int64_t kChunk = kernels::kW4A16KernelMaxRows + 8;
+  constexpr std::int64_t kMaxModelLen = kChunk + 64;
+  static_assert(kMaxModelLen <= 512, "tiny_qwen3 has 512 positions");
   const std::string dir =
       gpu_test::env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA_DIR) + "/forward/tiny_qwen3";
   std::ifstream in(dir + "/logits.json");
@@ -274,19 +278,30 @@ void run_tiny_qwen3(quant::LoadTimeQuantization quantization, double tolerance) 
   auto files = open_model_files(dir);
   ASSERT_TRUE(files.ok()) << files.status().to_string();
   const auto shared = std::make_shared<const ModelFiles>(std::move(*files));
-  auto cpu = models::CpuModelExecutor::create(
-      shared, {.num_threads = 2, .max_num_batched_tokens = kChunk, .quantization = quantization});
+  auto cpu = models::CpuModelExecutor::create(shared, {.num_threads = 2,
+                                                       .max_num_batched_tokens = kChunk,
+                                                       .max_model_len = kMaxModelLen,
+                                                       .quantization = quantization});
   ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
   auto gpu = models::CudaModelExecutor::create(shared, {.dtype = ScalarType::kBF16,
                                                         .max_num_batched_tokens = kChunk,
                                                         .max_num_seqs = 1,
-                                                        .max_model_len = 256,
+                                                        .max_model_len = kMaxModelLen,
                                                         .quantization = quantization});
   ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
   EXPECT_THAT((*gpu)->weights_summary(),
               HasSubstr(quantization == quant::LoadTimeQuantization::kFp8 ? "8 fp8" : "8 w4a16"));
+  std::vector<std::vector<std::int32_t>> prompts;
   for (const auto& seq : golden["sequences"]) {
-    const auto ids = seq["ids"].get<std::vector<std::int32_t>>();
+    prompts.push_back(seq["ids"].get<std::vector<std::int32_t>>());
+  }
+  std::vector<std::int32_t> long_prompt;
+  while (static_cast<std::int64_t>(long_prompt.size()) < kChunk + 7) {
+    long_prompt.insert(long_prompt.end(), prompts.back().begin(), prompts.back().end());
+  }
+  long_prompt.resize(static_cast<std::size_t>(kChunk + 7));
+  prompts.push_back(std::move(long_prompt));
+  for (const std::vector<std::int32_t>& ids : prompts) {
     SCOPED_TRACE("sequence of " + std::to_string(ids.size()) + " tokens");
     const auto max_len = static_cast<std::int64_t>(ids.size()) + 16;
     models::testing::SequenceRun cpu_run(**cpu, 16, max_len);
