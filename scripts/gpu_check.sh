@@ -32,12 +32,12 @@ TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kern
          gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
          gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test
          gpu_fp8_gemm_test gpu_tiny_qwen3_test gpu_quantized_executor_test gpu_gemma3_kernels_test
-         gpu_tiny_gemma3_test gpu_bench)
+         gpu_tiny_gemma3_test gpu_gemma3_golden_test gpu_bench)
 TESTS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
        gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
        gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test
        gpu_fp8_gemm_test gpu_tiny_qwen3_test gpu_quantized_executor_test gpu_gemma3_kernels_test
-       gpu_tiny_gemma3_test)
+       gpu_tiny_gemma3_test gpu_gemma3_golden_test)
 
 build() {
   local jobs="$1"
@@ -94,6 +94,8 @@ unpack() {
   export PAGODA_TEST_DATA="$ROOT/tests/data"
   local model="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
   [[ -z "${PAGODA_SMOLLM2_GGUF:-}" && -f "$model" ]] && export PAGODA_SMOLLM2_GGUF="$model"
+  local gemma="$ROOT/models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf"
+  [[ -z "${PAGODA_GEMMA3_GGUF:-}" && -f "$gemma" ]] && export PAGODA_GEMMA3_GGUF="$gemma"
   return 0
 }
 
