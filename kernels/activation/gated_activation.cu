@@ -1,7 +1,10 @@
+// Gated MLP activations over the fused gate_up projection's output: out = act(gate) * up, in
+// fp32, rounded once. SiLU (Llama, Qwen) and tanh-GELU (Gemma's GeGLU) share the kernel.
 #include <string>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/activation/gelu_tanh_mul.h"
+#include "kernels/activation/silu_mul.h"
 #include "kernels/common/device_types.cuh"
 #include "kernels/common/pdl.cuh"
 
@@ -11,20 +14,30 @@ namespace {
 
 constexpr int kThreads = 256;
 
+struct Silu {
+  static constexpr const char* kName = "silu_mul";
+  __device__ __forceinline__ static float times(float gate, float up) {
+    return gate / (1.0f + expf(-gate)) * up;
+  }
+};
+
 // 0.5 g (1 + tanh(u)) = g / (1 + exp(-2u)), the form the CPU kernel (cpu/gelu_tanh.h) uses;
 // expf saturates to inf / 0 at the ends, giving -0 and g.
-__device__ __forceinline__ float gelu_tanh_times(float gate, float up) {
-  constexpr float kMinusTwoSqrt2OverPi = -1.5957691216057308f;
-  constexpr float kCubic = 0.044715f;
-  const float inner = gate + kCubic * gate * gate * gate;
-  return gate / (1.0f + expf(kMinusTwoSqrt2OverPi * inner)) * up;
-}
+struct GeluTanh {
+  static constexpr const char* kName = "gelu_tanh_mul";
+  __device__ __forceinline__ static float times(float gate, float up) {
+    constexpr float kMinusTwoSqrt2OverPi = -1.5957691216057308f;
+    constexpr float kCubic = 0.044715f;
+    const float inner = gate + kCubic * gate * gate * gate;
+    return gate / (1.0f + expf(kMinusTwoSqrt2OverPi * inner)) * up;
+  }
+};
 
 // grid (tokens, column tiles): reads gate and up once, writes out once.
-template <typename T, bool kVector>
+template <typename Act, typename T, bool kVector>
 __global__ void __launch_bounds__(kThreads)
-    gelu_tanh_mul_kernel(const T* __restrict__ gate_up, std::int64_t row_stride,
-                         T* __restrict__ out, std::int64_t width) {
+    gated_activation_kernel(const T* __restrict__ gate_up, std::int64_t row_stride,
+                            T* __restrict__ out, std::int64_t width) {
   pdl_launch_dependents();
   pdl_wait();
   const std::int64_t token = blockIdx.x;
@@ -39,18 +52,17 @@ __global__ void __launch_bounds__(kThreads)
     const Pack<T> u = load_pack(up + i);
     Pack<T> o;
     for (int j = 0; j < kStep; ++j) {
-      o.v[j] = from_float<T>(gelu_tanh_times(to_float(g.v[j]), to_float(u.v[j])));
+      o.v[j] = from_float<T>(Act::times(to_float(g.v[j]), to_float(u.v[j])));
     }
     store_pack(dst + i, o);
   } else {
-    dst[i] = from_float<T>(gelu_tanh_times(to_float(gate[i]), to_float(up[i])));
+    dst[i] = from_float<T>(Act::times(to_float(gate[i]), to_float(up[i])));
   }
 }
 
-}  // namespace
-
-Status launch_gelu_tanh_mul(const SiluMulParams& p, cudaStream_t stream) {
-  constexpr const char* kOp = "gelu_tanh_mul";
+template <typename Act>
+Status launch_gated_activation(const SiluMulParams& p, cudaStream_t stream) {
+  constexpr const char* kOp = Act::kName;
   PAGODA_KERNEL_REQUIRE(p.num_tokens >= 0 && p.num_tokens <= 0x7fffffff, kOp);
   PAGODA_KERNEL_REQUIRE(p.width > 0 && p.gate_up_row_stride >= 2 * p.width, kOp);
   PAGODA_KERNEL_REQUIRE(p.width <= 65535LL * kThreads, kOp);
@@ -65,10 +77,20 @@ Status launch_gelu_tanh_mul(const SiluMulParams& p, cudaStream_t stream) {
                     static_cast<unsigned>((p.width + per_block - 1) / per_block));
     const auto* gate_up = static_cast<const T*>(p.gate_up);
     auto* out = static_cast<T*>(p.out);
-    return launch_pdl(vector ? gelu_tanh_mul_kernel<T, true> : gelu_tanh_mul_kernel<T, false>, grid,
-                      dim3(kThreads), 0, stream, "gelu_tanh_mul_kernel", gate_up,
-                      p.gate_up_row_stride, out, p.width);
+    return launch_pdl(
+        vector ? gated_activation_kernel<Act, T, true> : gated_activation_kernel<Act, T, false>,
+        grid, dim3(kThreads), 0, stream, kOp, gate_up, p.gate_up_row_stride, out, p.width);
   });
+}
+
+}  // namespace
+
+Status launch_silu_mul(const SiluMulParams& p, cudaStream_t stream) {
+  return launch_gated_activation<Silu>(p, stream);
+}
+
+Status launch_gelu_tanh_mul(const SiluMulParams& p, cudaStream_t stream) {
+  return launch_gated_activation<GeluTanh>(p, stream);
 }
 
 }  // namespace pagoda::kernels
