@@ -1,5 +1,5 @@
 // A real model on the GPU against transformers' fp32 golden file, the one its CPU test uses
-// (tests/unit/models/smollm2_golden.h reads it): each prompt prefilled in chunks, then greedy
+// (tests/unit/models/real_model_golden.h reads it): each prompt prefilled in chunks, then greedy
 // steps compared with the reference's tokens and top-10 log-probabilities.
 //
 //   FP32: the GPU sums in another order than transformers (cuBLASLt, no TF32), so the CPU test's
@@ -23,7 +23,7 @@
 #include "models/cuda_model_executor.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/models/model_test_util.h"
-#include "tests/unit/models/smollm2_golden.h"
+#include "tests/unit/models/real_model_golden.h"
 
 namespace pagoda::models::gpu_golden {
 

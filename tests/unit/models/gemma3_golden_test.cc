@@ -12,7 +12,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "model_test_util.h"
-#include "smollm2_golden.h"
+#include "real_model_golden.h"
 
 namespace pagoda::models {
 namespace {
@@ -47,36 +47,8 @@ TEST(Gemma3GoldenTest, GreedyAndLogprobsMatchTransformers) {
   const std::int64_t chunk = 384;
   auto executor = testing::open_executor(kModelPath, chunk);
   ASSERT_NE(executor, nullptr);
-  const std::int64_t vocab = executor->info().vocab_size;
-  double worst_logprob_diff = 0.0;
-
-  for (const testing::GoldenCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    const std::vector<std::int32_t>& want = c.greedy_ids;
-    testing::SequenceRun run(*executor, 16,
-                             static_cast<std::int64_t>(c.prompt_ids.size() + want.size()));
-    std::vector<float> logits = run.prefill(c.prompt_ids, chunk);
-    for (std::size_t step = 0; step < want.size(); ++step) {
-      ASSERT_EQ(static_cast<std::int64_t>(logits.size()), vocab);
-      if (step < c.top_ids.size()) {
-        const auto lp = testing::log_softmax(logits);
-        const auto& ids = c.top_ids[step];
-        const auto& want_lp = c.top_logprobs[step];
-        for (std::size_t r = 0; r < ids.size(); ++r) {
-          worst_logprob_diff = std::max(worst_logprob_diff, std::abs(lp[ids[r]] - want_lp[r]));
-          EXPECT_NEAR(lp[ids[r]], want_lp[r], tolerance) << "step " << step << " id " << ids[r];
-        }
-      }
-      const std::int32_t token = sampling::argmax(logits);
-      if (c.near_tie(step)) {
-        EXPECT_GE(logits[want[step]], logits[token] - tolerance)
-            << "step " << step << ": " << token;
-        break;
-      }
-      ASSERT_EQ(token, want[step]) << "step " << step;
-      if (step + 1 < want.size()) logits = run.step(std::span(&token, 1));
-    }
-  }
+  const double worst_logprob_diff =
+      testing::expect_greedy_and_logprobs_match(*executor, cases, chunk, tolerance);
   RecordProperty("max_abs_logprob_diff", std::to_string(worst_logprob_diff));
   std::printf("Gemma 3 270M (%s kernels): max |logprob - reference| over top-10 ids = %.3g\n",
               int16 ? "int16" : "fp32", worst_logprob_diff);

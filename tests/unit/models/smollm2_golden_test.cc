@@ -1,7 +1,5 @@
 // SmolLM2-135M-Instruct (Q4_1 GGUF, adjacent-pairs RoPE on the stored permuted Q/K rows) against
 // transformers' fp32 forward pass (tests/data/forward/smollm2_greedy.json, 29 prompts).
-#include "smollm2_golden.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "model_test_util.h"
+#include "real_model_golden.h"
 
 namespace pagoda::models {
 namespace {
@@ -48,38 +47,8 @@ TEST(SmolLM2GoldenTest, GreedyAndLogprobsMatchTransformers) {
   const std::int64_t chunk = 512;
   auto executor = testing::open_executor(kModelPath, 512);
   ASSERT_NE(executor, nullptr);
-  const std::int64_t vocab = executor->info().vocab_size;
-  double worst_logprob_diff = 0.0;
-
-  for (const testing::GoldenCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    const std::vector<std::int32_t>& want = c.greedy_ids;
-    testing::SequenceRun run(*executor, 16,
-                             static_cast<std::int64_t>(c.prompt_ids.size() + want.size()));
-    std::vector<float> logits = run.prefill(c.prompt_ids, chunk);
-    for (std::size_t step = 0; step < want.size(); ++step) {
-      ASSERT_EQ(static_cast<std::int64_t>(logits.size()), vocab);
-      if (step < c.top_ids.size()) {
-        const auto lp = testing::log_softmax(logits);
-        const auto& ids = c.top_ids[step];
-        const auto& want_lp = c.top_logprobs[step];
-        for (std::size_t r = 0; r < ids.size(); ++r) {
-          worst_logprob_diff = std::max(worst_logprob_diff, std::abs(lp[ids[r]] - want_lp[r]));
-          EXPECT_NEAR(lp[ids[r]], want_lp[r], tolerance) << "step " << step << " id " << ids[r];
-        }
-      }
-      const std::int32_t token = sampling::argmax(logits);
-      if (c.near_tie(step)) {
-        // Either side of a near tie (gap < 1e-3) is right: the reference's token must be within
-        // that gap plus our noise of our best. The continuations may part ways from here on.
-        EXPECT_GE(logits[want[step]], logits[token] - tolerance)
-            << "step " << step << ": " << token;
-        break;
-      }
-      ASSERT_EQ(token, want[step]) << "step " << step;
-      if (step + 1 < want.size()) logits = run.step(std::span(&token, 1));
-    }
-  }
+  const double worst_logprob_diff =
+      testing::expect_greedy_and_logprobs_match(*executor, cases, chunk, tolerance);
   RecordProperty("max_abs_logprob_diff", std::to_string(worst_logprob_diff));
   std::printf("SmolLM2 (%s kernels): max |logprob - reference| over top-10 ids = %.3g\n",
               int16 ? "int16" : "fp32", worst_logprob_diff);
