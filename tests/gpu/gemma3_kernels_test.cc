@@ -104,8 +104,9 @@ TEST(GpuGemma3Kernels, GeluTanhMulMatchesCpu) {
           gpu_test::round_to(gpu_test::random_vector(tokens * stride, rng, -8.0f, 8.0f), type);
       std::vector<float> want(tokens * width);
       for (std::int64_t t = 0; t < tokens; ++t) {
-        cpu::gelu_tanh_mul_reference(gate_up.data() + t * stride, gate_up.data() + t * stride + width,
-                                     width, want.data() + t * width);
+        cpu::gelu_tanh_mul_reference(gate_up.data() + t * stride,
+                                     gate_up.data() + t * stride + width, width,
+                                     want.data() + t * width);
       }
       gpu_test::DeviceArray d_in(gate_up, type);
       gpu_test::DeviceArray d_out(want.size(), type);
@@ -120,9 +121,9 @@ TEST(GpuGemma3Kernels, GeluTanhMulMatchesCpu) {
       ASSERT_TRUE(s.ok()) << s.to_string();
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       // fp32 math then one rounding to the dtype; expf against the double tanh: ~1e-6.
-      gpu_test::expect_close(d_out.download(), want, gpu_test::unit_roundoff(type) + 2e-6,
-                             std::string(gpu_test::name_of(type)) + " width " +
-                                 std::to_string(width));
+      gpu_test::expect_close(
+          d_out.download(), want, gpu_test::unit_roundoff(type) + 2e-6,
+          std::string(gpu_test::name_of(type)) + " width " + std::to_string(width));
     }
   }
 }

@@ -29,18 +29,6 @@ struct WorkItem {
   bool prefill;
 };
 
-void check_batch(std::int64_t num_heads, const KvCacheView& cache, const AttentionBatch& batch) {
-  PAGODA_CHECK(cache.num_kv_heads > 0 && num_heads % cache.num_kv_heads == 0)
-      << num_heads << " q heads over " << cache.num_kv_heads << " kv heads";
-  for (std::int64_t s = 0; s < batch.num_seqs; ++s) {
-    const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
-    PAGODA_CHECK(q_len >= 0 && q_len <= batch.seq_lens[s])
-        << "sequence " << s << ": " << q_len << " queries, " << batch.seq_lens[s] << " tokens";
-    PAGODA_CHECK_LE(batch.seq_lens[s], batch.max_blocks_per_seq * cache.block_size)
-        << "sequence " << s;
-  }
-}
-
 // The cache slot of position p of sequence s.
 std::int64_t slot_of(const KvCacheView& cache, const AttentionBatch& batch, std::int64_t s,
                      std::int64_t p) {
@@ -152,6 +140,19 @@ std::int64_t prefill_queries(std::int64_t q_len, std::int64_t seq_len, std::int6
 
 }  // namespace
 
+void check_attention_batch(std::int64_t num_heads, const KvCacheView& cache,
+                           const AttentionBatch& batch) {
+  PAGODA_CHECK(cache.num_kv_heads > 0 && num_heads % cache.num_kv_heads == 0)
+      << num_heads << " q heads over " << cache.num_kv_heads << " kv heads";
+  for (std::int64_t s = 0; s < batch.num_seqs; ++s) {
+    const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
+    PAGODA_CHECK(q_len >= 0 && q_len <= batch.seq_lens[s])
+        << "sequence " << s << ": " << q_len << " queries, " << batch.seq_lens[s] << " tokens";
+    PAGODA_CHECK_LE(batch.seq_lens[s], batch.max_blocks_per_seq * cache.block_size)
+        << "sequence " << s;
+  }
+}
+
 // Work items: per sequence and KV head, its first prefill_queries() queries cut into prefill tiles
 // of the ISA's kPrefillRows rows (tokens x group heads), the rest into decode tiles of
 // tile_queries tokens.
@@ -161,7 +162,7 @@ void paged_attention(ThreadPool& pool, const float* q, std::int64_t num_heads,
     paged_attention_reference(q, num_heads, cache, batch, out);
     return;
   }
-  check_batch(num_heads, cache, batch);
+  check_attention_batch(num_heads, cache, batch);
   const std::int64_t group_size = num_heads / cache.num_kv_heads;
   const std::int64_t head_dim = cache.head_dim;
   const Call call{
@@ -279,7 +280,7 @@ void avx2::gather_kv_rows(const AttentionTile& tile, std::int64_t key0, std::int
 
 void paged_attention_reference(const float* q, std::int64_t num_heads, const KvCacheView& cache,
                                const AttentionBatch& batch, float* out) {
-  check_batch(num_heads, cache, batch);
+  check_attention_batch(num_heads, cache, batch);
   const std::int64_t head_dim = cache.head_dim;
   const std::int64_t group_size = num_heads / cache.num_kv_heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));

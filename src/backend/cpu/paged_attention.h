@@ -27,6 +27,11 @@ struct AttentionBatch {
   std::int64_t max_blocks_per_seq = 0;
 };
 
+/// Checks (PAGODA_CHECK) that the batch fits the cache: q heads a multiple of KV heads, each
+/// sequence's queries within its tokens and its tokens within its block table.
+void check_attention_batch(std::int64_t num_heads, const KvCacheView& cache,
+                           const AttentionBatch& batch);
+
 /// Queries (tokens) from which a sequence runs the prefill tile (prefill_attention.h) for all its
 /// queries but those in its last KV block; shorter ones, and those, run the decode tile
 /// (paged_attention_avx2.h). Each tile gives a row the same bits whatever else shares it, and

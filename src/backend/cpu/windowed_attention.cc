@@ -11,18 +11,6 @@ namespace pagoda::cpu {
 
 namespace {
 
-void check_batch(std::int64_t num_heads, const KvCacheView& cache, const AttentionBatch& batch) {
-  PAGODA_CHECK(cache.num_kv_heads > 0 && num_heads % cache.num_kv_heads == 0)
-      << num_heads << " q heads over " << cache.num_kv_heads << " kv heads";
-  for (std::int64_t s = 0; s < batch.num_seqs; ++s) {
-    const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
-    PAGODA_CHECK(q_len >= 0 && q_len <= batch.seq_lens[s])
-        << "sequence " << s << ": " << q_len << " queries, " << batch.seq_lens[s] << " tokens";
-    PAGODA_CHECK_LE(batch.seq_lens[s], batch.max_blocks_per_seq * cache.block_size)
-        << "sequence " << s;
-  }
-}
-
 double default_scale(const ScoreOptions& options, std::int64_t head_dim) {
   return options.scale != 0.0f ? options.scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
@@ -49,7 +37,7 @@ void windowed_attention(ThreadPool& pool, const float* q, std::int64_t num_heads
     windowed_attention_reference(q, num_heads, cache, batch, options, out);
     return;
   }
-  check_batch(num_heads, cache, batch);
+  check_attention_batch(num_heads, cache, batch);
   const std::int64_t head_dim = cache.head_dim;
   const std::int64_t group_size = num_heads / cache.num_kv_heads;
   const auto scale = static_cast<float>(default_scale(options, head_dim));
@@ -104,7 +92,7 @@ void windowed_attention(ThreadPool& pool, const float* q, std::int64_t num_heads
 void windowed_attention_reference(const float* q, std::int64_t num_heads, const KvCacheView& cache,
                                   const AttentionBatch& batch, const ScoreOptions& options,
                                   float* out) {
-  check_batch(num_heads, cache, batch);
+  check_attention_batch(num_heads, cache, batch);
   const std::int64_t head_dim = cache.head_dim;
   const std::int64_t group_size = num_heads / cache.num_kv_heads;
   const double scale = default_scale(options, head_dim);
