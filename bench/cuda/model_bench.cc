@@ -1,5 +1,6 @@
 #include "bench/cuda/model_bench.h"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -188,9 +189,14 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
                                    .seed = static_cast<std::uint64_t>(s),
                                    .position = step});
         }
+        // The last eager step is the profiler's range: `ncu --profile-from-start off` sees one
+        // decode step's kernels and none of the prefill's (a no-op without a profiler).
+        const bool profiled = &v == &variants[0] && step == first + steps - 1;
         cudaDeviceSynchronize();
+        if (profiled) cudaProfilerStart();
         const auto t0 = std::chrono::steady_clock::now();
         check((*exec)->execute(b, sampling, out), "decode");  // ends with a stream sync
+        if (profiled) cudaProfilerStop();
         step_ms.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count());

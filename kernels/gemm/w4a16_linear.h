@@ -51,7 +51,6 @@ class W4A16Linear {
   cuda::DeviceBuffer scales_;
   cuda::DeviceBuffer zeros_;
   cuda::DeviceBuffer permutation_;  // empty without act-order
-  cuda::DeviceBuffer counters_;     // the kernel's split-K counters, zero between launches
   W4A16Weights view_;
 };
 
