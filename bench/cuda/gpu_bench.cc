@@ -149,31 +149,39 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
                                         .num_heads = heads,
                                         .softmax_scale = 1.0f / std::sqrt(128.0f),
                                         .dtype = ScalarType::kBF16};
-  auto time_plan = [&](const kernels::DecodeSplitPlan& pl) {
+  using kernels::DecodeKernel;
+  auto time_plan = [&](const kernels::DecodeSplitPlan& pl, DecodeKernel kernel) {
     return median_ms(
         [&](int) {
           check(kernels::launch_paged_decode_attention(p, pl,
                                                        {.partial_out = partial.as<float>(),
                                                         .partial_lse = lse.as<float>(),
                                                         .capacity_floats = ws},
-                                                       nullptr),
+                                                       kernel, nullptr),
                 "decode attention");
         },
         20, 50);  // longer warm-up: the first row after the GEMM ceiling ran ~15% slow
   };
   // K and V of every sequence once (bf16), plus q in and out.
   const double bytes = 2.0 * cache_elems * 2 + 2.0 * batch * heads * d * 2;
-  const double gbs = bytes / (time_plan(plan) * 1e-3) / 1e9;
+  const double gbs = bytes / (time_plan(plan, DecodeKernel::kAuto) * 1e-3) / 1e9;
   char label[96];
   std::snprintf(label, sizeof(label), "%s (splits %d)", name, plan.num_splits);
   result(label, gbs, "GB/s", gbs / ceil.bandwidth_gbs, goal);
+  // The other kernel on the same plan and sweep (kAuto is the register one until measured).
+  const double piped = bytes / (time_plan(plan, DecodeKernel::kPipelined) * 1e-3) / 1e9;
+  std::snprintf(label, sizeof(label), "%s pipelined (splits %d)", name, plan.num_splits);
+  result(label, piped, "GB/s", piped / ceil.bandwidth_gbs, goal);
   for (int s : sweep) {
     const kernels::DecodeSplitPlan forced{
         .num_splits = s, .partition_size = static_cast<int>((context + s - 1) / s)};
-    const double g = bytes / (time_plan(forced) * 1e-3) / 1e9;
-    std::snprintf(label, sizeof(label), "  sweep b%lld ctx%lld splits %d",
-                  static_cast<long long>(batch), static_cast<long long>(context), s);
-    result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(planner check)");
+    for (const DecodeKernel kernel : {DecodeKernel::kRegisters, DecodeKernel::kPipelined}) {
+      const double g = bytes / (time_plan(forced, kernel) * 1e-3) / 1e9;
+      std::snprintf(label, sizeof(label), "  sweep b%lld ctx%lld splits %d%s",
+                    static_cast<long long>(batch), static_cast<long long>(context), s,
+                    kernel == DecodeKernel::kPipelined ? " pipelined" : "");
+      result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(planner check)");
+    }
   }
 }
 
@@ -639,6 +647,9 @@ int run_kernels(const std::vector<std::string>& groups) {
     bench_decode_attention(ceil, props->num_sms, 1, 16384, "G3 decode attn b1 ctx16k", ">= 0.70 B",
                            {32, 64, 128});
     bench_decode_attention(ceil, props->num_sms, 16, 4096, "decode attn b16 ctx4096", "(info)");
+    // The 8B serving benchmark's decode steps: 256 sequences at its mean context.
+    bench_decode_attention(ceil, props->num_sms, 256, 1536, "decode attn b256 ctx1536",
+                           "(info: serving shape)");
   }
   if (wanted("prefill")) bench_prefill_attention(ceil);
   if (wanted("elementwise")) bench_elementwise(ceil);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/cuda/bench_util.h"
+#include "kernels/attention/paged_attention.h"
 #include "kernels/common/pdl.cuh"
 #include "model/hf_config.h"
 #include "models/cuda_model_executor.h"
@@ -162,20 +163,25 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     // Eager without and with programmatic dependent launch (PDL), then the graphs with and
     // without it (recaptured: a graph holds its launches' attributes). The first is the
     // executor before graphs and PDL; the third what it runs now.
+    // The last runs what the third does with the pipelined decode attention kernel.
     struct Variant {
       const char* name;
       bool graphs;
       bool pdl;
+      bool pipelined = false;
     };
     const Variant variants[] = {{"execute, eager", false, false},
                                 {"execute, eager + PDL", false, true},
                                 {"execute, CUDA graphs + PDL", true, true},
-                                {"execute, CUDA graphs", true, false}};
+                                {"execute, CUDA graphs", true, false},
+                                {"execute, CUDA graphs + PDL, pipelined attn", true, true, true}};
     double baseline_ms = 0.0;
     int first = steps;
     for (const Variant& v : variants) {
       kernels::set_pdl_enabled(v.pdl);
-      if (v.graphs && !v.pdl) check((*exec)->capture_decode_graphs(), "recapture");
+      kernels::set_default_decode_kernel(v.pipelined ? kernels::DecodeKernel::kPipelined
+                                                     : kernels::DecodeKernel::kAuto);
+      if (v.graphs && (!v.pdl || v.pipelined)) check((*exec)->capture_decode_graphs(), "recapture");
       (*exec)->set_graphs_enabled(v.graphs);
       step_ms.clear();
       for (int step = first; step < first + steps; ++step) {
@@ -220,6 +226,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     }
     // Back to what the executor runs by default, for the next batch size.
     kernels::set_pdl_enabled(true);
+    kernels::set_default_decode_kernel(kernels::DecodeKernel::kAuto);
     check((*exec)->capture_decode_graphs(), "recapture");
     (*exec)->set_graphs_enabled(true);
     for (int s = 0; s < batch; ++s) (*exec)->close_sampling_slot(s);

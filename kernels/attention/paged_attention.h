@@ -103,4 +103,17 @@ Status launch_paged_decode_attention(const PagedAttentionParams& params,
                                      const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
                                      cudaStream_t stream);
 
+/// Which decode kernel runs (paged_decode_kernel.cuh). kRegisters: each thread loads a tile's
+/// K/V rows into registers, all loads before any use. kPipelined: the rows go through a ring of
+/// 3 tiles in shared memory by cp.async, two tiles ahead of the math. kAuto: the process default
+/// (set_default_decode_kernel; kRegisters until the pipelined kernel is measured on a GPU). The
+/// explicit choices exist for tests and benchmarks.
+enum class DecodeKernel { kAuto, kRegisters, kPipelined };
+Status launch_paged_decode_attention(const PagedAttentionParams& params,
+                                     const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
+                                     DecodeKernel kernel, cudaStream_t stream);
+/// What kAuto runs from now on in this process (benchmarks compare whole models with each; a
+/// captured CUDA graph keeps the kernel it was captured with).
+void set_default_decode_kernel(DecodeKernel kernel);
+
 }  // namespace pagoda::kernels

@@ -13,14 +13,14 @@ namespace decode {
 
 template <typename T>
 Status run_paged_decode(const PagedAttentionParams&, const DecodeSplitPlan&, const DecodeWorkspace&,
-                        cudaStream_t);
+                        bool pipelined, cudaStream_t);
 extern template Status run_paged_decode<float>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                               const DecodeWorkspace&, cudaStream_t);
+                                               const DecodeWorkspace&, bool, cudaStream_t);
 extern template Status run_paged_decode<__half>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                                const DecodeWorkspace&, cudaStream_t);
+                                                const DecodeWorkspace&, bool, cudaStream_t);
 extern template Status run_paged_decode<__nv_bfloat16>(const PagedAttentionParams&,
                                                        const DecodeSplitPlan&,
-                                                       const DecodeWorkspace&, cudaStream_t);
+                                                       const DecodeWorkspace&, bool, cudaStream_t);
 
 }  // namespace decode
 
@@ -134,8 +134,22 @@ std::int64_t decode_workspace_floats(std::int64_t num_seqs, std::int64_t num_hea
   return plan.num_splits > 1 ? num_seqs * num_heads * plan.num_splits * head_dim : 0;
 }
 
+namespace {
+DecodeKernel g_default_decode_kernel = DecodeKernel::kRegisters;
+}  // namespace
+
+void set_default_decode_kernel(DecodeKernel kernel) {
+  g_default_decode_kernel = kernel == DecodeKernel::kAuto ? DecodeKernel::kRegisters : kernel;
+}
+
 Status launch_paged_decode_attention(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                                      const DecodeWorkspace& w, cudaStream_t stream) {
+  return launch_paged_decode_attention(p, plan, w, DecodeKernel::kAuto, stream);
+}
+
+Status launch_paged_decode_attention(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
+                                     const DecodeWorkspace& w, DecodeKernel kernel,
+                                     cudaStream_t stream) {
   constexpr const char* kOp = "paged_decode_attention";
   const PagedKvCache& c = p.cache;
   PAGODA_KERNEL_REQUIRE(p.num_seqs >= 0 && p.num_seqs <= 0x7fffffff, kOp);
@@ -165,7 +179,9 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
         kOp);
   }
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
-    PAGODA_RETURN_IF_ERROR(decode::run_paged_decode<T>(p, plan, w, stream));
+    if (kernel == DecodeKernel::kAuto) kernel = g_default_decode_kernel;
+    PAGODA_RETURN_IF_ERROR(
+        decode::run_paged_decode<T>(p, plan, w, kernel == DecodeKernel::kPipelined, stream));
     if (plan.num_splits == 1) return Status::ok_status();
     // Programmatic dependent launch where the device has it (sm_90+): hides the merge's launch
     // gap behind the decode kernel's tail, which matters when the whole step is ~30 us (G3).

@@ -4,6 +4,6 @@
 namespace pagoda::kernels::decode {
 
 template Status run_paged_decode<__nv_bfloat16>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                                const DecodeWorkspace&, cudaStream_t);
+                                                const DecodeWorkspace&, bool, cudaStream_t);
 
 }  // namespace pagoda::kernels::decode

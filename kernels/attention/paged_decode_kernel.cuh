@@ -21,6 +21,15 @@
 // valid row (no branch around the loads) and are masked to -inf. (Predicating those loads
 // instead, with zero-filled packs, measured 0.44 B against 0.84 B on G1.)
 //
+// kStages > 0 (the pipelined variant): the K and V packs go through a ring of kStages tiles in
+// shared memory by cp.async instead, kStages - 1 tiles ahead of the math, so the loads of the
+// next tiles are in flight while this one is scored and no registers hold them. Each thread reads
+// back only the slots it copied itself, so the ring needs per-thread cp.async waits and no
+// barrier; slot (stage, pack) of thread t is 16 bytes at ((stage * kPacksPerTile + pack) *
+// kThreads + t) * 16, so a warp's 32 slots are one 512-byte run (no bank conflicts). The
+// register variant holds a tile's packs in registers and runs out of them for more (128 at
+// 4 CTAs/SM).
+//
 // Each token group keeps its own online softmax (m, l, acc) per q head in registers, updated once
 // per tile (one rescale per kUnroll tokens); at the end the groups merge through shared memory
 // once. Scores use exp2 with q pre-scaled by softmax_scale * log2(e).
@@ -30,6 +39,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/common/async_copy.cuh"
 #include "kernels/common/device_types.cuh"
 #include "kernels/common/pdl.cuh"
 
@@ -45,8 +55,30 @@ template <int kMaxGroup>
 constexpr int kUnrollFor = kMaxGroup >= 8 ? 2 : 4;
 template <int kMaxGroup>
 constexpr int kMinBlocksFor = kMaxGroup >= 8 ? 2 : 4;
+// Tiles in the pipelined variant's ring: two in flight while the third is scored. At group 4
+// that is 3 x 16 KB per CTA, 4 CTAs per SM.
+constexpr int kPipelineStages = 3;
 
+// The shapes both variants derive from T and kHeadDim (see the comment at the top).
 template <typename T, int kHeadDim, int kMaxGroup>
+struct DecodeShape {
+  static constexpr int kVec = Pack<T>::kSize;
+  static constexpr int kRowPacks = kHeadDim / kVec;
+  static constexpr int kLanes = kRowPacks < 32 ? kRowPacks : 32;
+  static constexpr int kPacks = kRowPacks / kLanes;  // packs per lane
+  static constexpr int kGroups = kThreads / kLanes;
+  static constexpr int kUnroll =
+      kUnrollFor<kMaxGroup> / kPacks > 0 ? kUnrollFor<kMaxGroup> / kPacks : 1;
+  static constexpr int kTile = kGroups * kUnroll;
+  static constexpr int kPacksPerTile = 2 * kUnroll * kPacks;  // per thread: K then V
+  static constexpr int kMergeBytes = kGroups * kMaxGroup * (kHeadDim + 2) * 4;
+  static constexpr int shared_bytes(int stages) {
+    const int ring = stages * kPacksPerTile * kThreads * 16;
+    return ring > kMergeBytes ? ring : kMergeBytes;
+  }
+};
+
+template <typename T, int kHeadDim, int kMaxGroup, int kStages>
 __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     paged_decode_kernel(const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
                         const T* __restrict__ k_cache, const T* __restrict__ v_cache,
@@ -58,16 +90,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
                         int partition_size, const std::int32_t* __restrict__ device_partition_size,
                         float* __restrict__ partial_out, float* __restrict__ partial_lse) {
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
-  constexpr int kVec = Pack<T>::kSize;
-  constexpr int kRowPacks = kHeadDim / kVec;
-  constexpr int kLanes = kRowPacks < 32 ? kRowPacks : 32;
-  constexpr int kPacks = kRowPacks / kLanes;  // packs per lane
+  using Shape = DecodeShape<T, kHeadDim, kMaxGroup>;
+  constexpr int kVec = Shape::kVec;
+  constexpr int kLanes = Shape::kLanes;
+  constexpr int kPacks = Shape::kPacks;
   constexpr int kDims = kPacks * kVec;        // elements per lane
   constexpr int kPackStride = kLanes * kVec;  // elements from one of a lane's packs to the next
-  static_assert(32 % kLanes == 0 && kRowPacks % kLanes == 0, "a K row must tile whole warps");
-  constexpr int kGroups = kThreads / kLanes;
-  constexpr int kUnroll = kUnrollFor<kMaxGroup> / kPacks > 0 ? kUnrollFor<kMaxGroup> / kPacks : 1;
-  constexpr int kTile = kGroups * kUnroll;
+  static_assert(32 % kLanes == 0 && Shape::kRowPacks % kLanes == 0,
+                "a K row must tile whole warps");
+  constexpr int kGroups = Shape::kGroups;
+  constexpr int kUnroll = Shape::kUnroll;
+  constexpr int kTile = Shape::kTile;
+  extern __shared__ __align__(16) unsigned char decode_smem[];
 
   const int seq = blockIdx.x;
   const int group_size = num_heads / num_kv_heads;
@@ -146,29 +180,84 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     for (int j = 0; j < kDims; ++j) acc[g][j] = 0.0f;
   }
 
+  // Element offset of this thread's K/V row for token slot u of the tile at `base` (clamped to
+  // the last valid token: no branch around the loads), with that tile's block ids.
+  const auto row_of = [&](int base, int u, const int(&ids)[kUnroll]) {
+    const int t = min(base + u * kGroups + token_group, end - 1);
+    return ((static_cast<std::int64_t>(ids[u]) * num_kv_heads + kv_head) * block_size +
+            t % block_size) *
+               kHeadDim +
+           dim0;
+  };
+  const auto fetch_ids = [&](int base, int(&ids)[kUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      ids[u] = table[min(base + u * kGroups + token_group, end - 1) / block_size];
+    }
+  };
+  // The pipelined variant's ring: this thread's 16-byte slot for (stage, pack).
+  const std::uint32_t ring = smem_u32(decode_smem);
+  const auto slot = [&](int stage, int pack) {
+    return ring + static_cast<std::uint32_t>(
+                      ((stage * Shape::kPacksPerTile + pack) * kThreads + threadIdx.x) * 16);
+  };
+  const auto issue = [&](int base, int stage, const int(&ids)[kUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t row = row_of(base, u, ids);
+#pragma unroll
+      for (int i = 0; i < kPacks; ++i) {
+        cp_async_16(slot(stage, u * kPacks + i), k_cache + row + i * kPackStride, true);
+        cp_async_16(slot(stage, (kUnroll + u) * kPacks + i), v_cache + row + i * kPackStride, true);
+      }
+    }
+  };
+  const auto read_slot = [&](int stage, int pack) {
+    return *reinterpret_cast<const Pack<T>*>(decode_smem + (slot(stage, pack) - ring));
+  };
+  if constexpr (kStages > 0) {
+    // Prologue: the first kStages - 1 tiles in flight, then the block ids of the next one.
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st) {
+      if (start + st * kTile < end) {
+        if (st > 0) fetch_ids(start + st * kTile, blk);
+        issue(start + st * kTile, st, blk);
+      }
+      cp_async_commit();
+    }
+    if (start + (kStages - 1) * kTile < end) fetch_ids(start + (kStages - 1) * kTile, blk);
+  }
+
   // Every thread runs the same number of tiles (the shuffles below need whole warps).
+  int stage = 0;
   for (int base = start; base < end; base += kTile) {
     Pack<T> k[kUnroll][kPacks];
     Pack<T> v[kUnroll][kPacks];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int t = min(base + u * kGroups + token_group, end - 1);
-      const std::int64_t row =
-          ((static_cast<std::int64_t>(blk[u]) * num_kv_heads + kv_head) * block_size +
-           t % block_size) *
-              kHeadDim +
-          dim0;
-#pragma unroll
-      for (int i = 0; i < kPacks; ++i) {
-        k[u][i] = load_pack(k_cache + row + i * kPackStride);
-        v[u][i] = load_pack(v_cache + row + i * kPackStride);
-      }
-    }
-    if (base + kTile < end) {  // uniform across the CTA
+    if constexpr (kStages > 0) {
+      // Tile base + (kStages - 1) tiles goes into the stage the previous tile left.
+      const int ahead = base + (kStages - 1) * kTile;
+      const int ahead_stage = stage == 0 ? kStages - 1 : stage - 1;
+      if (ahead < end) issue(ahead, ahead_stage, blk);  // uniform across the CTA
+      cp_async_commit();
+      if (ahead + kTile < end) fetch_ids(ahead + kTile, blk);
+      cp_async_wait<kStages - 1>();   // this tile's group has landed
+      asm volatile("" ::: "memory");  // no shared read moves above the wait
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        blk[u] = table[min(base + kTile + u * kGroups + token_group, end - 1) / block_size];
+#pragma unroll
+        for (int i = 0; i < kPacks; ++i) k[u][i] = read_slot(stage, u * kPacks + i);
       }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t row = row_of(base, u, blk);
+#pragma unroll
+        for (int i = 0; i < kPacks; ++i) {
+          k[u][i] = load_pack(k_cache + row + i * kPackStride);
+          v[u][i] = load_pack(v_cache + row + i * kPackStride);
+        }
+      }
+      if (base + kTile < end) fetch_ids(base + kTile, blk);  // uniform across the CTA
     }
 
     float s[kMaxGroup][kUnroll];
@@ -202,6 +291,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
       }
     }
 
+    if constexpr (kStages > 0) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int i = 0; i < kPacks; ++i) v[u][i] = read_slot(stage, (kUnroll + u) * kPacks + i);
+      }
+      stage = stage == kStages - 1 ? 0 : stage + 1;
+    }
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {
       float m_new = m[g];
@@ -234,10 +331,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   // get scheduled. They still wait for this grid's completion before reading its output.
   pdl_launch_dependents();
   // Merge the token groups: each group's (m, l, acc) goes to shared memory, then every thread
-  // combines one (q head, dim) column across groups.
-  __shared__ float group_m[kGroups][kMaxGroup];
-  __shared__ float group_l[kGroups][kMaxGroup];
-  __shared__ float group_acc[kGroups][kMaxGroup][kHeadDim];
+  // combines one (q head, dim) column across groups. The buffers overlay the ring, which other
+  // threads may still be reading: hence the barrier first.
+  auto& group_acc = *reinterpret_cast<float(*)[kGroups][kMaxGroup][kHeadDim]>(decode_smem);
+  auto& group_m = *reinterpret_cast<float(*)[kGroups][kMaxGroup]>(
+      decode_smem + sizeof(float) * kGroups * kMaxGroup * kHeadDim);
+  auto& group_l = *reinterpret_cast<float(*)[kGroups][kMaxGroup]>(
+      decode_smem + sizeof(float) * kGroups * kMaxGroup * (kHeadDim + 1));
+  if constexpr (kStages > 0) cp_async_wait<0>();  // the committed empty groups
+  __syncthreads();
 #pragma unroll
   for (int g = 0; g < kMaxGroup; ++g) {
     if (lane == 0) {
@@ -276,18 +378,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   }
 }
 
-template <typename T, int kHeadDim, int kMaxGroup>
+template <typename T, int kHeadDim, int kMaxGroup, int kStages>
 Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                        const DecodeWorkspace& w, cudaStream_t stream) {
+  constexpr int kSharedBytes = DecodeShape<T, kHeadDim, kMaxGroup>::shared_bytes(kStages);
+  static_assert(kSharedBytes <= 48 * 1024, "over the default dynamic shared memory limit");
   const int group_size = static_cast<int>(p.num_heads / p.cache.num_kv_heads);
   const int chunks = (group_size + kMaxGroup - 1) / kMaxGroup;
   const dim3 grid(static_cast<unsigned>(p.num_seqs),
                   static_cast<unsigned>(p.cache.num_kv_heads * chunks),
                   static_cast<unsigned>(plan.num_splits));
   const float scale_log2 = p.softmax_scale * kLog2e;
-  return launch_pdl(paged_decode_kernel<T, kHeadDim, kMaxGroup>, grid, dim3(kThreads), 0, stream,
-                    "paged_decode_kernel", static_cast<const T*>(p.q), p.q_row_stride,
-                    static_cast<T*>(p.out), static_cast<const T*>(p.cache.k),
+  return launch_pdl(paged_decode_kernel<T, kHeadDim, kMaxGroup, kStages>, grid, dim3(kThreads),
+                    kSharedBytes, stream, "paged_decode_kernel", static_cast<const T*>(p.q),
+                    p.q_row_stride, static_cast<T*>(p.out), static_cast<const T*>(p.cache.k),
                     static_cast<const T*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
@@ -298,23 +402,31 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
 // Register arrays are sized by kMaxGroup, so the group chunk is the smallest instance that
 // holds the real group: 1 (MHA), 4 (Llama-3.2-1B, 8B), 8 (Qwen2.5-7B's 7, Llama-70B's 8);
 // larger groups run in chunks of 8.
-template <typename T, int kHeadDim>
-Status launch_for_head_dim(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
-                           const DecodeWorkspace& w, cudaStream_t stream) {
+template <typename T, int kHeadDim, int kStages>
+Status launch_for_group(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
+                        const DecodeWorkspace& w, cudaStream_t stream) {
   const std::int64_t group_size = p.num_heads / p.cache.num_kv_heads;
-  if (group_size == 1) return launch_instance<T, kHeadDim, 1>(p, plan, w, stream);
-  if (group_size <= 4) return launch_instance<T, kHeadDim, 4>(p, plan, w, stream);
-  return launch_instance<T, kHeadDim, 8>(p, plan, w, stream);
+  if (group_size == 1) return launch_instance<T, kHeadDim, 1, kStages>(p, plan, w, stream);
+  if (group_size <= 4) return launch_instance<T, kHeadDim, 4, kStages>(p, plan, w, stream);
+  return launch_instance<T, kHeadDim, 8, kStages>(p, plan, w, stream);
 }
 
-/// The launcher's entry for one dtype; instantiated in paged_decode_<dtype>.cu.
+template <typename T, int kHeadDim>
+Status launch_for_head_dim(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
+                           const DecodeWorkspace& w, bool pipelined, cudaStream_t stream) {
+  return pipelined ? launch_for_group<T, kHeadDim, kPipelineStages>(p, plan, w, stream)
+                   : launch_for_group<T, kHeadDim, 0>(p, plan, w, stream);
+}
+
+/// The launcher's entry for one dtype; instantiated in paged_decode_<dtype>.cu. `pipelined`:
+/// the cp.async ring variant, else K/V in registers.
 template <typename T>
 Status run_paged_decode(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
-                        const DecodeWorkspace& w, cudaStream_t stream) {
+                        const DecodeWorkspace& w, bool pipelined, cudaStream_t stream) {
   switch (p.cache.head_dim) {
-    case 64: return launch_for_head_dim<T, 64>(p, plan, w, stream);
-    case 128: return launch_for_head_dim<T, 128>(p, plan, w, stream);
-    case 256: return launch_for_head_dim<T, 256>(p, plan, w, stream);
+    case 64: return launch_for_head_dim<T, 64>(p, plan, w, pipelined, stream);
+    case 128: return launch_for_head_dim<T, 128>(p, plan, w, pipelined, stream);
+    case 256: return launch_for_head_dim<T, 256>(p, plan, w, pipelined, stream);
     default: return unimplemented("paged decode attention: head_dim must be 64, 128 or 256");
   }
 }

@@ -176,7 +176,8 @@ class AttentionBatch {
   }
 
   /// Poisons the output, runs the decode kernel with `plan`, returns its status and the output.
-  Status run_decode(const kernels::DecodeSplitPlan& plan, std::vector<float>* out) {
+  Status run_decode(const kernels::DecodeSplitPlan& plan, std::vector<float>* out,
+                    kernels::DecodeKernel kernel = kernels::DecodeKernel::kAuto) {
     const std::int64_t floats = std::max<std::int64_t>(
         kernels::decode_workspace_floats(static_cast<std::int64_t>(c_.seqs.size()), c_.num_heads,
                                          c_.head_dim, plan),
@@ -188,7 +189,7 @@ class AttentionBatch {
                                                             {.partial_out = partial_out.data(),
                                                              .partial_lse = partial_lse.data(),
                                                              .capacity_floats = floats},
-                                                            nullptr);
+                                                            kernel, nullptr);
     if (!s.ok()) return s;
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     *out = d_out_->download();

@@ -83,11 +83,16 @@ TEST(GpuGemma3Attention, DecodeWithHeadDim256AndWindowsMatchesCpu) {
            {kernels::DecodeSplitPlan{.num_splits = 1, .partition_size = longest},
             kernels::DecodeSplitPlan{.num_splits = (longest + 15) / 16, .partition_size = 16},
             kernels::DecodeSplitPlan{.num_splits = (longest + 99) / 100, .partition_size = 100}}) {
-        std::vector<float> out;
-        const Status s = batch.run_decode(plan, &out);
-        ASSERT_TRUE(s.ok()) << s.to_string();
-        gpu_test::expect_close(out, batch.want(), attention_tolerance(type),
-                               what + " decode splits " + std::to_string(plan.num_splits));
+        for (const kernels::DecodeKernel kernel :
+             {kernels::DecodeKernel::kRegisters, kernels::DecodeKernel::kPipelined}) {
+          std::vector<float> out;
+          const Status s = batch.run_decode(plan, &out, kernel);
+          ASSERT_TRUE(s.ok()) << s.to_string();
+          gpu_test::expect_close(
+              out, batch.want(), attention_tolerance(type),
+              what + " decode splits " + std::to_string(plan.num_splits) +
+                  (kernel == kernels::DecodeKernel::kPipelined ? " (pipelined)" : " (registers)"));
+        }
       }
     }
   }

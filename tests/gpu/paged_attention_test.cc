@@ -9,6 +9,8 @@
 // prefill rounds P once more (3u + 2e-5).
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "tests/gpu/attention_test_batch.h"
 
 namespace pagoda {
@@ -35,13 +37,26 @@ class AttentionFixture {
     gpu_test::expect_close(out, batch_.want(), tolerance, what + " prefill");
   }
 
+  // Both decode kernels against the oracle, and against each other bit for bit: they differ
+  // only in how K/V bytes reach the registers, not in any arithmetic.
   void check_decode(const kernels::DecodeSplitPlan& plan, const std::string& what) {
-    std::vector<float> out;
-    const Status s = batch_.run_decode(plan, &out);
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    gpu_test::expect_close(out, batch_.want(), 2.0 * gpu_test::unit_roundoff(type_) + 2e-5,
-                           what + " decode splits " + std::to_string(plan.num_splits) + " x " +
-                               std::to_string(plan.partition_size));
+    const std::string label = what + " decode splits " + std::to_string(plan.num_splits) + " x " +
+                              std::to_string(plan.partition_size);
+    std::vector<float> registers;
+    std::vector<float> pipelined;
+    for (const auto& [kernel, out] : {std::pair{kernels::DecodeKernel::kRegisters, &registers},
+                                      std::pair{kernels::DecodeKernel::kPipelined, &pipelined}}) {
+      const Status s = batch_.run_decode(plan, out, kernel);
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      gpu_test::expect_close(*out, batch_.want(), 2.0 * gpu_test::unit_roundoff(type_) + 2e-5,
+                             label + (out == &pipelined ? " (pipelined)" : " (registers)"));
+    }
+    ASSERT_EQ(registers.size(), pipelined.size());
+    for (std::size_t i = 0; i < registers.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&registers[i], &pipelined[i], sizeof(float)), 0)
+          << label << ": the kernels differ at element " << i << " (" << registers[i] << " vs "
+          << pipelined[i] << ")";
+    }
   }
 
   std::int64_t max_seq_len() const { return batch_.max_seq_len(); }
