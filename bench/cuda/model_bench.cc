@@ -163,25 +163,27 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     // Eager without and with programmatic dependent launch (PDL), then the graphs with and
     // without it (recaptured: a graph holds its launches' attributes). The first is the
     // executor before graphs and PDL; the third what it runs now.
-    // The last runs what the third does with the pipelined decode attention kernel.
+    // The last runs what the third does with the register decode attention kernel.
     struct Variant {
       const char* name;
       bool graphs;
       bool pdl;
-      bool pipelined = false;
+      bool registers_attention = false;
     };
     const Variant variants[] = {{"execute, eager", false, false},
                                 {"execute, eager + PDL", false, true},
                                 {"execute, CUDA graphs + PDL", true, true},
                                 {"execute, CUDA graphs", true, false},
-                                {"execute, CUDA graphs + PDL, pipelined attn", true, true, true}};
+                                {"execute, CUDA graphs + PDL, register attn", true, true, true}};
     double baseline_ms = 0.0;
     int first = steps;
     for (const Variant& v : variants) {
       kernels::set_pdl_enabled(v.pdl);
-      kernels::set_default_decode_kernel(v.pipelined ? kernels::DecodeKernel::kPipelined
-                                                     : kernels::DecodeKernel::kAuto);
-      if (v.graphs && (!v.pdl || v.pipelined)) check((*exec)->capture_decode_graphs(), "recapture");
+      kernels::set_default_decode_kernel(v.registers_attention ? kernels::DecodeKernel::kRegisters
+                                                               : kernels::DecodeKernel::kAuto);
+      if (v.graphs && (!v.pdl || v.registers_attention)) {
+        check((*exec)->capture_decode_graphs(), "recapture");
+      }
       (*exec)->set_graphs_enabled(v.graphs);
       step_ms.clear();
       for (int step = first; step < first + steps; ++step) {

@@ -103,11 +103,12 @@ Status launch_paged_decode_attention(const PagedAttentionParams& params,
                                      const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
                                      cudaStream_t stream);
 
-/// Which decode kernel runs (paged_decode_kernel.cuh). kRegisters: each thread loads a tile's
-/// K/V rows into registers, all loads before any use. kPipelined: the rows go through a ring of
-/// 3 tiles in shared memory by cp.async, two tiles ahead of the math. kAuto: the process default
-/// (set_default_decode_kernel; kRegisters until the pipelined kernel is measured on a GPU). The
-/// explicit choices exist for tests and benchmarks.
+/// Which decode kernel runs (paged_decode_kernel.cuh). kPipelined: the K/V rows go through a
+/// ring of 3 tiles in shared memory by cp.async, two tiles ahead of the math. kRegisters: each
+/// thread loads a tile's rows into registers, all loads before any use; the same arithmetic (the
+/// tests hold the two to the same bits), slower on every measured shape. kAuto: the process
+/// default (set_default_decode_kernel; kPipelined unless changed). The explicit choices exist
+/// for tests and benchmarks.
 enum class DecodeKernel { kAuto, kRegisters, kPipelined };
 Status launch_paged_decode_attention(const PagedAttentionParams& params,
                                      const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
