@@ -69,13 +69,13 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   PAGODA_KERNEL_REQUIRE(
       p.query_start_loc != nullptr && p.seq_lens != nullptr && p.block_tables != nullptr, kOp);
   if (kernel == PrefillKernel::kAuto) {
-    // 32 rows per warp (128 queries a CTA) once the prompt is long: 6% faster than 16 on the G10
-    // shape after the spill fix (H200, run 13); 16 below, where it gives twice the CTAs. The
-    // 128 x 64 tiles (kMma32Keys64) measured 0.427 F on the H200 (run 14) but their oracle test
-    // has not yet finished on hardware, so they are not the default yet.
+    // 32 rows per warp with 64-key tiles (128 x 64) once the prompt is long: 0.427 F against
+    // 0.389 F for 32 rows with 32-key tiles and 0.370 F for 16 rows on the G10 shape (H200, run
+    // 14; its oracle test passed on hardware in runs 24-25); 16 rows below, where it gives
+    // twice the CTAs.
     kernel = !mma_applies(p) || p.cache.head_dim == 256 || p.sliding_window > 0
                  ? PrefillKernel::kReference
-             : max_query_len >= 512 ? PrefillKernel::kMma32
+             : max_query_len >= 512 ? PrefillKernel::kMma32Keys64
                                     : PrefillKernel::kMma16;
   }
   if (kernel == PrefillKernel::kReference) {
