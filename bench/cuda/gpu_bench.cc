@@ -6,7 +6,7 @@
 //   gpu_bench kernels                     B, F and each kernel against its goal, the sampler of
 //                                         execute() per batch x vocab ("sampler ..." lines)
 //   gpu_bench kernels [GROUP...]          GROUP: decode, prefill, elementwise, sampler, skinny,
-//                                         w4a16, fp8
+//                                         w4a16, gguf, fp8
 //   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy)
 //                   [--dtype bf16] [--batch 1,64,128] [--context 512] [--steps 32]
 //                                         through forward() and through execute(), and the bytes
@@ -168,18 +168,22 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
   char label[96];
   std::snprintf(label, sizeof(label), "%s (splits %d)", name, plan.num_splits);
   result(label, gbs, "GB/s", gbs / ceil.bandwidth_gbs, goal);
-  // The register kernel on the same plan and sweep (kAuto runs the pipelined one).
-  const double in_registers = bytes / (time_plan(plan, DecodeKernel::kRegisters) * 1e-3) / 1e9;
-  std::snprintf(label, sizeof(label), "%s registers (splits %d)", name, plan.num_splits);
-  result(label, in_registers, "GB/s", in_registers / ceil.bandwidth_gbs, "(info: kRegisters)");
+  // The other kernels on the same plan and sweep (kAuto runs the pipelined one).
+  const std::pair<DecodeKernel, const char*> others[] = {
+      {DecodeKernel::kRegisters, " registers"}, {DecodeKernel::kTensorCores, " tensor cores"}};
+  for (const auto& [kernel, suffix] : others) {
+    const double g = bytes / (time_plan(plan, kernel) * 1e-3) / 1e9;
+    std::snprintf(label, sizeof(label), "%s%s (splits %d)", name, suffix, plan.num_splits);
+    result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(info: another kernel)");
+  }
   for (int s : sweep) {
     const kernels::DecodeSplitPlan forced{
         .num_splits = s, .partition_size = static_cast<int>((context + s - 1) / s)};
-    for (const DecodeKernel kernel : {DecodeKernel::kPipelined, DecodeKernel::kRegisters}) {
+    for (const auto& [kernel, suffix] :
+         {std::pair{DecodeKernel::kPipelined, ""}, others[0], others[1]}) {
       const double g = bytes / (time_plan(forced, kernel) * 1e-3) / 1e9;
       std::snprintf(label, sizeof(label), "  sweep b%lld ctx%lld splits %d%s",
-                    static_cast<long long>(batch), static_cast<long long>(context), s,
-                    kernel == DecodeKernel::kRegisters ? " registers" : "");
+                    static_cast<long long>(batch), static_cast<long long>(context), s, suffix);
       result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(planner check)");
     }
   }
@@ -567,6 +571,97 @@ void bench_w4a16(const Ceilings& ceil, cuda::BlasLt& blas) {
   (void)ceil;
 }
 
+// GGUF weights kept quantized (issue 28 point 4): the W4A16 kernel's GGUF form for Q4_K (4-bit
+// codes, a min term per 32: one more mma per step), Q6_K (8-bit codes from two nibble tiles,
+// scales per 16) and Q8_0 (8-bit, scales per 32), against cuBLASLt BF16 on Llama-3-8B's shapes
+// as time ratios (above 1 is faster), with the bytes each form streams per second; weights
+// rotated past L2. No goal is set yet: the first run measures where the forms stand against G6/G7.
+void bench_gguf(cuda::BlasLt& blas) {
+  const std::int64_t shapes[][2] = {{4096, 14336}, {28672, 4096}, {6144, 4096}};
+  constexpr int kCopies = 8;
+  struct Type {
+    const char* name;
+    std::int64_t group_size;
+    int super_shift, code_zero;
+    bool eight_bit, has_min;
+  };
+  for (const Type& t : {Type{"Q4_K", 32, 3, 0, false, true}, Type{"Q6_K", 16, 4, 32, true, false},
+                        Type{"Q8_0", 32, 0, 128, true, false}}) {
+    for (const auto& s : shapes) {
+      const std::int64_t n = s[0], k = s[1];
+      const std::int64_t padded_n = (n + 15) / 16 * 16, k_tiles = (k + 63) / 64;
+      const std::int64_t groups = k / t.group_size;
+      const std::int64_t super_groups = ((groups - 1) >> t.super_shift) + 1;
+      const auto packed_bytes = static_cast<std::size_t>(padded_n / 16 * k_tiles * 512);
+      const auto code_bytes = static_cast<std::size_t>(groups * padded_n);
+      const auto scale_bytes = static_cast<std::size_t>(super_groups * padded_n * 2);
+      std::vector<DeviceBuffer> bf16_w, packed, packed_hi, scales, codes, mins;
+      for (int i = 0; i < kCopies; ++i) {
+        bf16_w.push_back(random_buffer(n * k, ScalarType::kBF16, 170 + i));
+        // Random codes; scales and mins 0x2020 (~0.0084), sub-block codes 1.
+        packed.push_back(
+            random_buffer(static_cast<std::int64_t>(packed_bytes / 4), ScalarType::kF32, 180 + i));
+        if (t.eight_bit) {
+          packed_hi.push_back(random_buffer(static_cast<std::int64_t>(packed_bytes / 4),
+                                            ScalarType::kF32, 190 + i));
+        }
+        scales.push_back(alloc(scale_bytes));
+        codes.push_back(alloc(code_bytes));
+        check(cuda::cuda_status(cudaMemset(scales.back().data(), 0x20, scale_bytes), "memset"),
+              "scales");
+        check(cuda::cuda_status(cudaMemset(codes.back().data(), 1, code_bytes), "memset"), "codes");
+        if (t.has_min) {
+          mins.push_back(alloc(scale_bytes));
+          check(cuda::cuda_status(cudaMemset(mins.back().data(), 0x20, scale_bytes), "memset"),
+                "mins");
+        }
+      }
+      const auto weights = [&](int i) {
+        const int c = i % kCopies;
+        return kernels::W4A16Weights{
+            .packed = packed[c].as<std::uint32_t>(),
+            .scales = scales[c].as<std::uint16_t>(),
+            .rows = n,
+            .cols = k,
+            .group_size = t.group_size,
+            .packed_hi = t.eight_bit ? packed_hi[c].as<std::uint32_t>() : nullptr,
+            .scale_codes = codes[c].as<std::int8_t>(),
+            .mins = t.has_min ? mins[c].as<std::uint16_t>() : nullptr,
+            .min_codes = t.has_min ? codes[c].as<std::int8_t>() : nullptr,
+            .super_shift = t.super_shift,
+            .code_zero = t.code_zero};
+      };
+      const double device_bytes = static_cast<double>(
+          packed_bytes * (t.eight_bit ? 2 : 1) + (scale_bytes + code_bytes) * (t.has_min ? 2 : 1));
+      for (std::int64_t m : {1, 16, 64, 256}) {
+        DeviceBuffer x = random_buffer(m * k, ScalarType::kBF16, 91);
+        DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
+        const std::size_t ws_bytes = kernels::w4a16_gemm_workspace_bytes(m, n, k);
+        DeviceBuffer ws = alloc(std::max<std::size_t>(ws_bytes, 4));
+        const double cublas_ms = median_ms([&](int i) {
+          bf16_linear(blas, x.data(), bf16_w[i % kCopies].data(), y.data(), m, n, k, "cublas bf16");
+        });
+        const double ours_ms = median_ms([&](int i) {
+          check(kernels::launch_w4a16_gemm({.x = x.data(),
+                                            .w = weights(i),
+                                            .y = y.data(),
+                                            .m = m,
+                                            .dtype = ScalarType::kBF16,
+                                            .workspace = ws.as<float>(),
+                                            .workspace_bytes = ws_bytes},
+                                           nullptr),
+                "gguf");
+        });
+        char label[112];
+        std::snprintf(label, sizeof(label), "GGUF %s M=%lld %lldx%lld (%.0f GB/s)", t.name,
+                      static_cast<long long>(m), static_cast<long long>(n),
+                      static_cast<long long>(k), device_bytes / (ours_ms * 1e-3) / 1e9);
+        result(label, ours_ms * 1e3, "us", cublas_ms / ours_ms, "(info: x cuBLAS bf16)");
+      }
+    }
+  }
+}
+
 // G8: FP8 W8A8 (E4M3 codes, per-token x per-channel scales) at prefill shapes, TFLOP/s against F:
 // the unscaled cuBLASLt FP8 product (the ceiling of this path), the layer from quantized
 // activations as the executor runs it after a fused producer (Fp8Linear::forward_quantized:
@@ -626,7 +721,8 @@ void bench_fp8(const Ceilings& ceil, cuda::BlasLt& blas) {
   }
 }
 
-// `groups` empty: all; else any of decode, prefill, elementwise, sampler, skinny, w4a16, fp8.
+// `groups` empty: all; else any of decode, prefill, elementwise, sampler, skinny, w4a16, gguf,
+// fp8.
 int run_kernels(const std::vector<std::string>& groups) {
   const auto wanted = [&](const char* group) {
     return groups.empty() || std::find(groups.begin(), groups.end(), group) != groups.end();
@@ -656,6 +752,7 @@ int run_kernels(const std::vector<std::string>& groups) {
   if (wanted("sampler")) bench_sampler(ceil);
   if (wanted("skinny")) bench_skinny_gemm(ceil, **blas);
   if (wanted("w4a16")) bench_w4a16(ceil, **blas);
+  if (wanted("gguf")) bench_gguf(**blas);
   if (wanted("fp8")) bench_fp8(ceil, **blas);
   return 0;
 }

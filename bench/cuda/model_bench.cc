@@ -163,25 +163,27 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     // Eager without and with programmatic dependent launch (PDL), then the graphs with and
     // without it (recaptured: a graph holds its launches' attributes). The first is the
     // executor before graphs and PDL; the third what it runs now.
-    // The last runs what the third does with the register decode attention kernel.
+    // The last two run what the third does with the other decode attention kernels.
     struct Variant {
       const char* name;
       bool graphs;
       bool pdl;
-      bool registers_attention = false;
+      kernels::DecodeKernel attention = kernels::DecodeKernel::kAuto;
     };
     const Variant variants[] = {{"execute, eager", false, false},
                                 {"execute, eager + PDL", false, true},
                                 {"execute, CUDA graphs + PDL", true, true},
                                 {"execute, CUDA graphs", true, false},
-                                {"execute, CUDA graphs + PDL, register attn", true, true, true}};
+                                {"execute, CUDA graphs + PDL, register attn", true, true,
+                                 kernels::DecodeKernel::kRegisters},
+                                {"execute, CUDA graphs + PDL, tensor-core attn", true, true,
+                                 kernels::DecodeKernel::kTensorCores}};
     double baseline_ms = 0.0;
     int first = steps;
     for (const Variant& v : variants) {
       kernels::set_pdl_enabled(v.pdl);
-      kernels::set_default_decode_kernel(v.registers_attention ? kernels::DecodeKernel::kRegisters
-                                                               : kernels::DecodeKernel::kAuto);
-      if (v.graphs && (!v.pdl || v.registers_attention)) {
+      kernels::set_default_decode_kernel(v.attention);
+      if (v.graphs && (!v.pdl || v.attention != kernels::DecodeKernel::kAuto)) {
         check((*exec)->capture_decode_graphs(), "recapture");
       }
       (*exec)->set_graphs_enabled(v.graphs);

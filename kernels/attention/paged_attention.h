@@ -106,10 +106,13 @@ Status launch_paged_decode_attention(const PagedAttentionParams& params,
 /// Which decode kernel runs (paged_decode_kernel.cuh). kPipelined: the K/V rows go through a
 /// ring of 3 tiles in shared memory by cp.async, two tiles ahead of the math. kRegisters: each
 /// thread loads a tile's rows into registers, all loads before any use; the same arithmetic (the
-/// tests hold the two to the same bits), slower on every measured shape. kAuto: the process
-/// default (set_default_decode_kernel; kPipelined unless changed). The explicit choices exist
-/// for tests and benchmarks.
-enum class DecodeKernel { kAuto, kRegisters, kPipelined };
+/// tests hold the two to the same bits), slower on every measured shape. kTensorCores
+/// (paged_decode_mma_kernel.cuh; bf16/f16, head_dim 64 or 128): the group's q heads as the rows
+/// of mma.sync tiles, each warp streaming its own 16-key tiles through a cp.async ring; P is
+/// rounded to the dtype before P V, as in the tensor-core prefill; unimplemented where it does
+/// not apply. kAuto: the process default (set_default_decode_kernel; kPipelined unless changed).
+/// The explicit choices exist for tests and benchmarks.
+enum class DecodeKernel { kAuto, kRegisters, kPipelined, kTensorCores };
 Status launch_paged_decode_attention(const PagedAttentionParams& params,
                                      const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
                                      DecodeKernel kernel, cudaStream_t stream);

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
@@ -23,6 +24,20 @@ extern template Status run_paged_decode<__nv_bfloat16>(const PagedAttentionParam
                                                        const DecodeWorkspace&, bool, cudaStream_t);
 
 }  // namespace decode
+
+namespace decode_mma {
+
+template <typename T>
+Status run_paged_decode_mma(const PagedAttentionParams&, const DecodeSplitPlan&,
+                            const DecodeWorkspace&, cudaStream_t);
+extern template Status run_paged_decode_mma<__half>(const PagedAttentionParams&,
+                                                    const DecodeSplitPlan&, const DecodeWorkspace&,
+                                                    cudaStream_t);
+extern template Status run_paged_decode_mma<__nv_bfloat16>(const PagedAttentionParams&,
+                                                           const DecodeSplitPlan&,
+                                                           const DecodeWorkspace&, cudaStream_t);
+
+}  // namespace decode_mma
 
 namespace {
 
@@ -182,8 +197,16 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   }
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
     if (kernel == DecodeKernel::kAuto) kernel = g_default_decode_kernel;
-    PAGODA_RETURN_IF_ERROR(
-        decode::run_paged_decode<T>(p, plan, w, kernel == DecodeKernel::kPipelined, stream));
+    if (kernel == DecodeKernel::kTensorCores) {
+      if constexpr (std::is_same_v<T, float>) {
+        return unimplemented("paged decode attention (tensor cores): needs bf16 or f16");
+      } else {
+        PAGODA_RETURN_IF_ERROR(decode_mma::run_paged_decode_mma<T>(p, plan, w, stream));
+      }
+    } else {
+      PAGODA_RETURN_IF_ERROR(
+          decode::run_paged_decode<T>(p, plan, w, kernel == DecodeKernel::kPipelined, stream));
+    }
     if (plan.num_splits == 1) return Status::ok_status();
     // Programmatic dependent launch where the device has it (sm_90+): hides the merge's launch
     // gap behind the decode kernel's tail, which matters when the whole step is ~30 us (G3).

@@ -52,45 +52,6 @@ struct Tile {
   static constexpr int kMinBlocks = kQInRegisters ? 3 : 2;
 };
 
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-/// 2^x with one MUFU.EX2: exp2f adds a denormal-range rescale around it, several instructions per
-/// score in the softmax that no tensor instruction overlaps within the warp. Results below 2^-126
-/// flush to zero, which P (rounded to bf16/f16 next) and the row sums never notice;
-/// ex2(-inf) = +0 keeps masked scores and the first tile's correction exact.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-/// Two floats as one register of T pairs (low half = first).
-template <typename T>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  }
-}
-
-/// Byte offset of (row, 16-byte chunk) in a swizzled tile of kHeadDim-element rows.
-template <int kHeadDim>
-__device__ __forceinline__ std::uint32_t swizzled(int row, int chunk) {
-  return static_cast<std::uint32_t>((row * kHeadDim + ((chunk ^ (row & 7)) * 8)) * 2);
-}
-
 template <typename T, int kHeadDim, int kMTiles, int kBlockN>
 __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::kMinBlocks))
     paged_prefill_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride,

@@ -35,4 +35,45 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
   }
 }
 
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+/// 2^x with one MUFU.EX2: exp2f adds a denormal-range rescale around it, several instructions per
+/// score in the softmax that no tensor instruction overlaps within the warp. Results below 2^-126
+/// flush to zero, which P (rounded to bf16/f16 next) and the row sums never notice;
+/// ex2(-inf) = +0 keeps masked scores and the first tile's correction exact.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// Two floats as one register of T pairs (low half = first).
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+}
+
+/// Byte offset of (row, 16-byte chunk) in a swizzled tile of kHeadDim-element 16-bit rows: chunk
+/// c of row r is stored at chunk c ^ (r & 7), so the 8 row addresses of one ldmatrix phase hit 8
+/// distinct 16-byte bank groups (unswizzled, all 8 rows start in the same bank: 8-way conflicts).
+template <int kHeadDim>
+__device__ __forceinline__ std::uint32_t swizzled(int row, int chunk) {
+  return static_cast<std::uint32_t>((row * kHeadDim + ((chunk ^ (row & 7)) * 8)) * 2);
+}
+
 }  // namespace pagoda::kernels

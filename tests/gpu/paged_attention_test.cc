@@ -6,7 +6,7 @@
 // Tolerance: q, K and V are rounded to the dtype before either side sees them, so the remaining
 // differences are fp32 accumulation in the kernel (about sqrt(seq_len) * 6e-8 relative) and its
 // final rounding to the dtype (at most u per element): relative L2 <= 2u + 2e-5; the tensor-core
-// prefill rounds P once more (3u + 2e-5).
+// prefill and decode kernels round P once more (3u + 2e-5).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -57,6 +57,14 @@ class AttentionFixture {
           << label << ": the kernels differ at element " << i << " (" << registers[i] << " vs "
           << pipelined[i] << ")";
     }
+    // The tensor-core kernel rounds P to the dtype before P V, as the tensor-core prefill does:
+    // the same 3u bound. It has no f32 instance.
+    if (type_ == ScalarType::kF32) return;
+    std::vector<float> tensor_cores;
+    const Status s = batch_.run_decode(plan, &tensor_cores, kernels::DecodeKernel::kTensorCores);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    gpu_test::expect_close(tensor_cores, batch_.want(), 3.0 * gpu_test::unit_roundoff(type_) + 2e-5,
+                           label + " (tensor cores)");
   }
 
   std::int64_t max_seq_len() const { return batch_.max_seq_len(); }
@@ -95,6 +103,9 @@ TEST(GpuPagedAttention, DecodeMatchesCpuOracleWithOneAndManySplits) {
       {{{1, 4097}}, 128, 28, 4, 64},
       {{{1, 4097}, {1, 17}, {1, 600}}, 64, 32, 4, 64},
       {{{1, 513}, {1, 2}}, 128, 16, 1, 16},  // group 16: two chunks of 8 q heads per KV head
+      {{{1, 1000}, {1, 33}, {1, 16}}, 128, 32, 8, 24},  // pages that 16-key tiles straddle
+      {{{1, 700}, {1, 40}}, 128, 8, 2, 16, 100},        // a sliding window of 100
+      {{{1, 301}}, 64, 12, 2, 64, 37},                  // group 6, window not a multiple of 16
   };
   for (ScalarType type : gpu_test::kAllTypes) {
     for (const AttentionCase& c : cases) {

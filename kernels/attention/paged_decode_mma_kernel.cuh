@@ -1,0 +1,359 @@
+// Tensor-core paged decode attention for bf16 and f16 (DecodeKernel::kTensorCores); the contract
+// is paged_attention.h's, and the CUDA-core kernels in paged_decode_kernel.cuh are what it is
+// tested against. Included by paged_decode_<dtype>.cu.
+//
+// CTA = (sequence, KV head, chunk of up to 8 q heads of its group, split), as in the CUDA-core
+// kernels. The group's q heads are the rows of an mma tile: rows 0 .. num_q - 1 hold them, rows
+// num_q .. 15 are zero (their scores are 0 and their outputs are never stored), so one K/V byte
+// feeds every head of the group and the dot products, lane sums and P V run on the tensor cores
+// instead of as FMAs and shuffles (the CUDA-core kernel spends ~550 instructions of a warp per
+// 4 KB of K/V on them; here a 16-key tile of 8 KB takes 32 mma and 16 ldmatrix at d128).
+//
+// The split's keys are cut into 16-key tiles aligned to multiples of 16 positions (keys before
+// the split's start or at or past its end are masked); warp w takes tiles w, w + 4, w + 8, ...
+// through its own ring of kStages tiles in shared memory (cp.async, kStages - 1 tiles ahead of
+// the math; a warp's copies and ldmatrix reads meet at __syncwarp, so the warps never wait for
+// each other in the loop). Per tile, with the layout of the prefill mma kernel:
+//
+//   S = Q K^T   mma m16n8k16: A = the q heads (registers, loaded once), B = K by ldmatrix
+//   P = exp2(S * scale_log2 - m), online softmax per row (the 4 lanes of a quad share a row)
+//   O += P V    P re-packed from the S accumulators (rounded to bf16/f16: the tensor-core
+//               prefill does the same), V by ldmatrix.trans
+//
+// At the end the 4 warps' (m, l, O) merge through shared memory as the CUDA-core kernel's token
+// groups do, into out or the split's partial (o, lse).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/cuda_status.h"
+#include "kernels/attention/paged_attention.h"
+#include "kernels/common/async_copy.cuh"
+#include "kernels/common/device_types.cuh"
+#include "kernels/common/mma.cuh"
+#include "kernels/common/pdl.cuh"
+
+namespace pagoda::kernels::decode_mma {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileKeys = 16;
+constexpr int kMaxRows = 8;  // q heads per CTA: the rows g of the lanes (g = lane / 4 < 8)
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int kHeadDim>
+struct DecodeMmaShape {
+  static constexpr int kChunks = kHeadDim / 8;                 // 16-byte chunks per row
+  static constexpr int kRowsPerPass = 32 / kChunks;            // rows one warp copies at once
+  static constexpr int kPasses = kTileKeys / kRowsPerPass;     // copies per lane per K (V) tile
+  static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;  // one K or V tile
+  static constexpr int kStages = 3;
+  static constexpr int kWarpRingBytes = kStages * 2 * kTileBytes;
+  static constexpr int kRingBytes = kWarps * kWarpRingBytes;  // 96 KB at d128
+  static constexpr int kMergeBytes = kWarps * kMaxRows * (kHeadDim + 2) * 4;
+  static constexpr int kSharedBytes = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;
+  static_assert(kChunks >= 8 && 32 % kChunks == 0, "rows of 8 to 32 chunks (d 64 to 256)");
+};
+
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(kThreads, 2)
+    paged_decode_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
+                            const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+                            const std::int32_t* __restrict__ query_start_loc,
+                            const std::int32_t* __restrict__ seq_lens,
+                            const std::int32_t* __restrict__ block_tables,
+                            std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
+                            int block_size, float scale_log2, int sliding_window, int num_splits,
+                            int partition_size,
+                            const std::int32_t* __restrict__ device_partition_size,
+                            float* __restrict__ partial_out, float* __restrict__ partial_lse) {
+  using Shape = DecodeMmaShape<kHeadDim>;
+  constexpr int kChunks = Shape::kChunks;
+  constexpr int kPasses = Shape::kPasses;
+  constexpr int kStages = Shape::kStages;
+  constexpr int kKSteps = kHeadDim / 16;  // k-steps of Q K^T
+  constexpr int kDTiles = kHeadDim / 8;   // 8-dim column tiles of O
+  constexpr std::uint32_t kTileBytes = Shape::kTileBytes;
+  extern __shared__ __align__(128) unsigned char decode_mma_smem[];
+
+  if (device_partition_size != nullptr) partition_size = *device_partition_size;
+  const int seq = blockIdx.x;
+  const int group_size = num_heads / num_kv_heads;
+  const int chunks_per_kv_head = (group_size + kMaxRows - 1) / kMaxRows;
+  const int kv_head = blockIdx.y / chunks_per_kv_head;
+  const int first_q_head = kv_head * group_size + (blockIdx.y % chunks_per_kv_head) * kMaxRows;
+  const int num_q = min(kMaxRows, kv_head * group_size + group_size - first_q_head);
+  const int split = blockIdx.z;
+  const int seq_len = seq_lens[seq];
+  const std::int64_t token_row = query_start_loc[seq];
+  const int split_start = split * partition_size;
+  const int window_start = sliding_window > 0 ? max(0, seq_len - sliding_window) : 0;
+  const int start = max(split_start, window_start);
+  const int end = min(seq_len, split_start + partition_size);
+  // Launched with PDL: q (the QKV projection's output) and out are touched only after this.
+  pdl_wait();
+
+  if (start >= end) {
+    // No keys in this split: the CUDA-core kernel's rules (a zero-length sequence's output is 0;
+    // a split the merge reads gets an empty partial).
+    if (seq_len == 0 && split == 0 && num_splits == 1) {
+      for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
+        out[(token_row * num_heads + first_q_head) * kHeadDim + e] = from_float<T>(0.0f);
+      }
+    }
+    if (num_splits > 1 && split_start < seq_len) {
+      for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
+        const std::int64_t slot =
+            (static_cast<std::int64_t>(seq) * num_heads + first_q_head + e / kHeadDim) *
+                num_splits +
+            split;
+        partial_out[slot * kHeadDim + e % kHeadDim] = 0.0f;
+        if (e % kHeadDim == 0) partial_lse[slot] = -INFINITY;
+      }
+    }
+    return;
+  }
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;  // the lane's row (q head) in the fragments
+  const int t = lane % 4;
+  const int first_key = start / kTileKeys * kTileKeys;
+  const int num_tiles = (end - first_key + kTileKeys - 1) / kTileKeys;
+  // This warp's tiles: warp, warp + kWarps, ...
+  const int my_tiles = warp < num_tiles ? (num_tiles - warp + kWarps - 1) / kWarps : 0;
+  const auto tile_key = [&](int i) { return first_key + (warp + i * kWarps) * kTileKeys; };
+
+  // Copies: lane copies chunk lane % kChunks of rows lane / kChunks + p * kRowsPerPass.
+  const std::int32_t* table = block_tables + seq * max_blocks_per_seq;
+  const int cp_row = lane / kChunks;
+  const int cp_chunk = lane % kChunks;
+  const std::uint32_t ring =
+      smem_u32(decode_mma_smem) + static_cast<std::uint32_t>(warp * Shape::kWarpRingBytes);
+  const auto fetch_ids = [&](int key0, int(&ids)[kPasses]) {
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      // Keys past the end read the last valid row (masked below); keys before the start are
+      // real keys of this sequence.
+      ids[p] = table[min(key0 + cp_row + p * Shape::kRowsPerPass, end - 1) / block_size];
+    }
+  };
+  const auto issue = [&](int key0, int stage, const int(&ids)[kPasses]) {
+    const std::uint32_t k_stage = ring + stage * 2 * kTileBytes;
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const int row = cp_row + p * Shape::kRowsPerPass;
+      const int key = min(key0 + row, end - 1);
+      const std::int64_t offset =
+          ((static_cast<std::int64_t>(ids[p]) * num_kv_heads + kv_head) * block_size +
+           key % block_size) *
+              kHeadDim +
+          cp_chunk * 8;
+      const std::uint32_t dst = swizzled<kHeadDim>(row, cp_chunk);
+      cp_async_16(k_stage + dst, k_cache + offset, true);
+      cp_async_16(k_stage + kTileBytes + dst, v_cache + offset, true);
+    }
+  };
+
+  int ids[kPasses];
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < my_tiles) {
+      fetch_ids(tile_key(st), ids);
+      issue(tile_key(st), st, ids);
+    }
+    cp_async_commit();
+  }
+  if (kStages - 1 < my_tiles) fetch_ids(tile_key(kStages - 1), ids);
+
+  // The q heads as A fragments: a0 = (row g, dims 16 kk + 2t, +1), a2 = (row g, dims +8); rows
+  // g + 8 (a1, a3) and rows past num_q are zero.
+  std::uint32_t qa[kKSteps][4];
+  {
+    const T* q_row = q + token_row * q_row_stride + (first_q_head + g) * kHeadDim + 2 * t;
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      qa[kk][0] = g < num_q ? *reinterpret_cast<const std::uint32_t*>(q_row + kk * 16) : 0u;
+      qa[kk][1] = 0u;
+      qa[kk][2] = g < num_q ? *reinterpret_cast<const std::uint32_t*>(q_row + kk * 16 + 8) : 0u;
+      qa[kk][3] = 0u;
+    }
+  }
+
+  float o[kDTiles][4];
+#pragma unroll
+  for (int dt = 0; dt < kDTiles; ++dt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o[dt][i] = 0.0f;
+  }
+  float m = -INFINITY;  // running max of row g's raw scores
+  float l = 0.0f;       // this lane's share of row g's sum (reduced over the quad at the end)
+
+  // ldmatrix lanes, as in the prefill kernel: K non-transposed (two 8-key tiles x 16 dims per
+  // x4), V transposed (16 keys x two 8-dim tiles); chunk c0 + 2k of a lane's fixed row is
+  // swizzled(row, c0) ^ (k << 5).
+  const std::uint32_t k_lane = swizzled<kHeadDim>((lane % 8) + (lane / 16) * 8, (lane / 8) % 2);
+  const std::uint32_t v_lane = swizzled<kHeadDim>((lane % 8) + ((lane / 8) % 2) * 8, lane / 16);
+
+  int stage = 0;
+  for (int i = 0; i < my_tiles; ++i) {
+    const int ahead = i + kStages - 1;
+    const int ahead_stage = stage == 0 ? kStages - 1 : stage - 1;
+    __syncwarp();  // every lane's ldmatrix of the stage refilled here (tile i - 1) is done
+    if (ahead < my_tiles) issue(tile_key(ahead), ahead_stage, ids);
+    cp_async_commit();
+    if (ahead + 1 < my_tiles) fetch_ids(tile_key(ahead + 1), ids);
+    cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
+    __syncwarp();                  // and every other lane's
+    const std::uint32_t k_stage = ring + stage * 2 * kTileBytes;
+    const std::uint32_t v_stage = k_stage + kTileBytes;
+    stage = stage == kStages - 1 ? 0 : stage + 1;
+
+    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      std::uint32_t b[4];
+      ldmatrix_x4(b, k_stage + (k_lane ^ (kk << 5)));
+      mma_16816<T>(s[0], qa[kk], b[0], b[1]);
+      mma_16816<T>(s[1], qa[kk], b[2], b[3]);
+    }
+
+    // Row g's 4 scores in this lane: keys key0 + 8 nt + 2t + j. Masked keys score -inf.
+    const int key0 = tile_key(i);
+    float tile_max = m;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int key = key0 + nt * 8 + 2 * t + j;
+        if (key < start || key >= end) s[nt][j] = -INFINITY;
+        tile_max = fmaxf(tile_max, s[nt][j]);
+      }
+    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    // Every tile holds a key of the split (the first one holds `start`), so tile_max is finite;
+    // the first tile's correction is exp2(-inf) = 0.
+    const float correction = fast_exp2((m - tile_max) * scale_log2);
+    m = tile_max;
+    const float max_scaled = tile_max * scale_log2;
+    float p[2][2];
+    float sum = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        p[nt][j] = fast_exp2(fmaf(s[nt][j], scale_log2, -max_scaled));
+        sum += p[nt][j];
+      }
+    }
+    l = l * correction + sum;
+    // A correction of exactly 1 (max unchanged) changes no bit: skip the rescale then.
+    if (__any_sync(0xffffffffu, correction != 1.0f)) {
+#pragma unroll
+      for (int dt = 0; dt < kDTiles; ++dt) {
+        o[dt][0] *= correction;
+        o[dt][1] *= correction;
+      }
+    }
+    // P as the A fragment of P V: row g, keys 2t, 2t+1 (a0) and 8 + 2t, 8 + 2t + 1 (a2).
+    const std::uint32_t pa[4] = {pack2<T>(p[0][0], p[0][1]), 0u, pack2<T>(p[1][0], p[1][1]), 0u};
+#pragma unroll
+    for (int dp = 0; dp < kDTiles / 2; ++dp) {
+      std::uint32_t b[4];
+      ldmatrix_x4_trans(b, v_stage + (v_lane ^ (dp << 5)));
+      mma_16816<T>(o[2 * dp], pa, b[0], b[1]);
+      mma_16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
+    }
+  }
+
+  pdl_launch_dependents();
+  // Merge the warps: (m, l, O) of each warp's rows to shared memory (over its ring: every warp
+  // must be done reading), then every thread combines one (q head, dim) across warps.
+  cp_async_wait<0>();
+  __syncthreads();
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  auto& warp_o = *reinterpret_cast<float(*)[kWarps][kMaxRows][kHeadDim]>(decode_mma_smem);
+  auto& warp_m = *reinterpret_cast<float(*)[kWarps][kMaxRows]>(
+      decode_mma_smem + sizeof(float) * kWarps * kMaxRows * kHeadDim);
+  auto& warp_l = *reinterpret_cast<float(*)[kWarps][kMaxRows]>(
+      decode_mma_smem + sizeof(float) * kWarps * kMaxRows * (kHeadDim + 1));
+  if (g < num_q) {
+    if (t == 0) {
+      warp_m[warp][g] = m;
+      warp_l[warp][g] = l;
+    }
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+      warp_o[warp][g][dt * 8 + 2 * t] = o[dt][0];
+      warp_o[warp][g][dt * 8 + 2 * t + 1] = o[dt][1];
+    }
+  }
+  __syncthreads();
+
+  for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
+    const int row = e / kHeadDim;
+    const int d = e % kHeadDim;
+    float m_max = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, warp_m[w][row]);
+    float l_sum = 0.0f;
+    float acc = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      // A warp that had no tile has m = -inf and weight 0.
+      const float weight =
+          warp_m[w][row] == -INFINITY ? 0.0f : fast_exp2((warp_m[w][row] - m_max) * scale_log2);
+      l_sum += warp_l[w][row] * weight;
+      acc += warp_o[w][row][d] * weight;
+    }
+    const int q_head = first_q_head + row;
+    if (num_splits == 1) {
+      out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(acc / l_sum);
+    } else {
+      const std::int64_t slot =
+          (static_cast<std::int64_t>(seq) * num_heads + q_head) * num_splits + split;
+      partial_out[slot * kHeadDim + d] = acc / l_sum;
+      if (d == 0) partial_lse[slot] = m_max * scale_log2 + log2f(l_sum);
+    }
+  }
+}
+
+template <typename T, int kHeadDim>
+Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
+                       const DecodeWorkspace& w, cudaStream_t stream) {
+  constexpr int kShared = DecodeMmaShape<kHeadDim>::kSharedBytes;
+  PAGODA_RETURN_IF_ERROR(
+      (cuda::opt_in_shared_memory<paged_decode_mma_kernel<T, kHeadDim>, kShared>()));
+  const int group_size = static_cast<int>(p.num_heads / p.cache.num_kv_heads);
+  const int chunks = (group_size + kMaxRows - 1) / kMaxRows;
+  const dim3 grid(static_cast<unsigned>(p.num_seqs),
+                  static_cast<unsigned>(p.cache.num_kv_heads * chunks),
+                  static_cast<unsigned>(plan.num_splits));
+  return launch_pdl(paged_decode_mma_kernel<T, kHeadDim>, grid, dim3(kThreads), kShared, stream,
+                    "paged_decode_mma_kernel", static_cast<const T*>(p.q), p.q_row_stride,
+                    static_cast<T*>(p.out), static_cast<const T*>(p.cache.k),
+                    static_cast<const T*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
+                    p.max_blocks_per_seq, static_cast<int>(p.num_heads),
+                    static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
+                    p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window), plan.num_splits,
+                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse);
+}
+
+/// The entry for one dtype (bf16 or f16), head_dim 64 or 128; instantiated in
+/// paged_decode_<dtype>.cu.
+template <typename T>
+Status run_paged_decode_mma(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
+                            const DecodeWorkspace& w, cudaStream_t stream) {
+  switch (p.cache.head_dim) {
+    case 64: return launch_instance<T, 64>(p, plan, w, stream);
+    case 128: return launch_instance<T, 128>(p, plan, w, stream);
+    default:
+      return unimplemented("paged decode attention (tensor cores): head_dim must be 64 or 128");
+  }
+}
+
+}  // namespace pagoda::kernels::decode_mma
