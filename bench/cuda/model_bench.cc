@@ -36,7 +36,8 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   if (!config.ok()) die(config.status(), "config");
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   const std::int64_t block_size = 16;
-  const std::int64_t max_len = context + 5 * steps + 8;  // forward(), then 4 execute() runs
+  // forward(), 6 execute() runs, then the mixed-step runs.
+  const std::int64_t max_len = context + 8 * steps + 8;
   const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
   const std::int64_t chunk = 8192;
   // The same-run copy bandwidth that the batch-1 step is held against.
@@ -54,13 +55,14 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   auto exec = models::CudaModelExecutor::create_dummy(*config,
                                                       {.dtype = dtype,
                                                        .max_num_batched_tokens = chunk,
-                                                       .max_num_seqs = max_batch,
+                                                       .max_num_seqs = max_batch + 1,
                                                        .max_model_len = max_len},
                                                       1234);
   if (!exec.ok()) die(exec.status(), "executor");
   const double create_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - created).count();
-  check((*exec)->allocate_kv_cache(max_batch * blocks_per_seq, block_size), "kv cache");
+  // One more sequence than the largest batch: the mixed step's prompt chunk.
+  check((*exec)->allocate_kv_cache((max_batch + 1) * blocks_per_seq, block_size), "kv cache");
   {
     const models::DecodeGraphStats& g = (*exec)->decode_graph_stats();
     char label[96];
@@ -228,6 +230,79 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
         result(label, gbs, "GB/s", gbs / copy_gbs, ">= 0.85 B (graphs + PDL)");
       }
     }
+    // A mixed step: the batch's decodes beside a 512-token prompt chunk of one more sequence
+    // (slot `batch`, its own blocks), eager with PDL, against the chunk alone and the decodes
+    // alone. A mixed step runs every sequence's attention through the prefill kernel, so the
+    // decodes' share of it over their own step says what that costs them.
+    {
+      kernels::set_pdl_enabled(true);
+      kernels::set_default_decode_kernel(kernels::DecodeKernel::kAuto);
+      (*exec)->set_graphs_enabled(false);
+      constexpr int kChunkTokens = 512;
+      const int extra = batch;
+      check((*exec)->open_sampling_slot(extra, slot_config), "slot");
+      const auto add_chunk = [&](ForwardBatch& b) {
+        for (int p = 0; p < kChunkTokens; ++p) {
+          b.token_ids.push_back((extra * 7919 + p * 31) % static_cast<int>(c.vocab_size));
+          b.positions.push_back(p);
+          b.slot_mapping.push_back(
+              static_cast<std::int32_t>(extra * blocks_per_seq * block_size + p));
+        }
+        b.query_start_loc.push_back(static_cast<std::int32_t>(b.token_ids.size()));
+        b.seq_lens.push_back(kChunkTokens);
+        for (std::int64_t j = 0; j < blocks_per_seq; ++j)
+          b.block_tables.push_back(static_cast<std::int32_t>(extra * blocks_per_seq + j));
+        b.logits_indices.push_back(static_cast<std::int32_t>(b.token_ids.size()) - 1);
+      };
+      enum class Part { kDecodes, kChunk, kMixed };
+      const auto time_part = [&](Part part) {
+        std::vector<double> part_ms;
+        for (int step = first; step < first + steps; ++step) {
+          ForwardBatch b;
+          if (part == Part::kChunk) {
+            b.max_blocks_per_seq = blocks_per_seq;
+            b.query_start_loc.push_back(0);
+          } else {
+            b = decode_batch(step);
+          }
+          if (part != Part::kDecodes) add_chunk(b);
+          SamplingBatch sampling;
+          const auto row = [&](int slot) {
+            sampling.rows.push_back({.slot = slot,
+                                     .temperature = 0.8f,
+                                     .top_k = 50,
+                                     .top_p = 0.95f,
+                                     .seed = static_cast<std::uint64_t>(slot),
+                                     .position = step});
+          };
+          if (part != Part::kChunk) {
+            for (int s = 0; s < batch; ++s) row(s);
+          }
+          if (part != Part::kDecodes) row(extra);
+          cudaDeviceSynchronize();
+          const auto t0 = std::chrono::steady_clock::now();
+          check((*exec)->execute(b, sampling, out), "mixed");
+          part_ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                  .count());
+        }
+        return median_step_ms(part_ms);
+      };
+      const double decodes_ms = time_part(Part::kDecodes);
+      const double chunk_ms = time_part(Part::kChunk);
+      const double mixed_ms = time_part(Part::kMixed);
+      first += steps;
+      (*exec)->close_sampling_slot(extra);
+      char label[96];
+      std::snprintf(label, sizeof(label), "decodes alone b%d (eager + PDL)", batch);
+      result(label, decodes_ms, "ms", 0.0, "(info)");
+      std::snprintf(label, sizeof(label), "a 512-token prompt chunk alone (eager + PDL)");
+      result(label, chunk_ms, "ms", 0.0, "(info)");
+      std::snprintf(label, sizeof(label), "mixed: b%d decodes + the chunk in one step", batch);
+      result(label, mixed_ms, "ms", (mixed_ms - chunk_ms) / decodes_ms,
+             "ratio: (mixed - chunk) / decodes alone");
+    }
+
     // Back to what the executor runs by default, for the next batch size.
     kernels::set_pdl_enabled(true);
     kernels::set_default_decode_kernel(kernels::DecodeKernel::kAuto);
