@@ -146,7 +146,7 @@ run_all() {
                 "gpu_paged_attention_test:GpuPagedAttention.DecodeMatchesCpuOracleWithOneAndManySplits" \
                 "gpu_paged_attention_test:GpuPagedPrefillMma.AutoDispatch" \
                 "gpu_skinny_gemm_test:GpuSkinnyGemm.*" \
-                "gpu_w4a16_gemm_test:GpuW4A16Gemm.DequantizeIsExactThenRoundedOnce:GpuW4A16Gemm.GatherColumnsFollowsThePermutation" \
+                "gpu_w4a16_gemm_test:GpuW4A16Gemm.DequantizeIsExactThenRoundedOnce:GpuW4A16Gemm.GatherColumnsFollowsThePermutation:GpuW4A16Gemm.GgufFormDequantizeAndLayerDispatch" \
                 "gpu_fp8_gemm_test:GpuFp8.QuantizeRowsIsTheHostRuleBitForBit:GpuFp8.RmsNormFusedOutputEqualsQuantizingItsOutput"; do
       local t="${spec%%:*}" filter="${spec#*:}"
       echo "== memcheck $t $filter" >>"$sanitizer_log"

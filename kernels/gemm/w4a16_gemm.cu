@@ -21,9 +21,18 @@ constexpr int kTileCols = static_cast<int>(quant::kW4A16TileCols);
 constexpr int kTileVectors = 32;     // 16-byte vectors per tile: one per lane
 constexpr int kStages = 8;           // tiles of a warp's ring of weights in shared memory
 constexpr int kMinTilesPerWarp = 4;  // below this a K split costs more than it hides
+// The weight forms: GPTQ / AWQ / Q4_0's zero points, or the GGUF form with 4- or 8-bit codes
+// (quant/w4a16_layout.h).
+enum class Form { kZeroPoint, kGguf4, kGguf8 };
+// Nibble tiles per weight tile: the 8-bit codes' high nibbles are a second one.
+__host__ __device__ constexpr int planes(Form f) {
+  return f == Form::kGguf8 ? 2 : 1;
+}
 // CTAs an SM holds at once, by x tiles per CTA: the launch bounds cap the registers to fit them
-// (what hides the weights' latency is warps in flight).
-constexpr int min_ctas_per_sm(int m_tiles) {
+// (what hides the weights' latency is warps in flight). The GGUF form holds more per thread (the
+// min terms, x's group sums, the high nibbles), so fewer.
+constexpr int min_ctas_per_sm(int m_tiles, Form f) {
+  if (f != Form::kZeroPoint) return m_tiles == 1 ? 5 : m_tiles == 2 ? 3 : 2;
   return m_tiles == 1 ? 7 : m_tiles == 2 ? 4 : 3;
 }
 constexpr int kSmemPerSm = 227 << 10;
@@ -37,9 +46,19 @@ template <>
 struct Nibbles<__nv_bfloat16> {
   static constexpr std::uint32_t kMagic = 0x43004300u;
   static constexpr std::uint32_t kBase = 0x4300u;
+  static constexpr std::uint32_t kOne = 0x3F803F80u;      // {1, 1}
+  static constexpr std::uint32_t kSixteen = 0x41804180u;  // {16, 16}
   __device__ static __forceinline__ std::uint32_t sub(std::uint32_t a, std::uint32_t b) {
     const __nv_bfloat162 r = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&a),
                                      *reinterpret_cast<const __nv_bfloat162*>(&b));
+    return *reinterpret_cast<const std::uint32_t*>(&r);
+  }
+  // a * b + c, one rounding.
+  __device__ static __forceinline__ std::uint32_t fma(std::uint32_t a, std::uint32_t b,
+                                                      std::uint32_t c) {
+    const __nv_bfloat162 r = __hfma2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                     *reinterpret_cast<const __nv_bfloat162*>(&b),
+                                     *reinterpret_cast<const __nv_bfloat162*>(&c));
     return *reinterpret_cast<const std::uint32_t*>(&r);
   }
 };
@@ -47,9 +66,18 @@ template <>
 struct Nibbles<__half> {
   static constexpr std::uint32_t kMagic = 0x64006400u;
   static constexpr std::uint32_t kBase = 0x6400u;
+  static constexpr std::uint32_t kOne = 0x3C003C00u;      // {1, 1}
+  static constexpr std::uint32_t kSixteen = 0x4C004C00u;  // {16, 16}
   __device__ static __forceinline__ std::uint32_t sub(std::uint32_t a, std::uint32_t b) {
     const __half2 r =
         __hsub2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+    return *reinterpret_cast<const std::uint32_t*>(&r);
+  }
+  __device__ static __forceinline__ std::uint32_t fma(std::uint32_t a, std::uint32_t b,
+                                                      std::uint32_t c) {
+    const __half2 r =
+        __hfma2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b),
+                *reinterpret_cast<const __half2*>(&c));
     return *reinterpret_cast<const std::uint32_t*>(&r);
   }
 };
@@ -58,19 +86,41 @@ struct Nibbles<__half> {
 // the 8 rows of an A fragment fall in different banks.
 constexpr int kXPad = 8;  // elements
 
+// The weights' device arrays (W4A16Weights, typed); the GGUF form's are null in the zero-point
+// form and the other way round.
+struct KernelWeights {
+  const uint4* packed;
+  const uint4* packed_hi;  // kGguf8 only
+  const __half* scales;
+  const std::uint8_t* zeros;  // zero-point form
+  const std::int8_t* scale_codes;
+  const __half* mins;  // GGUF form with a min term, else null
+  const std::int8_t* min_codes;
+  int super_shift;
+  int code_zero;
+};
+
 // CTA = (4 16-row weight tiles, K split, block of 16 * kMTiles rows of x), one weight tile per
 // warp. The CTA copies its rows of x over its K range into shared memory, a chunk at a time, and
 // the 4 warps share it: each walks its tile's 64-column tiles over the range; per 16-column step
 // it accumulates x (q - z) in `part`, and where a group ends it adds scale * part to `acc`. The
 // next group's zeros and scales are loaded a group ahead.
-template <typename T, int kMTiles>
-__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
-    w4a16_gemm_kernel(const T* __restrict__ x, const uint4* __restrict__ packed,
-                      const __half* __restrict__ scales, const std::uint8_t* __restrict__ zeros,
-                      const T* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
-                      int m, int n, int k, int k_tiles, int padded_rows, int group_size, int groups,
-                      int tiles_per_split, int chunk_tiles, int* __restrict__ counters) {
+//
+// The GGUF form (kGguf4, kGguf8; quant/w4a16_layout.h) differs in three places: the zero is one
+// code_zero for the matrix; an 8-bit code's high nibble comes from a second tile (packed_hi) and
+// joins the low one in the 16-bit float as hi * 16 + (lo - code_zero), exact (|q - z| <= 255 has
+// at most 8 significant bits); and where the type has a min, one more mma per step sums x itself
+// (B = ones) into `part_x`, so a group closes with acc += (S sc) part + (B mc) part_x, the min
+// term w = ... + B mc multiplied out of the sum.
+template <typename T, int kMTiles, Form kForm>
+__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
+    w4a16_gemm_kernel(const T* __restrict__ x, const KernelWeights w, const T* __restrict__ bias,
+                      T* __restrict__ y, float* __restrict__ partial, int m, int n, int k,
+                      int k_tiles, int padded_rows, int group_size, int groups, int tiles_per_split,
+                      int chunk_tiles, int* __restrict__ counters) {
   using Q = Nibbles<T>;
+  constexpr bool kGguf = kForm != Form::kZeroPoint;
+  constexpr int kPlanes = planes(kForm);
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -79,21 +129,25 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
   const bool has_tile = nt < padded_rows / kTileRows;  // the last CTA's warps may have none
   const int row0 = static_cast<int>(blockIdx.z) * kMTiles * 16;
   const int rows_here = min(kMTiles * 16, m - row0);
+  const bool has_min = kGguf && w.mins != nullptr;
 
   const int cta_begin = split * tiles_per_split;
   const int cta_end = min(k_tiles, cta_begin + tiles_per_split);
   T* xs = reinterpret_cast<T*>(smem);
   const int stride = chunk_tiles * kTileCols + kXPad;
-  // Each warp's ring of kStages weight tiles follows the CTA's x chunk (16-byte aligned: a row of
-  // x is a multiple of 16 bytes).
+  // Each warp's ring of kStages weight tiles (each kPlanes x 32 vectors) follows the CTA's x
+  // chunk (16-byte aligned: a row of x is a multiple of 16 bytes).
   const int x_rows = min(kMTiles * 16, m);
-  const uint4* ring =
-      reinterpret_cast<const uint4*>(xs + x_rows * stride) + warp * kStages * kTileVectors;
+  const uint4* ring = reinterpret_cast<const uint4*>(xs + x_rows * stride) +
+                      warp * kStages * kPlanes * kTileVectors;
 
   float acc[kMTiles][2][4];
   float part[kMTiles][2][4];
+  float part_x[kMTiles][4];  // GGUF form with a min: x summed over the group, C layout
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) part_x[mt][e] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
 #pragma unroll
@@ -111,10 +165,12 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     x_lo[mt] = xs + (lo_ok[mt] ? mt * 16 + g : 0) * stride + 2 * t;
     x_hi[mt] = xs + (hi_ok[mt] ? mt * 16 + g + 8 : 0) * stride + 2 * t;
   }
-  const int col_b = nt * kTileRows + g;          // the B fragment's weight row, n-tile 0
-  const int col_c = nt * kTileRows + 2 * t;      // the C fragment's first output column, n-tile 0
-  const int halves_per_group = group_size / 32;  // groups end on 32-column boundaries
-  const uint4* tiles = packed + static_cast<std::size_t>(nt) * k_tiles * kTileVectors + lane;
+  const int col_b = nt * kTileRows + g;         // the B fragment's weight row, n-tile 0
+  const int col_c = nt * kTileRows + 2 * t;     // the C fragment's first output column, n-tile 0
+  const int steps_per_group = group_size / 16;  // groups end on 16-column boundaries
+  const std::size_t tile_offset = static_cast<std::size_t>(nt) * k_tiles * kTileVectors + lane;
+  const uint4* tiles = w.packed + tile_offset;
+  const uint4* tiles_hi = kForm == Form::kGguf8 ? w.packed_hi + tile_offset : nullptr;
 
   // The CTA's K range in chunks whose rows of x fit the shared memory.
   for (int chunk = cta_begin; chunk < cta_end; chunk += chunk_tiles) {
@@ -136,49 +192,78 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     const int begin = chunk;
     const int count = has_tile ? tiles_here : 0;
     if (count <= 0) continue;
-    int group = min((begin * 2) / halves_per_group, groups - 1);
-    int half_in_group = (begin * 2) % halves_per_group;
-    auto load_group = [&](int grp, std::uint32_t(&zero_pair)[2], float2(&scale)[2]) {
+    int group = min((begin * 4) / steps_per_group, groups - 1);
+    int step_in_group = (begin * 4) % steps_per_group;
+    // A group's zero pair (per n-tile), scales and, in the GGUF form, min terms of the lane's two
+    // output columns per n-tile.
+    struct GroupScales {
+      std::uint32_t zero_pair[2];
+      float2 scale[2];
+      float2 min_term[2];
+    };
+    auto load_group = [&](int grp, GroupScales& gs) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const std::uint32_t z =
-            Q::kBase + zeros[static_cast<std::size_t>(grp) * padded_rows + col_b + 8 * j];
-        zero_pair[j] = z | (z << 16);
-        scale[j] = __half22float2(*reinterpret_cast<const __half2*>(
-            scales + static_cast<std::size_t>(grp) * padded_rows + col_c + 8 * j));
+        const std::size_t at = static_cast<std::size_t>(grp) * padded_rows + col_c + 8 * j;
+        if constexpr (kGguf) {
+          const std::uint32_t z = Q::kBase + static_cast<std::uint32_t>(w.code_zero);
+          gs.zero_pair[j] = z | (z << 16);
+          const std::size_t super_at =
+              static_cast<std::size_t>(grp >> w.super_shift) * padded_rows + col_c + 8 * j;
+          const float2 s = __half22float2(*reinterpret_cast<const __half2*>(w.scales + super_at));
+          const char2 sc = *reinterpret_cast<const char2*>(w.scale_codes + at);
+          gs.scale[j] = make_float2(s.x * static_cast<float>(sc.x), s.y * static_cast<float>(sc.y));
+          gs.min_term[j] = make_float2(0.0f, 0.0f);
+          if (has_min) {
+            const float2 b = __half22float2(*reinterpret_cast<const __half2*>(w.mins + super_at));
+            const char2 mc = *reinterpret_cast<const char2*>(w.min_codes + at);
+            gs.min_term[j] =
+                make_float2(b.x * static_cast<float>(mc.x), b.y * static_cast<float>(mc.y));
+          }
+        } else {
+          const std::uint32_t z =
+              Q::kBase + w.zeros[static_cast<std::size_t>(grp) * padded_rows + col_b + 8 * j];
+          gs.zero_pair[j] = z | (z << 16);
+          gs.scale[j] = __half22float2(*reinterpret_cast<const __half2*>(w.scales + at));
+        }
       }
     };
-    std::uint32_t zero_pair[2], next_zero_pair[2];
-    float2 scale[2], next_scale[2];
-    load_group(group, zero_pair, scale);
-    load_group(min(group + 1, groups - 1), next_zero_pair, next_scale);
+    GroupScales cur, next;
+    load_group(group, cur);
+    load_group(min(group + 1, groups - 1), next);
 
     auto flush = [&]() {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
-          acc[mt][j][0] += scale[j].x * part[mt][j][0];
-          acc[mt][j][1] += scale[j].y * part[mt][j][1];
-          acc[mt][j][2] += scale[j].x * part[mt][j][2];
-          acc[mt][j][3] += scale[j].y * part[mt][j][3];
 #pragma unroll
-          for (int e = 0; e < 4; ++e) part[mt][j][e] = 0.0f;
+          for (int e = 0; e < 4; ++e) {
+            const float s = (e & 1) ? cur.scale[j].y : cur.scale[j].x;
+            acc[mt][j][e] += s * part[mt][j][e];
+            if constexpr (kGguf) {
+              acc[mt][j][e] += ((e & 1) ? cur.min_term[j].y : cur.min_term[j].x) * part_x[mt][e];
+            }
+            part[mt][j][e] = 0.0f;
+          }
+        }
+      }
+      if constexpr (kGguf) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) part_x[mt][e] = 0.0f;
         }
       }
     };
-    // At the end of each 32-column half: close the group if it ends here.
-    auto end_half = [&]() {
-      if (++half_in_group == halves_per_group) {
-        half_in_group = 0;
+    // At the end of each 16-column step: close the group if it ends here.
+    auto end_step = [&]() {
+      if (++step_in_group == steps_per_group) {
+        step_in_group = 0;
         flush();
         group = min(group + 1, groups - 1);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          zero_pair[j] = next_zero_pair[j];
-          scale[j] = next_scale[j];
-        }
-        load_group(min(group + 1, groups - 1), next_zero_pair, next_scale);
+        cur = next;
+        load_group(min(group + 1, groups - 1), next);
       }
     };
 
@@ -193,28 +278,43 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
         a[mt][3] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c + 8) : 0u;
       }
     };
-    auto step = [&](std::uint32_t word, const AFragments& a) {
+    auto step = [&](std::uint32_t word, std::uint32_t word_hi, const AFragments& a) {
       std::uint32_t b[2][2];
 #pragma unroll
       for (int pair = 0; pair < 4; ++pair) {
-        b[pair >> 1][pair & 1] =
-            Q::sub(((word >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, zero_pair[pair >> 1]);
+        const std::uint32_t lo =
+            Q::sub(((word >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, cur.zero_pair[pair >> 1]);
+        if constexpr (kForm == Form::kGguf8) {
+          const std::uint32_t hi =
+              Q::sub(((word_hi >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, Q::kMagic);
+          b[pair >> 1][pair & 1] = Q::fma(hi, Q::kSixteen, lo);
+        } else {
+          b[pair >> 1][pair & 1] = lo;
+        }
       }
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
         mma_16816<T>(part[mt][0], a[mt], b[0][0], b[0][1]);
         mma_16816<T>(part[mt][1], a[mt], b[1][0], b[1][1]);
+        if constexpr (kGguf) {
+          if (has_min) mma_16816<T>(part_x[mt], a[mt], Q::kOne, Q::kOne);
+        }
       }
     };
 
     // Weights are read once, through the warp's ring in shared memory: each lane copies its own
-    // 16 bytes of a tile (cp.async, no registers held in flight) kStages tiles ahead of the
-    // math and reads back only what it copied, so no barrier is needed.
+    // 16 bytes of a tile (and of its high-nibble tile) with cp.async, no registers held in
+    // flight, kStages tiles ahead of the math, and reads back only what it copied, so no barrier
+    // is needed.
     const std::uint32_t ring_addr = smem_u32(ring + lane);
     const auto fetch = [&](int i) {
       if (i < count) {
-        cp_async_16(ring_addr + static_cast<std::uint32_t>((i % kStages) * kTileVectors * 16),
-                    tiles + static_cast<std::size_t>(begin + i) * kTileVectors, true);
+        const auto slot =
+            ring_addr + static_cast<std::uint32_t>((i % kStages) * kPlanes * kTileVectors * 16);
+        const std::size_t at = static_cast<std::size_t>(begin + i) * kTileVectors;
+        cp_async_16(slot, tiles + at, true);
+        if constexpr (kForm == Form::kGguf8)
+          cp_async_16(slot + kTileVectors * 16, tiles_hi + at, true);
       }
       cp_async_commit();  // empty groups too: the wait below counts groups
     };
@@ -222,7 +322,11 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
     for (int u = 0; u < kStages; ++u) fetch(u);
     for (int i = 0; i < count; ++i) {
       cp_async_wait<kStages - 1>();
-      const uint4 words = ring[(i % kStages) * kTileVectors + lane];
+      const uint4 words = ring[(i % kStages) * kPlanes * kTileVectors + lane];
+      uint4 words_hi = make_uint4(0, 0, 0, 0);
+      if constexpr (kForm == Form::kGguf8) {
+        words_hi = ring[((i % kStages) * kPlanes + 1) * kTileVectors + lane];
+      }
       // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
       // 4 x tiles that would take 64 more registers: there, step by step).
       const int c = (begin + i - chunk) * kTileCols;
@@ -230,28 +334,32 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles))
         AFragments a[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q) load_a(a[q], c + 16 * q);
-        step(words.x, a[0]);
-        step(words.y, a[1]);
-        end_half();
-        step(words.z, a[2]);
-        step(words.w, a[3]);
+        step(words.x, words_hi.x, a[0]);
+        end_step();
+        step(words.y, words_hi.y, a[1]);
+        end_step();
+        step(words.z, words_hi.z, a[2]);
+        end_step();
+        step(words.w, words_hi.w, a[3]);
       } else {
         AFragments a;
         load_a(a, c);
-        step(words.x, a);
+        step(words.x, words_hi.x, a);
+        end_step();
         load_a(a, c + 16);
-        step(words.y, a);
-        end_half();
+        step(words.y, words_hi.y, a);
+        end_step();
         load_a(a, c + 32);
-        step(words.z, a);
+        step(words.z, words_hi.z, a);
+        end_step();
         load_a(a, c + 48);
-        step(words.w, a);
+        step(words.w, words_hi.w, a);
       }
-      end_half();
+      end_step();
       fetch(i + kStages);  // into the slot just read and used
     }
     cp_async_wait<0>();
-    if (half_in_group != 0) flush();
+    if (step_in_group != 0) flush();
   }
 
   // Each warp writes its tile's outputs: y, or this split's partial sums.
@@ -315,20 +423,34 @@ __global__ void w4a16_reduce_kernel(const float* __restrict__ partial, int split
 }
 
 template <typename T>
-__global__ void w4a16_dequantize_kernel(const std::uint32_t* __restrict__ packed,
-                                        const __half* __restrict__ scales,
-                                        const std::uint8_t* __restrict__ zeros, T* __restrict__ out,
-                                        std::int64_t rows, std::int64_t cols, std::int64_t k_tiles,
-                                        std::int64_t padded_rows, std::int64_t group_size) {
+__global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ out,
+                                        std::int64_t k_tiles, std::int64_t padded_rows) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= rows * cols) return;
-  const std::int64_t row = i / cols, col = i % cols;
+  if (i >= w.rows * w.cols) return;
+  const std::int64_t row = i / w.cols, col = i % w.cols;
   std::int64_t word = 0;
   int shift = 0;
   quant::w4a16_slot(row, col, k_tiles, &word, &shift);
-  const int q = static_cast<int>((packed[word] >> shift) & 0xF);
-  const std::int64_t at = (col / group_size) * padded_rows + row;
-  out[i] = from_float<T>(__half2float(scales[at]) * static_cast<float>(q - zeros[at]));
+  int q = static_cast<int>((w.packed[word] >> shift) & 0xF);
+  const std::int64_t group = col / w.group_size;
+  const std::int64_t at = group * padded_rows + row;
+  const auto* scales = reinterpret_cast<const __half*>(w.scales);
+  if (w.scale_codes == nullptr) {
+    out[i] = from_float<T>(__half2float(scales[at]) * static_cast<float>(q - w.zeros[at]));
+    return;
+  }
+  if (w.packed_hi != nullptr) q |= static_cast<int>((w.packed_hi[word] >> shift) & 0xF) << 4;
+  const std::int64_t super_at = (group >> w.super_shift) * padded_rows + row;
+  // The reference dequantizer's order and roundings (quant/w4a16_layout.h): no FMA contraction
+  // would change them (the product is exact), but say so.
+  const float scale =
+      __fmul_rn(__half2float(scales[super_at]), static_cast<float>(w.scale_codes[at]));
+  float v = __fmul_rn(scale, static_cast<float>(q - w.code_zero));
+  if (w.mins != nullptr) {
+    const auto* mins = reinterpret_cast<const __half*>(w.mins);
+    v = __fadd_rn(v, __fmul_rn(__half2float(mins[super_at]), static_cast<float>(w.min_codes[at])));
+  }
+  out[i] = from_float<T>(v);
 }
 
 template <typename T>
@@ -359,6 +481,7 @@ int sm_count() {
 }
 
 struct Plan {
+  Form form = Form::kZeroPoint;
   int m_tiles = 1;   // 16-row tiles of x per CTA: 1, 2 or 4
   int m_blocks = 1;  // CTAs along m
   int n_tiles = 0;   // 16-row weight tiles
@@ -373,11 +496,15 @@ struct Plan {
 // A CTA's rows of x in shared memory stay within this: with its 16 KB weight ring, 4 CTAs of 16
 // rows fit an SM.
 constexpr int kXBytesMax = 32 << 10;
-constexpr int kRingBytes = kWarps * kStages * kTileVectors * 16;  // 16 KB
+// 16 KB, or 32 KB with the high-nibble tiles.
+constexpr int ring_bytes(Form f) {
+  return kWarps * kStages * planes(f) * kTileVectors * 16;
+}
 
 // The CTA's chunk of x, then each warp's ring of weight tiles.
 std::size_t smem_bytes(const Plan& p) {
-  return static_cast<std::size_t>(p.x_rows) * (p.chunk_tiles * kTileCols + kXPad) * 2 + kRingBytes;
+  return static_cast<std::size_t>(p.x_rows) * (p.chunk_tiles * kTileCols + kXPad) * 2 +
+         ring_bytes(p.form);
 }
 
 void set_splits(Plan& p, int splits) {
@@ -393,8 +520,9 @@ void set_splits(Plan& p, int splits) {
 // wave (whole waves: a second, partial wave would leave most SMs idle), without leaving a warp
 // fewer than kMinTilesPerWarp tiles; a CTA walks its K range in chunks of x that
 // fit kXBytesMax.
-Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k) {
+Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k, Form form) {
   Plan p;
+  p.form = form;
   p.m_tiles = m <= 16 ? 1 : m <= 32 ? 2 : 4;
   p.m_blocks = static_cast<int>((m + 16 * p.m_tiles - 1) / (16 * p.m_tiles));
   p.n_tiles = static_cast<int>((n + kTileRows - 1) / kTileRows);
@@ -407,7 +535,7 @@ Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k) {
   // How many CTAs an SM holds depends on the chunk of x, which the split shrinks: twice is enough.
   for (int pass = 0; pass < 2; ++pass) {
     const int per_sm =
-        std::max<int>(1, std::min<int>(min_ctas_per_sm(p.m_tiles),
+        std::max<int>(1, std::min<int>(min_ctas_per_sm(p.m_tiles, p.form),
                                        static_cast<int>(kSmemPerSm / (smem_bytes(p) + 1024))));
     set_splits(p, std::min(std::max(1, per_sm * sm_count() / ctas), most));
   }
@@ -418,29 +546,49 @@ std::size_t partial_bytes(const Plan& p, std::int64_t m, std::int64_t n) {
   return p.splits > 1 ? static_cast<std::size_t>(p.splits) * m * n * sizeof(float) : 0;
 }
 
-template <typename T, int kMTiles>
+Form form_of(const W4A16Weights& w) {
+  if (w.scale_codes == nullptr) return Form::kZeroPoint;
+  return w.packed_hi != nullptr ? Form::kGguf8 : Form::kGguf4;
+}
+
+template <typename T, int kMTiles, Form kForm>
 Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, int* counters,
                     cudaStream_t stream) {
   // Above 48 KB of shared memory a kernel must opt in, once per process.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
-      w4a16_gemm_kernel<T, kMTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      kXBytesMax + kXPad * 2 * 64 + kRingBytes);
+      w4a16_gemm_kernel<T, kMTiles, kForm>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      kXBytesMax + kXPad * 2 * 64 + ring_bytes(kForm));
   PAGODA_CUDA_RETURN_IF_ERROR(opt_in);
+  const KernelWeights w{.packed = reinterpret_cast<const uint4*>(p.w.packed),
+                        .packed_hi = reinterpret_cast<const uint4*>(p.w.packed_hi),
+                        .scales = reinterpret_cast<const __half*>(p.w.scales),
+                        .zeros = p.w.zeros,
+                        .scale_codes = p.w.scale_codes,
+                        .mins = reinterpret_cast<const __half*>(p.w.mins),
+                        .min_codes = p.w.min_codes,
+                        .super_shift = p.w.super_shift,
+                        .code_zero = p.w.code_zero};
   const dim3 grid((plan.n_tiles + kWarps - 1) / kWarps, plan.splits, plan.m_blocks);
-  w4a16_gemm_kernel<T, kMTiles><<<grid, kThreads, smem_bytes(plan), stream>>>(
-      static_cast<const T*>(p.x), reinterpret_cast<const uint4*>(p.w.packed),
-      reinterpret_cast<const __half*>(p.w.scales), p.w.zeros, static_cast<const T*>(p.bias),
-      static_cast<T*>(p.y), partial, static_cast<int>(p.m), static_cast<int>(p.w.rows),
-      static_cast<int>(p.w.cols), plan.k_tiles, plan.n_tiles * kTileRows,
-      static_cast<int>(p.w.group_size),
+  w4a16_gemm_kernel<T, kMTiles, kForm><<<grid, kThreads, smem_bytes(plan), stream>>>(
+      static_cast<const T*>(p.x), w, static_cast<const T*>(p.bias), static_cast<T*>(p.y), partial,
+      static_cast<int>(p.m), static_cast<int>(p.w.rows), static_cast<int>(p.w.cols), plan.k_tiles,
+      plan.n_tiles * kTileRows, static_cast<int>(p.w.group_size),
       static_cast<int>((p.w.cols + p.w.group_size - 1) / p.w.group_size), plan.tiles_per_split,
       plan.chunk_tiles, counters);
   return cuda::check_launch("w4a16_gemm_kernel");
 }
 
+template <typename T, Form kForm>
+Status launch_form(const W4A16GemmParams& p, const Plan& plan, float* partial, int* counters,
+                   cudaStream_t stream) {
+  return plan.m_tiles == 1   ? launch_tiles<T, 1, kForm>(p, plan, partial, counters, stream)
+         : plan.m_tiles == 2 ? launch_tiles<T, 2, kForm>(p, plan, partial, counters, stream)
+                             : launch_tiles<T, 4, kForm>(p, plan, partial, counters, stream);
+}
+
 template <typename T>
 Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
-  Plan plan = plan_for(p.m, p.w.rows, p.w.cols);
+  Plan plan = plan_for(p.m, p.w.rows, p.w.cols, form_of(p.w));
   if (partial_bytes(plan, p.m, p.w.rows) > p.workspace_bytes || p.workspace == nullptr) {
     const std::size_t per_split = static_cast<std::size_t>(p.m) * p.w.rows * sizeof(float);
     const auto fits = p.workspace == nullptr ? 0 : static_cast<int>(p.workspace_bytes / per_split);
@@ -452,9 +600,11 @@ Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
   int* counters = partial != nullptr && p.counters != nullptr && p.counters_count >= counters_needed
                       ? p.counters
                       : nullptr;
-  Status s = plan.m_tiles == 1   ? launch_tiles<T, 1>(p, plan, partial, counters, stream)
-             : plan.m_tiles == 2 ? launch_tiles<T, 2>(p, plan, partial, counters, stream)
-                                 : launch_tiles<T, 4>(p, plan, partial, counters, stream);
+  Status s = plan.form == Form::kZeroPoint
+                 ? launch_form<T, Form::kZeroPoint>(p, plan, partial, counters, stream)
+             : plan.form == Form::kGguf4
+                 ? launch_form<T, Form::kGguf4>(p, plan, partial, counters, stream)
+                 : launch_form<T, Form::kGguf8>(p, plan, partial, counters, stream);
   PAGODA_RETURN_IF_ERROR(s);
   if (partial == nullptr || counters != nullptr) return Status::ok_status();
   const std::size_t outputs = static_cast<std::size_t>(p.m) * p.w.rows;
@@ -481,17 +631,22 @@ std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n) {
 }
 
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return partial_bytes(plan_for(m, n, k), m, n);
+  return partial_bytes(plan_for(m, n, k, Form::kZeroPoint), m, n);
 }
 
 bool w4a16_gemm_applies(const W4A16GemmParams& p) {
   const auto aligned = [](const void* ptr, std::uintptr_t to) {
     return reinterpret_cast<std::uintptr_t>(ptr) % to == 0;
   };
+  const bool groups_ok = p.w.scale_codes == nullptr
+                             ? p.w.group_size >= 32 && p.w.group_size % 32 == 0
+                             : (p.w.group_size == 16 || p.w.group_size == 32) &&
+                                   aligned(p.w.scale_codes, 2) && aligned(p.w.mins, 4) &&
+                                   aligned(p.w.min_codes, 2) && aligned(p.w.packed_hi, 16) &&
+                                   (p.w.mins == nullptr) == (p.w.min_codes == nullptr);
   return is_16_bit(p.dtype) && p.m >= 1 && p.w.rows >= 1 && p.w.cols >= 32 && p.w.cols % 32 == 0 &&
-         p.w.group_size >= 32 && p.w.group_size % 32 == 0 && p.m <= (1 << 24) &&
-         p.w.rows <= (1 << 24) && p.w.cols <= (1 << 24) && aligned(p.x, 16) &&
-         aligned(p.w.packed, 16) && aligned(p.w.scales, 4) && p.y != nullptr;
+         groups_ok && p.m <= (1 << 24) && p.w.rows <= (1 << 24) && p.w.cols <= (1 << 24) &&
+         aligned(p.x, 16) && aligned(p.w.packed, 16) && aligned(p.w.scales, 4) && p.y != nullptr;
 }
 
 Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream) {
@@ -507,21 +662,20 @@ Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream) {
 
 Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarType dtype,
                                cudaStream_t stream) {
-  if (!is_16_bit(dtype) || w.rows < 1 || w.cols < 32 || w.cols % 32 != 0 || w.group_size < 32) {
+  const std::int64_t least_group = w.scale_codes == nullptr ? 32 : 16;
+  if (!is_16_bit(dtype) || w.rows < 1 || w.cols < 32 || w.cols % 32 != 0 ||
+      w.group_size < least_group) {
     return invalid_argument("w4a16 dequantize: unsupported shape or dtype");
   }
   const std::int64_t k_tiles = (w.cols + kTileCols - 1) / kTileCols;
   const std::int64_t padded_rows = (w.rows + kTileRows - 1) / kTileRows * kTileRows;
   const unsigned blocks = blocks_for(w.rows * w.cols, 256);
-  const auto* scales = reinterpret_cast<const __half*>(w.scales);
   if (dtype == cuda::ScalarType::kBF16) {
-    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w.packed, scales, w.zeros,
-                                                        static_cast<__nv_bfloat16*>(out), w.rows,
-                                                        w.cols, k_tiles, padded_rows, w.group_size);
+    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__nv_bfloat16*>(out),
+                                                        k_tiles, padded_rows);
   } else {
-    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w.packed, scales, w.zeros,
-                                                        static_cast<__half*>(out), w.rows, w.cols,
-                                                        k_tiles, padded_rows, w.group_size);
+    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__half*>(out), k_tiles,
+                                                        padded_rows);
   }
   return cuda::check_launch("w4a16_dequantize_kernel");
 }

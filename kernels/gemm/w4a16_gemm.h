@@ -1,6 +1,7 @@
 // W4A16: y = x W^T (+ bias) with 16-bit activations and 4-bit weights (GPTQ, AWQ, int4 RTN,
-// GGUF Q4_0) in the tile layout of quant/w4a16_layout.h, dequantized in registers straight into
-// tensor-core fragments (the Marlin recipe, ../shared/GPU.md 4.3).
+// GGUF Q4_0, Q4_1, Q4_K) or 8-bit ones (W8A16: GGUF Q5_0, Q5_1, Q8_0, Q5_K, Q6_K) in the tile
+// layout of quant/w4a16_layout.h, dequantized in registers straight into tensor-core fragments
+// (the Marlin recipe, ../shared/GPU.md 4.3).
 //
 // Per 16-column step a lane turns one 32-bit word into four B registers with a mask and an OR
 // (16-bit floats {magic + q}) and one exact subtraction of {magic + z}: the fragments hold the
@@ -27,14 +28,24 @@
 
 namespace pagoda::kernels {
 
-/// A W4A16Matrix uploaded as is (quant/w4a16_layout.h).
+/// A W4A16Matrix uploaded as is (quant/w4a16_layout.h), in the zero-point form (zeros) or the
+/// GGUF form (scale_codes, and mins where the type has them).
 struct W4A16Weights {
   const std::uint32_t* packed = nullptr;  ///< row_tiles * k_tiles * 128 words
-  const std::uint16_t* scales = nullptr;  ///< fp16, [groups][padded_rows]
-  const std::uint8_t* zeros = nullptr;    ///< [groups][padded_rows]
-  std::int64_t rows = 0;                  ///< n
-  std::int64_t cols = 0;                  ///< k
-  std::int64_t group_size = 0;            ///< a multiple of 32 (cols: per channel)
+  /// fp16, [groups][padded_rows]; the GGUF form: [scale_groups][padded_rows]
+  const std::uint16_t* scales = nullptr;
+  const std::uint8_t* zeros = nullptr;  ///< [groups][padded_rows]; null in the GGUF form
+  std::int64_t rows = 0;                ///< n
+  std::int64_t cols = 0;                ///< k
+  /// A multiple of 32 (cols: per channel); the GGUF form: 32 or 16.
+  std::int64_t group_size = 0;
+  // The GGUF form (scale_codes non-null).
+  const std::uint32_t* packed_hi = nullptr;  ///< 8-bit codes' high nibbles, as packed; or null
+  const std::int8_t* scale_codes = nullptr;  ///< [groups][padded_rows]
+  const std::uint16_t* mins = nullptr;       ///< fp16, [scale_groups][padded_rows], or null
+  const std::int8_t* min_codes = nullptr;    ///< [groups][padded_rows] (with mins)
+  int super_shift = 0;                       ///< groups per scale and min: 1 << super_shift
+  int code_zero = 0;                         ///< subtracted from every code
 };
 
 struct W4A16GemmParams {
@@ -57,18 +68,21 @@ struct W4A16GemmParams {
 /// Counters a launch of up to `max_m` rows of x over an n-row weight needs.
 std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n);
 
-/// Workspace launch_w4a16_gemm uses for this shape on the current device (0: none).
+/// Workspace launch_w4a16_gemm uses for this shape on the current device (0: none); enough for
+/// every weight form (the GGUF form's larger rings never split K further).
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k);
 
 /// True when `p` can run: 16-bit dtype, m >= 1, cols a multiple of 32, group_size a multiple of
-/// 32, 16-byte aligned x and packed weights.
+/// 32 (the GGUF form: 16 or 32), 16-byte aligned x and packed weights.
 bool w4a16_gemm_applies(const W4A16GemmParams& p);
 
 /// Each output is an fp32 sum of per-group fp32 sums, rounded once to the output type. A
 /// workspace smaller than w4a16_gemm_workspace_bytes only means fewer CTAs share K.
 Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream);
 
-/// out [rows, cols] dtype = d * (q - z), computed exactly in fp32 and rounded once.
+/// out [rows, cols] dtype = d * (q - z), computed exactly in fp32 and rounded once; the GGUF form
+/// (S sc) (q - code_zero) + B mc, its fp32 rounding (the CPU dequantizer's value), then the
+/// dtype's.
 Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarType dtype,
                                cudaStream_t stream);
 

@@ -32,21 +32,39 @@ StatusOr<W4A16Linear> W4A16Linear::upload(const quant::W4A16Matrix& m) {
   W4A16Linear layer;
   PAGODA_ASSIGN_OR_RETURN(layer.packed_, to_device(m.packed));
   PAGODA_ASSIGN_OR_RETURN(layer.scales_, to_device(m.scales));
-  PAGODA_ASSIGN_OR_RETURN(layer.zeros_, to_device(m.zeros));
   if (!m.input_permutation.empty()) {
     PAGODA_ASSIGN_OR_RETURN(layer.permutation_, to_device(m.input_permutation));
   }
   layer.view_ = {.packed = layer.packed_.as<std::uint32_t>(),
                  .scales = layer.scales_.as<std::uint16_t>(),
-                 .zeros = layer.zeros_.as<std::uint8_t>(),
                  .rows = m.rows,
                  .cols = m.cols,
                  .group_size = m.group_size};
+  if (!m.gguf_form()) {
+    PAGODA_ASSIGN_OR_RETURN(layer.zeros_, to_device(m.zeros));
+    layer.view_.zeros = layer.zeros_.as<std::uint8_t>();
+    return layer;
+  }
+  PAGODA_ASSIGN_OR_RETURN(layer.scale_codes_, to_device(m.scale_codes));
+  layer.view_.scale_codes = layer.scale_codes_.as<std::int8_t>();
+  layer.view_.super_shift = m.super_shift;
+  layer.view_.code_zero = m.code_zero;
+  if (m.eight_bit()) {
+    PAGODA_ASSIGN_OR_RETURN(layer.packed_hi_, to_device(m.packed_hi));
+    layer.view_.packed_hi = layer.packed_hi_.as<std::uint32_t>();
+  }
+  if (!m.mins.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(layer.mins_, to_device(m.mins));
+    PAGODA_ASSIGN_OR_RETURN(layer.min_codes_, to_device(m.min_codes));
+    layer.view_.mins = layer.mins_.as<std::uint16_t>();
+    layer.view_.min_codes = layer.min_codes_.as<std::int8_t>();
+  }
   return layer;
 }
 
 std::size_t W4A16Linear::device_bytes() const {
-  return packed_.bytes() + scales_.bytes() + zeros_.bytes() + permutation_.bytes();
+  return packed_.bytes() + scales_.bytes() + zeros_.bytes() + packed_hi_.bytes() +
+         scale_codes_.bytes() + mins_.bytes() + min_codes_.bytes() + permutation_.bytes();
 }
 
 std::size_t W4A16Linear::scratch_bytes(std::int64_t m, cuda::ScalarType dtype) const {

@@ -1,5 +1,6 @@
-// A W4A16 linear layer on the device (GPTQ / AWQ / int4 RTN / GGUF Q4_0 weights kept 4-bit): the
-// tiles, scales and zeros of one quant::W4A16Matrix and its act-order permutation, and the
+// A W4A16 linear layer on the device (GPTQ / AWQ / int4 RTN / GGUF Q4_0 weights kept 4-bit, and
+// the other GGUF types in the GGUF form, 4- or 8-bit): the tiles, scales and zeros (or codes and
+// mins) of one quant::W4A16Matrix and its act-order permutation, and the
 // choice per call between the in-register kernel (w4a16_gemm.h) for few rows of x and
 // dequantize + cuBLASLt for many, where the tensor cores' full tiles win (../shared/GPU.md 4.3).
 #pragma once
@@ -31,6 +32,8 @@ class W4A16Linear {
   std::int64_t rows() const { return view_.rows; }
   std::int64_t cols() const { return view_.cols; }
   const W4A16Weights& weights() const { return view_; }
+  /// 8-bit codes (W8A16: GGUF Q5_0, Q5_1, Q8_0, Q5_K, Q6_K).
+  bool eight_bit() const { return view_.packed_hi != nullptr; }
   /// Device bytes the layer holds (what a 4-bit checkpoint costs on the GPU).
   std::size_t device_bytes() const;
 
@@ -50,6 +53,10 @@ class W4A16Linear {
   cuda::DeviceBuffer packed_;
   cuda::DeviceBuffer scales_;
   cuda::DeviceBuffer zeros_;
+  cuda::DeviceBuffer packed_hi_;  // the GGUF form's arrays, empty in the zero-point form
+  cuda::DeviceBuffer scale_codes_;
+  cuda::DeviceBuffer mins_;
+  cuda::DeviceBuffer min_codes_;
   cuda::DeviceBuffer permutation_;  // empty without act-order
   W4A16Weights view_;
 };

@@ -47,7 +47,9 @@ CudaLinearLayer CudaLinearLayer::fp8(kernels::Fp8Linear layer) {
 }
 
 DeviceLinearKind CudaLinearLayer::kind() const {
-  if (std::holds_alternative<kernels::W4A16Linear>(impl_)) return DeviceLinearKind::kW4A16;
+  if (const auto* w4 = std::get_if<kernels::W4A16Linear>(&impl_)) {
+    return w4->eight_bit() ? DeviceLinearKind::kW8A16 : DeviceLinearKind::kW4A16;
+  }
   if (std::holds_alternative<kernels::Fp8Linear>(impl_)) return DeviceLinearKind::kFp8;
   return DeviceLinearKind::kDense;
 }

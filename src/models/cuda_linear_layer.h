@@ -1,9 +1,9 @@
 // One linear layer of the CUDA executor in the form its weights allow (device_linear_plan.h
 // picks it on the host): dense in the activation dtype (cuBLASLt, or the skinny kernel for
-// decode-sized products), 4-bit W4A16, or FP8 W8A8. CudaDecoderOps calls forward() whatever the
-// form; quantized forms use the executor's one scratch buffer, sized at load from
-// max_scratch_bytes for the token budget, so nothing is allocated during a step (or inside a
-// captured decode graph).
+// decode-sized products), 4-bit W4A16 (8-bit W8A16 for GGUF types), or FP8 W8A8. CudaDecoderOps
+// calls forward() whatever the form; quantized forms use the executor's one scratch buffer, sized
+// at load from max_scratch_bytes for the token budget, so nothing is allocated during a step (or
+// inside a captured decode graph).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -120,7 +120,7 @@ StatusOr<CudaLinearLayer> allocate_dense(std::int64_t rows, std::int64_t cols, S
 StatusOr<CudaLinearLayer> upload_linear(std::span<const cpu::TensorView> parts, ScalarType dtype,
                                         Uploader& up) {
   const DeviceLinearKind kind = device_linear_kind(parts, dtype != ScalarType::kF32);
-  if (kind == DeviceLinearKind::kW4A16) {
+  if (kind == DeviceLinearKind::kW4A16 || kind == DeviceLinearKind::kW8A16) {
     PAGODA_ASSIGN_OR_RETURN(const quant::W4A16Matrix packed, w4a16_layout(parts));
     PAGODA_ASSIGN_OR_RETURN(kernels::W4A16Linear layer, kernels::W4A16Linear::upload(packed));
     return CudaLinearLayer::w4a16(std::move(layer));
@@ -284,14 +284,14 @@ std::size_t CudaLlamaWeights::device_bytes() const {
 }
 
 std::string CudaLlamaWeights::summary() const {
-  int counts[3] = {0, 0, 0};
+  int counts[4] = {0, 0, 0, 0};
   for (const CudaLayerWeights& l : layers) {
     for (const CudaLinearLayer* linear : l.linear_layers())
       ++counts[static_cast<int>(linear->kind())];
   }
   std::string text;
-  for (const DeviceLinearKind kind :
-       {DeviceLinearKind::kW4A16, DeviceLinearKind::kFp8, DeviceLinearKind::kDense}) {
+  for (const DeviceLinearKind kind : {DeviceLinearKind::kW4A16, DeviceLinearKind::kW8A16,
+                                      DeviceLinearKind::kFp8, DeviceLinearKind::kDense}) {
     const int n = counts[static_cast<int>(kind)];
     if (n == 0) continue;
     if (!text.empty()) text += " + ";

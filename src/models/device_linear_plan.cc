@@ -2,16 +2,20 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "quant/f8_s_block.h"
+#include "quant/gguf_repack.h"
 #include "quant/q4_z_block.h"
 
 namespace pagoda::models {
 
 namespace {
 
-bool is_32_block_type(DType t) {
-  return t == DType::kQ4_Z || t == DType::kQ4_0 || t == DType::kF8_S;
+// A block type that stacks into one quantized matrix with a GPU form.
+bool is_stackable_type(DType t) {
+  return t == DType::kQ4_Z || t == DType::kQ4_0 || t == DType::kF8_S ||
+         quant::gguf_repack_supported(t);
 }
 
 std::size_t row_bytes(const cpu::TensorView& v) {
@@ -27,12 +31,13 @@ bool same_permutation(const cpu::TensorView& a, const cpu::TensorView& b) {
                      static_cast<std::size_t>(a.num_cols) * sizeof(std::int32_t)) == 0;
 }
 
-// The parts can be stacked into one matrix of a 32-block type.
+// The parts can be stacked into one matrix of a type with a GPU form (whole blocks of 32 or 256).
 bool stackable(std::span<const cpu::TensorView> parts) {
-  if (parts.empty() || !is_32_block_type(parts[0].dtype)) return false;
+  if (parts.empty() || !is_stackable_type(parts[0].dtype)) return false;
+  const std::int64_t block = dtype_info(parts[0].dtype).block_size;
   for (const cpu::TensorView& p : parts) {
     if (p.dtype != parts[0].dtype || p.num_cols != parts[0].num_cols || p.num_cols % 32 != 0 ||
-        p.num_rows <= 0 || !same_permutation(p, parts[0])) {
+        p.num_cols % block != 0 || p.num_rows <= 0 || !same_permutation(p, parts[0])) {
       return false;
     }
   }
@@ -52,6 +57,27 @@ bool f8_s_scales_per_row(const cpu::TensorView& v) {
   return true;
 }
 
+// Parts of GGUF types with a GPU form (quant/gguf_repack.h), not necessarily one type: they stack
+// into one matrix of the GGUF form (the general one when their types differ).
+bool gguf_stackable(std::span<const cpu::TensorView> parts) {
+  if (parts.empty()) return false;
+  for (const cpu::TensorView& p : parts) {
+    if (!quant::gguf_repack_supported(p.dtype) || p.input_permutation != nullptr ||
+        p.num_cols != parts[0].num_cols || p.num_cols % dtype_info(p.dtype).block_size != 0 ||
+        p.num_rows <= 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool one_type(std::span<const cpu::TensorView> parts) {
+  for (const cpu::TensorView& p : parts) {
+    if (p.dtype != parts[0].dtype) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string_view device_linear_kind_name(DeviceLinearKind kind) {
@@ -59,13 +85,21 @@ std::string_view device_linear_kind_name(DeviceLinearKind kind) {
     case DeviceLinearKind::kDense: return "dense";
     case DeviceLinearKind::kW4A16: return "w4a16";
     case DeviceLinearKind::kFp8: return "fp8";
+    case DeviceLinearKind::kW8A16: return "w8a16";
   }
   return "dense";
 }
 
 DeviceLinearKind device_linear_kind(std::span<const cpu::TensorView> parts,
                                     bool activations_16bit) {
-  if (!activations_16bit || !stackable(parts)) return DeviceLinearKind::kDense;
+  if (!activations_16bit) return DeviceLinearKind::kDense;
+  if (gguf_stackable(parts)) {
+    // GGUF files carry no act-order permutation; mixed types take the 8-bit general form.
+    return one_type(parts) && !quant::gguf_repack_eight_bit(parts[0].dtype)
+               ? DeviceLinearKind::kW4A16
+               : DeviceLinearKind::kW8A16;
+  }
+  if (!stackable(parts)) return DeviceLinearKind::kDense;
   switch (parts[0].dtype) {
     case DType::kQ4_Z:
     case DType::kQ4_0: return DeviceLinearKind::kW4A16;
@@ -84,7 +118,7 @@ StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorVie
   if (!stackable(parts)) {
     return invalid_argument(
         "concatenate_rows: the parts differ in block type, columns or input permutation, or are "
-        "not Q4_Z / Q4_0 / F8_S");
+        "not Q4_Z / Q4_0 / F8_S / a GGUF type with a GPU form");
   }
   quant::QuantizedMatrix m;
   m.dtype = parts[0].dtype;
@@ -108,11 +142,43 @@ StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorVie
 }
 
 StatusOr<quant::W4A16Matrix> w4a16_layout(std::span<const cpu::TensorView> parts) {
+  if (gguf_stackable(parts)) {
+    std::vector<quant::GgufPart> gguf;
+    for (const cpu::TensorView& p : parts) {
+      gguf.push_back({.dtype = p.dtype,
+                      .blocks = static_cast<const std::uint8_t*>(p.data),
+                      .rows = p.num_rows,
+                      .row_stride = static_cast<std::size_t>(p.row_stride)});
+    }
+    return quant::repack_gguf_parts(gguf, parts[0].num_cols);
+  }
   PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
   if (stacked.dtype == DType::kQ4_0) {
     return quant::repack_w4a16_q4_0(stacked.bytes.data(), stacked.rows, stacked.cols);
   }
   return quant::repack_w4a16(stacked);
+}
+
+StatusOr<std::size_t> planned_device_bytes(std::span<const cpu::TensorView> parts,
+                                           bool activations_16bit, std::size_t dense_bytes) {
+  std::int64_t rows = 0;
+  for (const cpu::TensorView& p : parts) rows += p.num_rows;
+  const std::int64_t cols = parts.empty() ? 0 : parts[0].num_cols;
+  switch (device_linear_kind(parts, activations_16bit)) {
+    case DeviceLinearKind::kDense: return static_cast<std::size_t>(rows * cols) * dense_bytes;
+    case DeviceLinearKind::kFp8: {
+      PAGODA_ASSIGN_OR_RETURN(const quant::Fp8ChannelMatrix m, fp8_layout(parts));
+      return m.codes.size() + m.scales.size() * sizeof(float);
+    }
+    case DeviceLinearKind::kW4A16:
+    case DeviceLinearKind::kW8A16:
+      if (gguf_stackable(parts) && one_type(parts)) {
+        return quant::gguf_device_bytes(parts[0].dtype, rows, cols);
+      }
+      PAGODA_ASSIGN_OR_RETURN(const quant::W4A16Matrix m, w4a16_layout(parts));
+      return m.device_bytes();
+  }
+  return static_cast<std::size_t>(rows * cols) * dense_bytes;
 }
 
 StatusOr<quant::Fp8ChannelMatrix> fp8_layout(std::span<const cpu::TensorView> parts) {

@@ -9,25 +9,6 @@ namespace pagoda::quant {
 
 namespace {
 
-W4A16Matrix empty_layout(std::int64_t rows, std::int64_t cols, std::int64_t group_size) {
-  W4A16Matrix m;
-  m.rows = rows;
-  m.cols = cols;
-  m.group_size = group_size;
-  m.packed.assign(static_cast<std::size_t>(m.row_tiles() * m.k_tiles() * kW4A16TileWords), 0);
-  const auto per_group = static_cast<std::size_t>(m.groups() * m.padded_rows());
-  m.scales.assign(per_group, 0);
-  m.zeros.assign(per_group, 0);
-  return m;
-}
-
-void put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
-  std::int64_t word = 0;
-  int shift = 0;
-  w4a16_slot(row, col, m.k_tiles(), &word, &shift);
-  m.packed[static_cast<std::size_t>(word)] |= static_cast<std::uint32_t>(q & 0x0F) << shift;
-}
-
 std::uint16_t load_u16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
 }
@@ -36,8 +17,8 @@ std::uint16_t load_u16(const std::uint8_t* p) {
 // [col, col + 32) of `row`.
 void put_block_codes(W4A16Matrix& m, std::int64_t row, std::int64_t col, const std::uint8_t* qs) {
   for (int j = 0; j < 16; ++j) {
-    put_code(m, row, col + j, qs[j] & 0x0F);
-    put_code(m, row, col + j + 16, qs[j] >> 4);
+    w4a16_put_code(m, row, col + j, qs[j] & 0x0F);
+    w4a16_put_code(m, row, col + j + 16, qs[j] >> 4);
   }
 }
 
@@ -59,6 +40,34 @@ bool groups_are_uniform(const QuantizedMatrix& q, std::int64_t group_size) {
 
 }  // namespace
 
+W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,
+                        bool gguf_form, bool eight_bit) {
+  W4A16Matrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.group_size = group_size;
+  const auto words = static_cast<std::size_t>(m.row_tiles() * m.k_tiles() * kW4A16TileWords);
+  m.packed.assign(words, 0);
+  if (eight_bit) m.packed_hi.assign(words, 0);
+  const auto per_group = static_cast<std::size_t>(m.groups() * m.padded_rows());
+  m.scales.assign(per_group, 0);
+  if (gguf_form) {
+    m.scale_codes.assign(per_group, 0);
+  } else {
+    m.zeros.assign(per_group, 0);
+  }
+  return m;
+}
+
+void w4a16_put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
+  std::int64_t word = 0;
+  int shift = 0;
+  w4a16_slot(row, col, m.k_tiles(), &word, &shift);
+  const auto at = static_cast<std::size_t>(word);
+  m.packed[at] |= static_cast<std::uint32_t>(q & 0x0F) << shift;
+  if (m.eight_bit()) m.packed_hi[at] |= static_cast<std::uint32_t>((q >> 4) & 0x0F) << shift;
+}
+
 StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
   if (q.dtype != DType::kQ4_Z) {
     return invalid_argument(std::string("W4A16 repacks Q4_Z, not ") +
@@ -75,7 +84,7 @@ StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
       !groups_are_uniform(q, group_size)) {
     group_size = 32;
   }
-  W4A16Matrix m = empty_layout(q.rows, q.cols, group_size);
+  W4A16Matrix m = w4a16_empty(q.rows, q.cols, group_size, false, false);
   m.input_permutation = q.input_permutation;
   const std::int64_t blocks_per_row = q.cols / 32;
   for (std::int64_t n = 0; n < q.rows; ++n) {
@@ -101,7 +110,7 @@ StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t
                             " columns are not whole 32-blocks");
   }
   constexpr std::int64_t kQ4_0BlockBytes = 18;
-  W4A16Matrix m = empty_layout(rows, cols, 32);
+  W4A16Matrix m = w4a16_empty(rows, cols, 32, false, false);
   const std::int64_t blocks_per_row = cols / 32;
   for (std::int64_t n = 0; n < rows; ++n) {
     for (std::int64_t b = 0; b < blocks_per_row; ++b) {
@@ -119,12 +128,31 @@ int w4a16_code(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
   std::int64_t word = 0;
   int shift = 0;
   w4a16_slot(row, col, m.k_tiles(), &word, &shift);
-  return static_cast<int>((m.packed[static_cast<std::size_t>(word)] >> shift) & 0x0F);
+  const auto at = static_cast<std::size_t>(word);
+  const int hi = m.eight_bit() ? static_cast<int>((m.packed_hi[at] >> shift) & 0x0F) : 0;
+  return static_cast<int>((m.packed[at] >> shift) & 0x0F) | (hi << 4);
+}
+
+float w4a16_min_term(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
+  if (m.mins.empty()) return 0.0f;
+  const std::int64_t group = col / m.group_size;
+  const auto at = static_cast<std::size_t>(group * m.padded_rows() + row);
+  const auto super_at = static_cast<std::size_t>((group >> m.super_shift) * m.padded_rows() + row);
+  return fp16_to_float(m.mins[super_at]) * static_cast<float>(m.min_codes[at]);
 }
 
 float w4a16_weight(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
-  const auto at = static_cast<std::size_t>((col / m.group_size) * m.padded_rows() + row);
-  return fp16_to_float(m.scales[at]) * static_cast<float>(w4a16_code(m, row, col) - m.zeros[at]);
+  const std::int64_t group = col / m.group_size;
+  const auto at = static_cast<std::size_t>(group * m.padded_rows() + row);
+  if (!m.gguf_form()) {
+    return fp16_to_float(m.scales[at]) * static_cast<float>(w4a16_code(m, row, col) - m.zeros[at]);
+  }
+  // The reference dequantizer's order: (d * sc) * q first (exact), then the min added (one
+  // rounding); B = -dmin makes d*sc*q - dmin*mc's subtraction the same addition.
+  const auto super_at = static_cast<std::size_t>((group >> m.super_shift) * m.padded_rows() + row);
+  const float scale = fp16_to_float(m.scales[super_at]) * static_cast<float>(m.scale_codes[at]);
+  const float w = scale * static_cast<float>(w4a16_code(m, row, col) - m.code_zero);
+  return m.mins.empty() ? w : w + w4a16_min_term(m, row, col);
 }
 
 }  // namespace pagoda::quant

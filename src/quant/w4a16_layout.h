@@ -4,6 +4,19 @@
 // Built on the host from the CPU's exact layouts (Q4_Z for GPTQ / AWQ / int4 RTN, GGUF Q4_0), so
 // the weights the GPU multiplies are the same numbers, w = d * (q - z), with no rounding added.
 //
+// GGUF's other block types take a second form, the GGUF form (gguf_repack.h), whose scales are
+// factored the way the file stores them, so that no product of two stored numbers has to be
+// rounded to fp16:
+//
+//   w = S[group >> super_shift] * sc[group] * (q - code_zero)  +  B[group >> super_shift] *
+//   mc[group]
+//
+// S, B fp16 (a super-block's d and -dmin, or a block's d and m), sc, mc int8 (a K-quant's 6-bit
+// sub-block scale and min; 1 for the 32-blocks), q a 4-bit code, or an 8-bit one whose high
+// nibble lives in a second array of tiles laid out as the first (`packed_hi`). Each product
+// S * sc is exact in fp32 (11 x 8 significant bits), and so is its product with q - code_zero
+// (at most 8 more); the min term is absent for the types without one.
+//
 // Tiles of 16 output rows x 64 input columns, 128 words each, stored tile-row-major
 // (tile (nt, kt) at word (nt * k_tiles + kt) * 128). Lane l (g = l / 4, t = l % 4) owns words
 // 4l .. 4l+3; word s holds the 16-column step s of the tile, and in it the nibble pair i (bits
@@ -51,24 +64,47 @@ struct W4A16Matrix {
   std::int64_t rows = 0;  ///< output channels (n)
   std::int64_t cols = 0;  ///< input channels (k), as stored (see input_permutation)
   /// Consecutive stored columns sharing a scale and zero: a multiple of 32 (cols for per-channel
-  /// scales; the kernel reads the last group's scale for the zero padding past cols).
+  /// scales; the kernel reads the last group's scale for the zero padding past cols). The GGUF
+  /// form: 32, or 16 (Q6_K).
   std::int64_t group_size = 0;
-  std::vector<std::uint32_t> packed;  ///< row_tiles() * k_tiles() * 128 words
-  std::vector<std::uint16_t> scales;  ///< fp16 bits, [groups()][padded_rows()]
-  std::vector<std::uint8_t> zeros;    ///< 0..16, [groups()][padded_rows()]
+  std::vector<std::uint32_t> packed;  ///< row_tiles() * k_tiles() * 128 words: codes' low nibbles
+  /// fp16 bits: [groups()][padded_rows()]; the GGUF form's S: [scale_groups()][padded_rows()].
+  std::vector<std::uint16_t> scales;
+  std::vector<std::uint8_t> zeros;  ///< 0..16, [groups()][padded_rows()]; empty in the GGUF form
   /// [cols] or empty, as QuantizedMatrix: stored column j multiplies x[:, input_permutation[j]].
   std::vector<std::int32_t> input_permutation;
+
+  // The GGUF form (empty scale_codes: the zero-point form above).
+  std::vector<std::uint32_t> packed_hi;  ///< 8-bit codes' high nibbles, as packed; or empty
+  std::vector<std::int8_t> scale_codes;  ///< sc, [groups()][padded_rows()]
+  std::vector<std::uint16_t> mins;       ///< B, fp16 bits, [scale_groups()][padded_rows()] or empty
+  std::vector<std::int8_t> min_codes;    ///< mc, [groups()][padded_rows()] (with mins)
+  int super_shift = 0;                   ///< groups per S and B: 1 << super_shift
+  int code_zero = 0;                     ///< subtracted from every code (0..128)
 
   std::int64_t row_tiles() const { return (rows + kW4A16TileRows - 1) / kW4A16TileRows; }
   std::int64_t k_tiles() const { return (cols + kW4A16TileCols - 1) / kW4A16TileCols; }
   std::int64_t padded_rows() const { return row_tiles() * kW4A16TileRows; }
   std::int64_t groups() const { return (cols + group_size - 1) / group_size; }
-  /// Bytes the GPU holds for this matrix (packed + scales + zeros).
+  std::int64_t scale_groups() const { return ((groups() - 1) >> super_shift) + 1; }
+  bool gguf_form() const { return !scale_codes.empty(); }
+  bool eight_bit() const { return !packed_hi.empty(); }
+  /// Bytes the GPU holds for this matrix (every array above but the permutation).
   std::size_t device_bytes() const {
-    return packed.size() * sizeof(std::uint32_t) + scales.size() * sizeof(std::uint16_t) +
-           zeros.size();
+    return (packed.size() + packed_hi.size()) * sizeof(std::uint32_t) +
+           (scales.size() + mins.size()) * sizeof(std::uint16_t) + zeros.size() +
+           scale_codes.size() + min_codes.size();
   }
 };
+
+/// A matrix of zero codes, scales and zeros (or, `gguf_form`, codes and mins) for the repackers
+/// to fill; `eight_bit` adds packed_hi.
+W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,
+                        bool gguf_form, bool eight_bit);
+
+/// Stores code q (0..15, or 0..255 in an eight_bit matrix) of weight (row, col); the slot must
+/// still hold 0.
+void w4a16_put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q);
 
 /// Repacks a Q4_Z matrix (GPTQ, AWQ, int4 RTN). Its group_size is kept when every 32-block of a
 /// group repeats the group's scale and zero (as the checkpoint repackers write them); otherwise
@@ -80,10 +116,17 @@ StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& matrix);
 StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t rows,
                                         std::int64_t cols);
 
-/// The 4-bit code q (0..15) of stored weight (row, col), read back from the packed tiles.
+/// The code q (0..15, or 0..255 with packed_hi) of stored weight (row, col), read back from the
+/// packed tiles.
 int w4a16_code(const W4A16Matrix& m, std::int64_t row, std::int64_t col);
 
-/// The weight d * (q - z) at (row, col), in float (exact), read back from the packed layout.
+/// The weight at (row, col) read back from the packed layout, in float: d * (q - z) (exact), or
+/// in the GGUF form (S * sc) * (q - code_zero) + B * mc, the product exact and the sum rounded
+/// once, in the order the CPU's reference dequantizer rounds it.
 float w4a16_weight(const W4A16Matrix& m, std::int64_t row, std::int64_t col);
+
+/// The GGUF form's additive term B * mc at (row, col) (0 without one): what a test's error bound
+/// needs besides |w| (the kernel sums the two terms apart).
+float w4a16_min_term(const W4A16Matrix& m, std::int64_t row, std::int64_t col);
 
 }  // namespace pagoda::quant

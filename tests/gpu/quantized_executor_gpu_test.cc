@@ -1,13 +1,17 @@
 // Quantized weights kept quantized by the CUDA executor (models/device_linear_plan.h): 4-bit
-// Q4_Z / Q4_0 as W4A16 layers, per-channel F8_S as FP8 W8A8 layers, against the CPU executor on
-// the same weights. The CPU multiplies the quantized numbers exactly with fp32 activations, so
+// Q4_Z / Q4_0 as W4A16 layers, the other GGUF types in the W4A16 kernel's GGUF form (4- or
+// 8-bit codes), per-channel F8_S as FP8 W8A8 layers, against the CPU executor on the same
+// weights. The CPU multiplies the quantized numbers exactly with fp32 activations, so
 // the tolerances come from what the GPU rounds besides:
 //
 //   W4A16 (bf16 / f16 activations): up to kW4A16KernelMaxRows rows the kernel multiplies the
 //     exact weights d * (q - z) (the zero subtracted exactly, each group's fp32 sum scaled
 //     once); past them the layer dequantizes them to the activation dtype, one rounding, as a
 //     dense upload does. So the bound of the dense BF16 test holds: 5e-2 relative L2 (about one
-//     rounding, u = 2^-8, per op, ~20 ops deep).
+//     rounding, u = 2^-8, per op, ~20 ops deep). The GGUF form (W4A16 and W8A16) is the same
+//     argument: its codes are exact in the 16-bit fragments, (S sc) is exact in fp32, and the
+//     min term B mc multiplies x's group sum (fp32) once per group, so the weights are the
+//     CPU's unrounded; the GPU's roundings are bf16 activations' and fp32 sums'.
 //   FP8 W8A8 (bf16 activations): every product's input is also rounded to E4M3 per token (3
 //     mantissa bits: relative error <= 2^-4, RMS ~2^-4 / sqrt(3) = 0.036 per element), 4 such
 //     inputs per layer (QKV, O, gate/up, down) over 2 layers: sqrt(8) x 0.036 = 0.10 relative
@@ -23,6 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -41,6 +46,7 @@
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/random_llama.h"
 #include "tests/unit/models/model_test_util.h"
+#include "tests/unit/quant/gguf_test_blocks.h"
 
 namespace pagoda {
 namespace {
@@ -152,6 +158,51 @@ void quantize_layers(const ModelConfig& c, models::LlamaWeights& weights, Form f
   }
 }
 
+// GGUF blocks of `type` for `view` (a dense fp32 matrix of the host model), kept in
+// `weights.repacked` as a loader would map them from a file.
+cpu::TensorView gguf(models::LlamaWeights& weights, const cpu::TensorView& view, DType type) {
+  std::vector<float> dense(static_cast<std::size_t>(view.num_rows * view.num_cols));
+  for (std::int64_t r = 0; r < view.num_rows; ++r) {
+    std::memcpy(dense.data() + r * view.num_cols, view.row(r),
+                static_cast<std::size_t>(view.num_cols) * sizeof(float));
+  }
+  auto owned = std::make_shared<quant::QuantizedMatrix>();
+  owned->dtype = type;
+  owned->rows = view.num_rows;
+  owned->cols = view.num_cols;
+  owned->group_size = 32;
+  owned->bytes = quant::testing::quantize_gguf(type, dense.data(), view.num_rows, view.num_cols);
+  const cpu::TensorView out = cpu::dense_view(owned->bytes.data(), type, owned->rows, owned->cols);
+  weights.repacked.push_back(std::move(owned));
+  return out;
+}
+
+// Every decoder layer matrix as GGUF `type`, but V and down as `v_down` (a Q4_K_M file's mix
+// gives some layers' V and down Q6_K).
+void gguf_layers(models::LlamaWeights& weights, DType type, DType v_down) {
+  for (models::LlamaLayerWeights& l : weights.layers) {
+    l.q_proj = gguf(weights, l.q_proj, type);
+    l.k_proj = gguf(weights, l.k_proj, type);
+    l.v_proj = gguf(weights, l.v_proj, v_down);
+    l.o_proj = gguf(weights, l.o_proj, type);
+    l.gate_proj = gguf(weights, l.gate_proj, type);
+    l.up_proj = gguf(weights, l.up_proj, type);
+    l.down_proj = gguf(weights, l.down_proj, v_down);
+  }
+}
+
+void run_gguf(bool qwen2, ScalarType type, DType dtype, DType v_down,
+              const std::string& want_summary) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  const auto model = gpu_test::make_model(qwen2, type, qwen2 ? 27u : 28u);
+  ASSERT_EQ(model->weights.layers[0].q_proj.dtype, DType::kF32);
+  gguf_layers(model->weights, dtype, v_down);
+  std::string summary;
+  gpu_test::run_against_cpu(model->config, model->weights, type, kW4A16Tolerance,
+                            qwen2 ? "qwen2" : "llama", &summary);
+  EXPECT_THAT(summary, HasSubstr(want_summary));
+}
+
 void run_quantized(bool qwen2, ScalarType type, Form form, double tolerance,
                    const std::string& want_summary) {
   PAGODA_SKIP_WITHOUT_GPU();
@@ -193,6 +244,44 @@ TEST(GpuQuantizedExecutor, Int4ActOrderFp32IsDenseAndExact) {
 // int16 activations (2^-16 of a block's largest |x|: far below bf16's rounding).
 TEST(GpuQuantizedExecutor, GgufQ4_0LlamaBf16MatchesCpu) {
   run_quantized(false, ScalarType::kBF16, Form::kQ4_0, kW4A16Tolerance, "8 w4a16 linear layers");
+}
+
+// The other GGUF types stay quantized too, in the W4A16 kernel's GGUF form (4-bit codes for
+// Q4_1, Q4_K; 8-bit for Q5_0, Q8_0, Q5_K, Q6_K): the weights are the CPU's, unrounded (the
+// kernel multiplies (S sc)(q - z) and adds B mc times x's group sum), so the W4A16 bound holds.
+TEST(GpuQuantizedExecutor, GgufQ4_1LlamaBf16MatchesCpu) {
+  run_gguf(false, ScalarType::kBF16, DType::kQ4_1, DType::kQ4_1, "8 w4a16 linear layers");
+}
+
+TEST(GpuQuantizedExecutor, GgufQ4_KQwen2Bf16MatchesCpu) {
+  run_gguf(true, ScalarType::kBF16, DType::kQ4_K, DType::kQ4_K, "8 w4a16 linear layers");
+}
+
+TEST(GpuQuantizedExecutor, GgufQ4_KLlamaF16MatchesCpu) {
+  run_gguf(false, ScalarType::kF16, DType::kQ4_K, DType::kQ4_K, "8 w4a16 linear layers");
+}
+
+TEST(GpuQuantizedExecutor, GgufQ5_KLlamaBf16MatchesCpu) {
+  run_gguf(false, ScalarType::kBF16, DType::kQ5_K, DType::kQ5_K, "8 w8a16 linear layers");
+}
+
+TEST(GpuQuantizedExecutor, GgufQ6_KLlamaBf16MatchesCpu) {
+  run_gguf(false, ScalarType::kBF16, DType::kQ6_K, DType::kQ6_K, "8 w8a16 linear layers");
+}
+
+TEST(GpuQuantizedExecutor, GgufQ8_0Qwen2Bf16MatchesCpu) {
+  run_gguf(true, ScalarType::kBF16, DType::kQ8_0, DType::kQ8_0, "8 w8a16 linear layers");
+}
+
+TEST(GpuQuantizedExecutor, GgufQ5_0LlamaF16MatchesCpu) {
+  run_gguf(false, ScalarType::kF16, DType::kQ5_0, DType::kQ5_0, "8 w8a16 linear layers");
+}
+
+// A Q4_K_M file's mix: Q4_K with V and down Q6_K. QKV's parts differ in type: one matrix in the
+// general GGUF form (8-bit codes, group 16, Q6_K's zero folded into the min term); O and
+// gate/up stay 4-bit, down 8-bit.
+TEST(GpuQuantizedExecutor, GgufQ4_K_MMixLlamaBf16MatchesCpu) {
+  run_gguf(false, ScalarType::kBF16, DType::kQ4_K, DType::kQ6_K, "4 w4a16 + 4 w8a16 linear layers");
 }
 
 TEST(GpuQuantizedExecutor, Fp8LlamaBf16MatchesCpu) {

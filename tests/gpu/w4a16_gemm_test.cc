@@ -9,7 +9,9 @@
 // fp32, then scaled (exact scale, one rounding) and summed in fp32 over groups and warps, then
 // rounded once to the output. So |got - ref| <= u_out |ref| + c * 2^-24 * sum |x w| with c the
 // number of additions on the longest path (< k / 8 + 64 here); a wrong fragment, group or tile
-// is off by whole |x w| terms.
+// is off by whole |x w| terms. The GGUF form (Q4_1, Q4_K: 4-bit codes; Q5_0, Q5_1, Q8_0, Q5_K,
+// Q6_K: 8-bit) adds x's group sum times the min term B mc to each group, so there sum |x w|
+// becomes sum |x| (|S sc (q - z)| + |B mc|): the two terms are rounded apart.
 #include "kernels/gemm/w4a16_gemm.h"
 
 #include <gtest/gtest.h>
@@ -23,8 +25,10 @@
 #include "backend/cuda/blas_lt.h"
 #include "kernels/gemm/w4a16_linear.h"
 #include "model/dequantize.h"
+#include "quant/gguf_repack.h"
 #include "quant/w4a16_layout.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/unit/backend/test_random.h"
 #include "tests/unit/quant/random_quant_blocks.h"
 
 namespace pagoda::kernels {
@@ -36,17 +40,36 @@ using gpu_test::DeviceVector;
 
 struct DeviceW4A16 {
   explicit DeviceW4A16(const quant::W4A16Matrix& m)
-      : packed(m.packed), scales(m.scales), zeros(m.zeros) {
+      : packed(m.packed),
+        scales(m.scales),
+        zeros(m.zeros),
+        packed_hi(m.packed_hi),
+        scale_codes(m.scale_codes),
+        mins(m.mins),
+        min_codes(m.min_codes) {
+    const auto or_null = [](const auto& host, const auto& device) {
+      return host.empty() ? nullptr : device.data();
+    };
     view = {.packed = packed.data(),
             .scales = scales.data(),
-            .zeros = zeros.data(),
+            .zeros = or_null(m.zeros, zeros),
             .rows = m.rows,
             .cols = m.cols,
-            .group_size = m.group_size};
+            .group_size = m.group_size,
+            .packed_hi = or_null(m.packed_hi, packed_hi),
+            .scale_codes = or_null(m.scale_codes, scale_codes),
+            .mins = or_null(m.mins, mins),
+            .min_codes = or_null(m.min_codes, min_codes),
+            .super_shift = m.super_shift,
+            .code_zero = m.code_zero};
   }
   DeviceVector<std::uint32_t> packed;
   DeviceVector<std::uint16_t> scales;
   DeviceVector<std::uint8_t> zeros;
+  DeviceVector<std::uint32_t> packed_hi;
+  DeviceVector<std::int8_t> scale_codes;
+  DeviceVector<std::uint16_t> mins;
+  DeviceVector<std::int8_t> min_codes;
   W4A16Weights view;
 };
 
@@ -84,10 +107,12 @@ void expect_matches_reference(const std::vector<float>& got, const std::vector<f
       double ref = bias.empty() ? 0.0 : bias[static_cast<std::size_t>(j)];
       double magnitude = std::abs(ref);
       for (std::int64_t c = 0; c < w.cols; ++c) {
-        const double p = static_cast<double>(x[static_cast<std::size_t>(i * w.cols + c)]) *
-                         dense[static_cast<std::size_t>(j * w.cols + c)];
-        ref += p;
-        magnitude += std::abs(p);
+        const double xv = x[static_cast<std::size_t>(i * w.cols + c)];
+        const double wv = dense[static_cast<std::size_t>(j * w.cols + c)];
+        ref += xv * wv;
+        // The GGUF form's kernel sums the scaled codes and the min term apart.
+        const double b = quant::w4a16_min_term(w, j, c);
+        magnitude += std::abs(xv) * (std::abs(wv - b) + std::abs(b));
       }
       const double g = got[static_cast<std::size_t>(i * w.rows + j)];
       const double tol = u_out * std::abs(ref) + sum_eps * magnitude + 1e-30;
@@ -251,6 +276,135 @@ TEST(GpuW4A16Gemm, DequantizeIsExactThenRoundedOnce) {
       for (std::size_t i = 0; i < want.size(); ++i) {
         ASSERT_EQ(got[i], want[i]) << "element " << i;
       }
+    }
+  }
+}
+
+// GGUF blocks in the GGUF form (quant/gguf_repack.h), every type, against float64: 4-bit codes
+// with mins (Q4_1, Q4_K), 8-bit codes (two nibble tiles) with and without mins, group 16 (Q6_K),
+// K not a multiple of the 64-column tile for the 32-block types, every m-tile count, bias, and K
+// split or not.
+TEST(GpuW4A16Gemm, GgufFormMatchesFloat64Reference) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(20261128);
+  std::mt19937 rng32(6);
+  struct GgufShape {
+    DType dtype;
+    std::int64_t n, k;
+  };
+  std::vector<std::pair<std::string, quant::W4A16Matrix>> matrices;
+  for (const GgufShape& s : {GgufShape{DType::kQ4_1, 100, 4128}, GgufShape{DType::kQ4_K, 37, 2304},
+                             GgufShape{DType::kQ5_0, 48, 2080}, GgufShape{DType::kQ5_1, 16, 96},
+                             GgufShape{DType::kQ8_0, 100, 4128}, GgufShape{DType::kQ5_K, 40, 768},
+                             GgufShape{DType::kQ6_K, 100, 2304}, GgufShape{DType::kQ6_K, 9, 256}}) {
+    const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, s.dtype, s.n, s.k);
+    StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(s.dtype, bytes.data(), s.n, s.k);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    matrices.emplace_back(std::string(dtype_name(s.dtype)), std::move(*w));
+  }
+  {
+    // Parts of different types in the general form (a Q4_K_M QKV, plus a Q8_0 part).
+    const std::int64_t k = 768;
+    const auto a = cpu::testing::random_weights(rng, DType::kQ4_K, 40, k);
+    const auto b = cpu::testing::random_weights(rng, DType::kQ6_K, 24, k);
+    const auto c = cpu::testing::random_weights(rng, DType::kQ8_0, 9, k);
+    const quant::GgufPart parts[] = {{DType::kQ4_K, a.data(), 40, a.size() / 40},
+                                     {DType::kQ6_K, b.data(), 24, b.size() / 24},
+                                     {DType::kQ8_0, c.data(), 9, c.size() / 9}};
+    StatusOr<quant::W4A16Matrix> w = quant::repack_gguf_parts(parts, k);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    matrices.emplace_back("Q4_K+Q6_K+Q8_0", std::move(*w));
+  }
+  for (const auto& [name, matrix] : matrices) {
+    const quant::W4A16Matrix* w = &matrix;
+    const GgufShape s{DType::kF32, w->rows, w->cols};
+    const std::vector<float> dense = dense_weights(*w);
+    const DeviceW4A16 dw(*w);
+    for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+      for (std::int64_t m : {1, 7, 16, 33, 64, 257}) {
+        const std::string what = std::string(gpu_test::name_of(type)) + " " + name +
+                                 " m=" + std::to_string(m) + " " + std::to_string(s.n) + "x" +
+                                 std::to_string(s.k);
+        SCOPED_TRACE(what);
+        const std::vector<float> x = gpu_test::round_to(
+            gpu_test::random_vector(static_cast<std::size_t>(m * s.k), rng32), type);
+        const std::vector<float> bias =
+            gpu_test::round_to(gpu_test::random_vector(static_cast<std::size_t>(s.n), rng32), type);
+        const bool with_bias = m % 2 == 1;
+        DeviceArray dx(x, type), db(bias, type);
+        const std::size_t ws_bytes = w4a16_gemm_workspace_bytes(m, s.n, s.k);
+        DeviceVector<float> workspace(std::max<std::size_t>(ws_bytes / sizeof(float), 1));
+        for (bool split : {false, true}) {
+          DeviceArray dy(static_cast<std::size_t>(m * s.n), type);
+          dy.poison();
+          const W4A16GemmParams p{.x = dx.data(),
+                                  .w = dw.view,
+                                  .bias = with_bias ? db.data() : nullptr,
+                                  .y = dy.data(),
+                                  .m = m,
+                                  .dtype = type,
+                                  .workspace = split ? workspace.data() : nullptr,
+                                  .workspace_bytes = split ? ws_bytes : 0};
+          ASSERT_TRUE(w4a16_gemm_applies(p));
+          const Status st = launch_w4a16_gemm(p, nullptr);
+          ASSERT_TRUE(st.ok()) << st.to_string();
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          expect_matches_reference(dy.download(), x, *w, dense,
+                                   with_bias ? bias : std::vector<float>{}, m, type,
+                                   what + (split ? " split" : " unsplit"));
+        }
+      }
+    }
+  }
+}
+
+// The GGUF form's large-m path: the dequantized weights are the CPU's values rounded once, and
+// the layer past kW4A16KernelMaxRows multiplies them (cuBLASLt).
+TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  auto blas = cuda::BlasLt::create(32u << 20);
+  ASSERT_TRUE(blas.ok());
+  std::mt19937_64 rng(12);
+  std::mt19937 rng32(13);
+  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1}) {
+    const std::int64_t n = 72, k = 512;
+    const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, dtype, n, k);
+    StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(dtype, bytes.data(), n, k);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    const std::vector<float> exact = dense_weights(*w);
+    const DeviceW4A16 dw(*w);
+    for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + gpu_test::name_of(type));
+      DeviceArray out(exact.size(), type);
+      out.poison();
+      ASSERT_TRUE(launch_w4a16_dequantize(dw.view, out.data(), type, nullptr).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = out.download();
+      const std::vector<float> want = gpu_test::round_to(exact, type);
+      for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+    }
+    StatusOr<W4A16Linear> layer = W4A16Linear::upload(*w);
+    ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+    EXPECT_EQ(layer->eight_bit(), quant::gguf_repack_eight_bit(dtype));
+    EXPECT_EQ(layer->device_bytes(), w->device_bytes());
+    for (std::int64_t m : {std::int64_t{3}, kW4A16KernelMaxRows + 37}) {
+      const std::string what = std::string(dtype_name(dtype)) + " m=" + std::to_string(m);
+      SCOPED_TRACE(what);
+      const ScalarType type = ScalarType::kBF16;
+      const std::vector<float> x =
+          gpu_test::round_to(gpu_test::random_vector(static_cast<std::size_t>(m * k), rng32), type);
+      DeviceArray dx(x, type), dy(static_cast<std::size_t>(m * n), type);
+      dy.poison();
+      const std::size_t scratch_bytes = layer->scratch_bytes(m, type);
+      DeviceVector<std::uint8_t> scratch(std::max<std::size_t>(scratch_bytes, 1));
+      const Status st = layer->forward(dx.data(), m, nullptr, dy.data(), type, **blas,
+                                       scratch.data(), scratch_bytes, nullptr);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = dy.download();
+      expect_matches_reference(got, x, *w,
+                               m <= kW4A16KernelMaxRows ? exact : gpu_test::round_to(exact, type),
+                               {}, m, type, what);
     }
   }
 }

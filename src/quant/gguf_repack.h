@@ -1,0 +1,65 @@
+// GGUF block types repacked into the GPU's W4A16 tiles in the GGUF form (w4a16_layout.h), so a
+// GGUF model keeps its weights quantized on the GPU:
+//
+//   type   codes            group  S, sc                B, mc            code_zero
+//   Q4_1   4-bit            32     d, 1                 m, 1             0
+//   Q4_K   4-bit            32     d (per 256), 6-bit   -dmin, 6-bit     0
+//   Q5_0   8-bit (5 used)   32     d, 1                 -                16
+//   Q5_1   8-bit (5 used)   32     d, 1                 m, 1             0
+//   Q8_0   8-bit            32     d, 1                 -                128 (codes q + 128)
+//   Q5_K   8-bit (5 used)   32     d (per 256), 6-bit   -dmin, 6-bit     0
+//   Q6_K   8-bit (6 used)   16     d (per 256), int8    -                32
+//
+// Every weight reads back (w4a16_weight) as the CPU's reference dequantizer computes it, bit for
+// bit: the dequantizer forms d * sc (exact in fp32: 11 x 7 significant bits), multiplies by the
+// code (exact: at most 24 bits) and adds the min (one rounding), and the GGUF form stores exactly
+// those integers and fp16 values. Q4_0 keeps the zero-point form (repack_w4a16_q4_0).
+//
+// A fused layer whose parts differ in type (a Q4_K_M file gives some layers a Q6_K V beside Q4_K
+// Q and K) stacks into one matrix of the general form: 8-bit codes, the parts' finest group (16
+// with a Q6_K part) and finest super-group, and a min term for every part, with each part's
+// code_zero folded into it: d sc (q - z) = (d sc) q + (-z d) sc, where -z d is d times a power of
+// two (exact in fp16 unless it overflows, which is refused). Each weight is then the exact value
+// the dequantizer computes exactly, so it reads back equal (as a number: s q + b gives +0 where
+// the dequantizer's s * 0 may give -0).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "model/dtype.h"
+#include "pagoda/status.h"
+#include "quant/w4a16_layout.h"
+
+namespace pagoda::quant {
+
+/// Whether repack_gguf takes `dtype` (the table above).
+bool gguf_repack_supported(DType dtype);
+
+/// Whether `dtype`'s codes need the second nibble array (8-bit codes: Q5_0, Q5_1, Q8_0, Q5_K,
+/// Q6_K); false for Q4_1 and Q4_K.
+bool gguf_repack_eight_bit(DType dtype);
+
+/// W4A16Matrix::device_bytes() of repack_gguf(dtype, ..., rows, cols), from the shape alone (0
+/// for a type repack_gguf does not take).
+std::size_t gguf_device_bytes(DType dtype, std::int64_t rows, std::int64_t cols);
+
+/// Repacks `rows` rows of `cols` weights of `dtype` (whole blocks, row-major, as a GGUF file
+/// stores them). INVALID_ARGUMENT for another type or cols not whole blocks.
+StatusOr<W4A16Matrix> repack_gguf(DType dtype, const std::uint8_t* blocks, std::int64_t rows,
+                                  std::int64_t cols);
+
+/// Rows of one type, a part of a fused layer.
+struct GgufPart {
+  DType dtype = DType::kF32;
+  const std::uint8_t* blocks = nullptr;  ///< row r at blocks + r * row_stride
+  std::int64_t rows = 0;
+  std::size_t row_stride = 0;  ///< bytes
+};
+
+/// The parts' rows stacked (each `cols` wide) and repacked: in their type's form when they share
+/// one, else in the general form above.
+StatusOr<W4A16Matrix> repack_gguf_parts(std::span<const GgufPart> parts, std::int64_t cols);
+
+}  // namespace pagoda::quant
