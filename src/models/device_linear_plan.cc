@@ -172,8 +172,10 @@ StatusOr<std::size_t> planned_device_bytes(std::span<const cpu::TensorView> part
     }
     case DeviceLinearKind::kW4A16:
     case DeviceLinearKind::kW8A16:
-      if (gguf_stackable(parts) && one_type(parts)) {
-        return quant::gguf_device_bytes(parts[0].dtype, rows, cols);
+      if (gguf_stackable(parts)) {
+        std::vector<DType> types;
+        for (const cpu::TensorView& p : parts) types.push_back(p.dtype);
+        return quant::gguf_device_bytes(types, rows, cols);
       }
       PAGODA_ASSIGN_OR_RETURN(const quant::W4A16Matrix m, w4a16_layout(parts));
       return m.device_bytes();

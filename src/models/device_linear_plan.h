@@ -61,8 +61,9 @@ StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorVie
 StatusOr<quant::W4A16Matrix> w4a16_layout(std::span<const cpu::TensorView> parts);
 
 /// Device bytes the layer of `parts` takes in the form device_linear_kind picks (`dense_bytes`
-/// per weight when dense), computed from the shapes for the GGUF forms and by building the
-/// layout for the others: the weights' share of a model's GPU memory, known on the host.
+/// per weight when dense), computed from the shapes for dense and the GGUF forms (their data is
+/// not read) and by building the layout for the others: the weights' share of a model's GPU
+/// memory, known on the host.
 StatusOr<std::size_t> planned_device_bytes(std::span<const cpu::TensorView> parts,
                                            bool activations_16bit, std::size_t dense_bytes);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <string>
+#include <vector>
 
 #include "model/dequantize.h"
 #include "quant/float_codes.h"
@@ -167,6 +168,36 @@ const Form* form_of(DType dtype) {
   }
 }
 
+// The form a stack of parts of these types takes: its type's own for one type; for mixed types
+// 8-bit codes, the finest group and super-group, a min term for all, and code_zero 0, each
+// part's zero folded into its min (see the header).
+struct Target {
+  bool mixed = false;
+  int group_size = 32;
+  int super_shift = 0;
+  bool eight_bit = false;
+  bool has_min = false;
+  int code_zero = 0;
+};
+
+Target target_of(std::span<const DType> types) {
+  const Form& first = *form_of(types[0]);
+  Target t;
+  int super_cols = first.group_size << first.super_shift;
+  t.group_size = first.group_size;
+  for (const DType d : types) {
+    const Form& f = *form_of(d);
+    t.mixed = t.mixed || d != types[0];
+    t.group_size = std::min(t.group_size, f.group_size);
+    super_cols = std::min(super_cols, f.group_size << f.super_shift);
+  }
+  t.super_shift = std::countr_zero(static_cast<unsigned>(super_cols / t.group_size));
+  t.eight_bit = t.mixed || first.eight_bit;
+  t.has_min = t.mixed || first.has_min;
+  t.code_zero = t.mixed ? 0 : first.code_zero;
+  return t;
+}
+
 }  // namespace
 
 bool gguf_repack_supported(DType dtype) {
@@ -178,20 +209,23 @@ bool gguf_repack_eight_bit(DType dtype) {
   return f != nullptr && f->eight_bit;
 }
 
-std::size_t gguf_device_bytes(DType dtype, std::int64_t rows, std::int64_t cols) {
-  const Form* f = form_of(dtype);
-  if (f == nullptr) return 0;
+std::size_t gguf_device_bytes(std::span<const DType> types, std::int64_t rows, std::int64_t cols) {
+  if (types.empty()) return 0;
+  for (const DType d : types) {
+    if (form_of(d) == nullptr) return 0;
+  }
+  const Target t = target_of(types);
   W4A16Matrix shape;  // no arrays: only its size arithmetic
   shape.rows = rows;
   shape.cols = cols;
-  shape.group_size = f->group_size;
-  shape.super_shift = f->super_shift;
+  shape.group_size = t.group_size;
+  shape.super_shift = t.super_shift;
   const auto words =
       static_cast<std::size_t>(shape.row_tiles() * shape.k_tiles() * kW4A16TileWords);
   const auto per_group = static_cast<std::size_t>(shape.groups() * shape.padded_rows());
   const auto per_super = static_cast<std::size_t>(shape.scale_groups() * shape.padded_rows());
-  const std::size_t with_min = f->has_min ? 1 : 0;
-  return words * sizeof(std::uint32_t) * (f->eight_bit ? 2 : 1) +
+  const std::size_t with_min = t.has_min ? 1 : 0;
+  return words * sizeof(std::uint32_t) * (t.eight_bit ? 2 : 1) +
          per_super * sizeof(std::uint16_t) * (1 + with_min) + per_group * (1 + with_min);
 }
 
@@ -223,22 +257,14 @@ StatusOr<W4A16Matrix> repack_gguf_parts(std::span<const GgufPart> parts, std::in
     }
     rows += p.rows;
   }
-  // One type: its own form. Mixed types: 8-bit codes, the finest group and super-group, a min
-  // term for all, and code_zero 0, each part's zero folded into its min (see the header).
-  const Form& first = *form_of(parts[0].dtype);
-  bool mixed = false;
-  int group_size = first.group_size, super_cols = first.group_size << first.super_shift;
-  for (const GgufPart& p : parts) {
-    const Form& f = *form_of(p.dtype);
-    mixed = mixed || p.dtype != parts[0].dtype;
-    group_size = std::min(group_size, f.group_size);
-    super_cols = std::min(super_cols, f.group_size << f.super_shift);
-  }
-  const bool eight_bit = mixed || first.eight_bit;
-  const bool has_min = mixed || first.has_min;
-  W4A16Matrix m = w4a16_empty(rows, cols, group_size, true, eight_bit);
-  m.super_shift = std::countr_zero(static_cast<unsigned>(super_cols / group_size));
-  m.code_zero = mixed ? 0 : first.code_zero;
+  std::vector<DType> types;
+  for (const GgufPart& p : parts) types.push_back(p.dtype);
+  const Target t = target_of(types);
+  const bool mixed = t.mixed, has_min = t.has_min;
+  const int group_size = t.group_size;
+  W4A16Matrix m = w4a16_empty(rows, cols, group_size, true, t.eight_bit);
+  m.super_shift = t.super_shift;
+  m.code_zero = t.code_zero;
   const auto per_group = static_cast<std::size_t>(m.groups() * m.padded_rows());
   m.scales.assign(static_cast<std::size_t>(m.scale_groups() * m.padded_rows()), 0);
   if (has_min) {

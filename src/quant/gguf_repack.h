@@ -41,9 +41,9 @@ bool gguf_repack_supported(DType dtype);
 /// Q6_K); false for Q4_1 and Q4_K.
 bool gguf_repack_eight_bit(DType dtype);
 
-/// W4A16Matrix::device_bytes() of repack_gguf(dtype, ..., rows, cols), from the shape alone (0
-/// for a type repack_gguf does not take).
-std::size_t gguf_device_bytes(DType dtype, std::int64_t rows, std::int64_t cols);
+/// W4A16Matrix::device_bytes() of a stack of parts of `types` (one type: repack_gguf's) holding
+/// `rows` rows of `cols`, from the shape alone (0 if a type has no GPU form).
+std::size_t gguf_device_bytes(std::span<const DType> types, std::int64_t rows, std::int64_t cols);
 
 /// Repacks `rows` rows of `cols` weights of `dtype` (whole blocks, row-major, as a GGUF file
 /// stores them). INVALID_ARGUMENT for another type or cols not whole blocks.

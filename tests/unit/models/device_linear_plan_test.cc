@@ -357,6 +357,48 @@ TEST(DeviceLinearPlan, GgufQ4KMModelNeedsAboutItsFileSizeOfGpuMemory) {
   if (found == 0) GTEST_SKIP() << "no local Q4_K_M model under models/";
 }
 
+// The same figure for Llama-3-8B in Q4_K_M (no such file here: the tensors' types follow the
+// Q4_K_M recipe, V and down Q6_K in the layers where llama.cpp's quantizer spends more bits: the
+// first and last eighth and every third between; token embedding Q4_K, output Q6_K). Views
+// without data suffice: the plan reads only types and shapes for GGUF forms.
+TEST(DeviceLinearPlan, Llama3_8BQ4KMPlannedGpuMemory) {
+  const std::int64_t hidden = 4096, inter = 14336, q_dim = 4096, kv_dim = 1024, vocab = 128256;
+  const int n = 32;
+  const auto more_bits = [&](int i) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
+  std::size_t linear_file = 0, linear_gpu = 0;
+  for (int i = 0; i < n; ++i) {
+    const DType v_down = more_bits(i) ? DType::kQ6_K : DType::kQ4_K;
+    const cpu::TensorView qkv[] = {cpu::dense_view(nullptr, DType::kQ4_K, q_dim, hidden),
+                                   cpu::dense_view(nullptr, DType::kQ4_K, kv_dim, hidden),
+                                   cpu::dense_view(nullptr, v_down, kv_dim, hidden)};
+    const cpu::TensorView o[] = {cpu::dense_view(nullptr, DType::kQ4_K, hidden, q_dim)};
+    const cpu::TensorView gate_up[] = {cpu::dense_view(nullptr, DType::kQ4_K, inter, hidden),
+                                       cpu::dense_view(nullptr, DType::kQ4_K, inter, hidden)};
+    const cpu::TensorView down[] = {cpu::dense_view(nullptr, v_down, hidden, inter)};
+    for (const std::span<const cpu::TensorView> parts :
+         {std::span<const cpu::TensorView>(qkv), std::span<const cpu::TensorView>(o),
+          std::span<const cpu::TensorView>(gate_up), std::span<const cpu::TensorView>(down)}) {
+      for (const cpu::TensorView& p : parts) linear_file += bytes_of(p);
+      auto bytes = planned_device_bytes(parts, true, 2);
+      ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+      linear_gpu += *bytes;
+    }
+  }
+  const std::size_t embed_file = bytes_of(cpu::dense_view(nullptr, DType::kQ4_K, vocab, hidden));
+  const std::size_t head_file = bytes_of(cpu::dense_view(nullptr, DType::kQ6_K, vocab, hidden));
+  const auto embed_gpu = static_cast<std::size_t>(vocab * hidden * 2);
+  const double gb = 1e9;
+  const double file = static_cast<double>(linear_file + embed_file + head_file);
+  std::printf(
+      "Llama-3-8B Q4_K_M: linear layers %.2f GB in the file, %.2f GB planned on the GPU (%.3fx); "
+      "embedding + LM head %.2f GB in the file, %.2f GB bf16; all weights %.2f GB against the "
+      "file's %.2f GB of tensors (%.3fx)\n",
+      linear_file / gb, linear_gpu / gb, static_cast<double>(linear_gpu) / linear_file,
+      (embed_file + head_file) / gb, 2 * embed_gpu / gb, (linear_gpu + 2 * embed_gpu) / gb,
+      file / gb, (linear_gpu + 2 * embed_gpu) / file);
+  EXPECT_LT(static_cast<double>(linear_gpu), 1.15 * static_cast<double>(linear_file));
+}
+
 TEST(DeviceLinearPlan, Fp8LayoutHoldsThePartsWeights) {
   const quant::QuantizedMatrix g = fp8(16, 96, 41), u = fp8(12, 96, 42);
   const cpu::TensorView parts[] = {view_of(g), view_of(u)};
