@@ -1,3 +1,5 @@
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -12,16 +14,19 @@ namespace pagoda::kernels {
 
 namespace decode {
 
-template <typename T>
+template <typename T, typename C>
 Status run_paged_decode(const PagedAttentionParams&, const DecodeSplitPlan&, const DecodeWorkspace&,
                         bool pipelined, cudaStream_t);
-extern template Status run_paged_decode<float>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                               const DecodeWorkspace&, bool, cudaStream_t);
-extern template Status run_paged_decode<__half>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                                const DecodeWorkspace&, bool, cudaStream_t);
-extern template Status run_paged_decode<__nv_bfloat16>(const PagedAttentionParams&,
-                                                       const DecodeSplitPlan&,
-                                                       const DecodeWorkspace&, bool, cudaStream_t);
+#define PAGODA_DECODE_INSTANCE(T, C)                                                            \
+  extern template Status run_paged_decode<T, C>(const PagedAttentionParams&,                    \
+                                                const DecodeSplitPlan&, const DecodeWorkspace&, \
+                                                bool, cudaStream_t);
+PAGODA_DECODE_INSTANCE(float, float)
+PAGODA_DECODE_INSTANCE(__half, __half)
+PAGODA_DECODE_INSTANCE(__nv_bfloat16, __nv_bfloat16)
+PAGODA_DECODE_INSTANCE(__half, __nv_fp8_e4m3)
+PAGODA_DECODE_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
+#undef PAGODA_DECODE_INSTANCE
 
 }  // namespace decode
 
@@ -178,6 +183,7 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   PAGODA_KERNEL_REQUIRE(plan.num_splits >= 1 && plan.num_splits <= 65535, kOp);
   PAGODA_KERNEL_REQUIRE(plan.partition_size >= 1 || plan.device_partition_size != nullptr, kOp);
   PAGODA_KERNEL_REQUIRE(p.softmax_scale > 0.0f, kOp);
+  PAGODA_KERNEL_REQUIRE(c.k_scale > 0.0f && c.v_scale > 0.0f, kOp);
   PAGODA_KERNEL_REQUIRE(p.num_heads <= 65535, kOp);  // bounds grid.y
   if (p.num_seqs == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(p.q != nullptr && p.out != nullptr && c.k != nullptr && c.v != nullptr,
@@ -197,15 +203,27 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   }
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
     if (kernel == DecodeKernel::kAuto) kernel = g_default_decode_kernel;
-    if (kernel == DecodeKernel::kTensorCores) {
-      if constexpr (std::is_same_v<T, float>) {
-        return unimplemented("paged decode attention (tensor cores): needs bf16 or f16");
-      } else {
-        PAGODA_RETURN_IF_ERROR(decode_mma::run_paged_decode_mma<T>(p, plan, w, stream));
+    const bool fp8 = c.storage == KvCacheStorage::kFp8E4M3;
+    if constexpr (std::is_same_v<T, float>) {
+      if (kernel == DecodeKernel::kTensorCores || fp8) {
+        return unimplemented(
+            "paged decode attention: the tensor-core kernel and an FP8 cache need bf16 or f16");
       }
-    } else {
       PAGODA_RETURN_IF_ERROR(
-          decode::run_paged_decode<T>(p, plan, w, kernel == DecodeKernel::kPipelined, stream));
+          (decode::run_paged_decode<T, T>(p, plan, w, kernel == DecodeKernel::kPipelined, stream)));
+    } else {
+      if (kernel == DecodeKernel::kTensorCores) {
+        if (fp8) {
+          return unimplemented("paged decode attention (tensor cores): no FP8 cache");
+        }
+        PAGODA_RETURN_IF_ERROR(decode_mma::run_paged_decode_mma<T>(p, plan, w, stream));
+      } else if (fp8) {
+        PAGODA_RETURN_IF_ERROR((decode::run_paged_decode<T, __nv_fp8_e4m3>(
+            p, plan, w, kernel == DecodeKernel::kPipelined, stream)));
+      } else {
+        PAGODA_RETURN_IF_ERROR((decode::run_paged_decode<T, T>(
+            p, plan, w, kernel == DecodeKernel::kPipelined, stream)));
+      }
     }
     if (plan.num_splits == 1) return Status::ok_status();
     // Programmatic dependent launch where the device has it (sm_90+): hides the merge's launch

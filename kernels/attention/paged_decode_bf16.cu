@@ -4,8 +4,10 @@
 
 namespace pagoda::kernels::decode {
 
-template Status run_paged_decode<__nv_bfloat16>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                                const DecodeWorkspace&, bool, cudaStream_t);
+template Status run_paged_decode<__nv_bfloat16, __nv_bfloat16>(const PagedAttentionParams&,
+                                                               const DecodeSplitPlan&,
+                                                               const DecodeWorkspace&, bool,
+                                                               cudaStream_t);
 
 }  // namespace pagoda::kernels::decode
 

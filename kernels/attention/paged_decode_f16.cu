@@ -4,8 +4,9 @@
 
 namespace pagoda::kernels::decode {
 
-template Status run_paged_decode<__half>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                         const DecodeWorkspace&, bool, cudaStream_t);
+template Status run_paged_decode<__half, __half>(const PagedAttentionParams&,
+                                                 const DecodeSplitPlan&, const DecodeWorkspace&,
+                                                 bool, cudaStream_t);
 
 }  // namespace pagoda::kernels::decode
 

@@ -3,7 +3,7 @@
 
 namespace pagoda::kernels::decode {
 
-template Status run_paged_decode<float>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                        const DecodeWorkspace&, bool, cudaStream_t);
+template Status run_paged_decode<float, float>(const PagedAttentionParams&, const DecodeSplitPlan&,
+                                               const DecodeWorkspace&, bool, cudaStream_t);
 
 }  // namespace pagoda::kernels::decode

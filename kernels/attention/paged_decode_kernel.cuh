@@ -21,6 +21,10 @@
 // valid row (no branch around the loads) and are masked to -inf. (Predicating those loads
 // instead, with zero-filled packs, measured 0.44 B against 0.84 B on G1.)
 //
+// C is the cache's element type: T, or __nv_fp8_e4m3 for an FP8 cache, whose rows the same lane
+// mapping reads as 8-byte packs of kVec codes (half the bytes); k_scale is folded into q and
+// v_scale into the output, so the inner loop only converts codes.
+//
 // kStages > 0 (the pipelined variant): the K and V packs go through a ring of kStages tiles in
 // shared memory by cp.async instead, kStages - 1 tiles ahead of the math, so the loads of the
 // next tiles are in flight while this one is scored and no registers hold them. Each thread reads
@@ -36,6 +40,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
@@ -59,10 +64,39 @@ constexpr int kMinBlocksFor = kMaxGroup >= 8 ? 2 : 4;
 // that is 3 x 16 KB per CTA, 4 CTAs per SM.
 constexpr int kPipelineStages = 3;
 
-// The shapes both variants derive from T and kHeadDim (see the comment at the top).
-template <typename T, int kHeadDim, int kMaxGroup>
+// kVec cache elements: one 16-byte (T) or 8-byte (FP8 codes for 16-bit T) access.
+template <typename C, int kVec>
+struct alignas(kVec * sizeof(C)) CachePack {
+  static constexpr int kBytes = kVec * static_cast<int>(sizeof(C));
+  static_assert(kBytes == 16 || kBytes == 8, "16- or 8-byte packs");
+  C v[kVec];
+};
+
+template <typename C, int kVec>
+__device__ __forceinline__ CachePack<C, kVec> load_cache_pack(const C* p) {
+  CachePack<C, kVec> pack;
+  if constexpr (CachePack<C, kVec>::kBytes == 16) {
+    *reinterpret_cast<uint4*>(&pack) = *reinterpret_cast<const uint4*>(p);
+  } else {
+    *reinterpret_cast<uint2*>(&pack) = *reinterpret_cast<const uint2*>(p);
+  }
+  return pack;
+}
+
+template <typename C, int kVec>
+__device__ __forceinline__ void cp_async_pack(std::uint32_t dst, const C* src) {
+  if constexpr (CachePack<C, kVec>::kBytes == 16) {
+    cp_async_16(dst, src, true);
+  } else {
+    cp_async_8(dst, src);
+  }
+}
+
+// The shapes both variants derive from T, the cache's C and kHeadDim (see the top).
+template <typename T, typename C, int kHeadDim, int kMaxGroup>
 struct DecodeShape {
   static constexpr int kVec = Pack<T>::kSize;
+  static constexpr int kPackBytes = CachePack<C, kVec>::kBytes;
   static constexpr int kRowPacks = kHeadDim / kVec;
   static constexpr int kLanes = kRowPacks < 32 ? kRowPacks : 32;
   static constexpr int kPacks = kRowPacks / kLanes;  // packs per lane
@@ -73,24 +107,26 @@ struct DecodeShape {
   static constexpr int kPacksPerTile = 2 * kUnroll * kPacks;  // per thread: K then V
   static constexpr int kMergeBytes = kGroups * kMaxGroup * (kHeadDim + 2) * 4;
   static constexpr int shared_bytes(int stages) {
-    const int ring = stages * kPacksPerTile * kThreads * 16;
+    const int ring = stages * kPacksPerTile * kThreads * kPackBytes;
     return ring > kMergeBytes ? ring : kMergeBytes;
   }
 };
 
-template <typename T, int kHeadDim, int kMaxGroup, int kStages>
+template <typename T, typename C, int kHeadDim, int kMaxGroup, int kStages>
 __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     paged_decode_kernel(const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
-                        const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+                        const C* __restrict__ k_cache, const C* __restrict__ v_cache,
                         const std::int32_t* __restrict__ query_start_loc,
                         const std::int32_t* __restrict__ seq_lens,
                         const std::int32_t* __restrict__ block_tables,
                         std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                        int block_size, float scale_log2, int sliding_window, int num_splits,
-                        int partition_size, const std::int32_t* __restrict__ device_partition_size,
+                        int block_size, float scale_log2, float out_scale, int sliding_window,
+                        int num_splits, int partition_size,
+                        const std::int32_t* __restrict__ device_partition_size,
                         float* __restrict__ partial_out, float* __restrict__ partial_lse) {
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
-  using Shape = DecodeShape<T, kHeadDim, kMaxGroup>;
+  using Shape = DecodeShape<T, C, kHeadDim, kMaxGroup>;
+  using KvPack = CachePack<C, Shape::kVec>;
   constexpr int kVec = Shape::kVec;
   constexpr int kLanes = Shape::kLanes;
   constexpr int kPacks = Shape::kPacks;
@@ -199,7 +235,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   const std::uint32_t ring = smem_u32(decode_smem);
   const auto slot = [&](int stage, int pack) {
     return ring + static_cast<std::uint32_t>(
-                      ((stage * Shape::kPacksPerTile + pack) * kThreads + threadIdx.x) * 16);
+                      ((stage * Shape::kPacksPerTile + pack) * kThreads + threadIdx.x) *
+                      Shape::kPackBytes);
   };
   const auto issue = [&](int base, int stage, const int(&ids)[kUnroll]) {
 #pragma unroll
@@ -207,13 +244,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
       const std::int64_t row = row_of(base, u, ids);
 #pragma unroll
       for (int i = 0; i < kPacks; ++i) {
-        cp_async_16(slot(stage, u * kPacks + i), k_cache + row + i * kPackStride, true);
-        cp_async_16(slot(stage, (kUnroll + u) * kPacks + i), v_cache + row + i * kPackStride, true);
+        cp_async_pack<C, kVec>(slot(stage, u * kPacks + i), k_cache + row + i * kPackStride);
+        cp_async_pack<C, kVec>(slot(stage, (kUnroll + u) * kPacks + i),
+                               v_cache + row + i * kPackStride);
       }
     }
   };
   const auto read_slot = [&](int stage, int pack) {
-    return *reinterpret_cast<const Pack<T>*>(decode_smem + (slot(stage, pack) - ring));
+    return *reinterpret_cast<const KvPack*>(decode_smem + (slot(stage, pack) - ring));
   };
   if constexpr (kStages > 0) {
     // Prologue: the first kStages - 1 tiles in flight, then the block ids of the next one.
@@ -231,8 +269,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   // Every thread runs the same number of tiles (the shuffles below need whole warps).
   int stage = 0;
   for (int base = start; base < end; base += kTile) {
-    Pack<T> k[kUnroll][kPacks];
-    Pack<T> v[kUnroll][kPacks];
+    KvPack k[kUnroll][kPacks];
+    KvPack v[kUnroll][kPacks];
     if constexpr (kStages > 0) {
       // Tile base + (kStages - 1) tiles goes into the stage the previous tile left.
       const int ahead = base + (kStages - 1) * kTile;
@@ -253,8 +291,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
         const std::int64_t row = row_of(base, u, blk);
 #pragma unroll
         for (int i = 0; i < kPacks; ++i) {
-          k[u][i] = load_pack(k_cache + row + i * kPackStride);
-          v[u][i] = load_pack(v_cache + row + i * kPackStride);
+          k[u][i] = load_cache_pack<C, kVec>(k_cache + row + i * kPackStride);
+          v[u][i] = load_cache_pack<C, kVec>(v_cache + row + i * kPackStride);
         }
       }
       if (base + kTile < end) fetch_ids(base + kTile, blk);  // uniform across the CTA
@@ -368,65 +406,69 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     }
     const int q_head = first_q_head + g;
     if (num_splits == 1) {
-      out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(o / l_sum);
+      out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(o / l_sum * out_scale);
     } else {
       const std::int64_t slot =
           (static_cast<std::int64_t>(seq) * num_heads + q_head) * num_splits + split;
-      partial_out[slot * kHeadDim + d] = o / l_sum;
+      partial_out[slot * kHeadDim + d] = o / l_sum * out_scale;
       if (d == 0) partial_lse[slot] = m_max + log2f(l_sum);
     }
   }
 }
 
-template <typename T, int kHeadDim, int kMaxGroup, int kStages>
+template <typename T, typename C, int kHeadDim, int kMaxGroup, int kStages>
 Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                        const DecodeWorkspace& w, cudaStream_t stream) {
-  constexpr int kSharedBytes = DecodeShape<T, kHeadDim, kMaxGroup>::shared_bytes(kStages);
+  constexpr int kSharedBytes = DecodeShape<T, C, kHeadDim, kMaxGroup>::shared_bytes(kStages);
   static_assert(kSharedBytes <= 48 * 1024, "over the default dynamic shared memory limit");
   const int group_size = static_cast<int>(p.num_heads / p.cache.num_kv_heads);
   const int chunks = (group_size + kMaxGroup - 1) / kMaxGroup;
   const dim3 grid(static_cast<unsigned>(p.num_seqs),
                   static_cast<unsigned>(p.cache.num_kv_heads * chunks),
                   static_cast<unsigned>(plan.num_splits));
-  const float scale_log2 = p.softmax_scale * kLog2e;
-  return launch_pdl(paged_decode_kernel<T, kHeadDim, kMaxGroup, kStages>, grid, dim3(kThreads),
+  // FP8: k_scale rides on q's scale and v_scale on the output (both exactly 1 for a cache of T).
+  constexpr bool kFp8 = !std::is_same_v<C, T>;
+  const float scale_log2 = p.softmax_scale * kLog2e * (kFp8 ? p.cache.k_scale : 1.0f);
+  const float out_scale = kFp8 ? p.cache.v_scale : 1.0f;
+  return launch_pdl(paged_decode_kernel<T, C, kHeadDim, kMaxGroup, kStages>, grid, dim3(kThreads),
                     kSharedBytes, stream, "paged_decode_kernel", static_cast<const T*>(p.q),
-                    p.q_row_stride, static_cast<T*>(p.out), static_cast<const T*>(p.cache.k),
-                    static_cast<const T*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
+                    p.q_row_stride, static_cast<T*>(p.out), static_cast<const C*>(p.cache.k),
+                    static_cast<const C*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-                    scale_log2, static_cast<int>(p.sliding_window), plan.num_splits,
+                    scale_log2, out_scale, static_cast<int>(p.sliding_window), plan.num_splits,
                     plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse);
 }
 
 // Register arrays are sized by kMaxGroup, so the group chunk is the smallest instance that
 // holds the real group: 1 (MHA), 4 (Llama-3.2-1B, 8B), 8 (Qwen2.5-7B's 7, Llama-70B's 8);
 // larger groups run in chunks of 8.
-template <typename T, int kHeadDim, int kStages>
+template <typename T, typename C, int kHeadDim, int kStages>
 Status launch_for_group(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                         const DecodeWorkspace& w, cudaStream_t stream) {
   const std::int64_t group_size = p.num_heads / p.cache.num_kv_heads;
-  if (group_size == 1) return launch_instance<T, kHeadDim, 1, kStages>(p, plan, w, stream);
-  if (group_size <= 4) return launch_instance<T, kHeadDim, 4, kStages>(p, plan, w, stream);
-  return launch_instance<T, kHeadDim, 8, kStages>(p, plan, w, stream);
+  if (group_size == 1) return launch_instance<T, C, kHeadDim, 1, kStages>(p, plan, w, stream);
+  if (group_size <= 4) return launch_instance<T, C, kHeadDim, 4, kStages>(p, plan, w, stream);
+  return launch_instance<T, C, kHeadDim, 8, kStages>(p, plan, w, stream);
 }
 
-template <typename T, int kHeadDim>
+template <typename T, typename C, int kHeadDim>
 Status launch_for_head_dim(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                            const DecodeWorkspace& w, bool pipelined, cudaStream_t stream) {
-  return pipelined ? launch_for_group<T, kHeadDim, kPipelineStages>(p, plan, w, stream)
-                   : launch_for_group<T, kHeadDim, 0>(p, plan, w, stream);
+  return pipelined ? launch_for_group<T, C, kHeadDim, kPipelineStages>(p, plan, w, stream)
+                   : launch_for_group<T, C, kHeadDim, 0>(p, plan, w, stream);
 }
 
-/// The launcher's entry for one dtype; instantiated in paged_decode_<dtype>.cu. `pipelined`:
-/// the cp.async ring variant, else K/V in registers.
-template <typename T>
+/// The launcher's entry for one dtype T and cache element C (T, or __nv_fp8_e4m3 for 16-bit T);
+/// instantiated in paged_decode_<dtype>.cu and paged_decode_fp8.cu. `pipelined`: the cp.async
+/// ring variant, else K/V in registers.
+template <typename T, typename C>
 Status run_paged_decode(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                         const DecodeWorkspace& w, bool pipelined, cudaStream_t stream) {
   switch (p.cache.head_dim) {
-    case 64: return launch_for_head_dim<T, 64>(p, plan, w, pipelined, stream);
-    case 128: return launch_for_head_dim<T, 128>(p, plan, w, pipelined, stream);
-    case 256: return launch_for_head_dim<T, 256>(p, plan, w, pipelined, stream);
+    case 64: return launch_for_head_dim<T, C, 64>(p, plan, w, pipelined, stream);
+    case 128: return launch_for_head_dim<T, C, 128>(p, plan, w, pipelined, stream);
+    case 256: return launch_for_head_dim<T, C, 256>(p, plan, w, pipelined, stream);
     default: return unimplemented("paged decode attention: head_dim must be 64, 128 or 256");
   }
 }

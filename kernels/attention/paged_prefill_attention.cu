@@ -1,4 +1,7 @@
+#include <cuda_fp8.h>
+
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
@@ -8,14 +11,17 @@ namespace pagoda::kernels {
 
 namespace prefill {
 
-template <typename T>
+template <typename T, typename C>
 Status run_paged_prefill(const PagedAttentionParams&, std::int64_t, cudaStream_t);
-extern template Status run_paged_prefill<float>(const PagedAttentionParams&, std::int64_t,
-                                                cudaStream_t);
-extern template Status run_paged_prefill<__half>(const PagedAttentionParams&, std::int64_t,
+#define PAGODA_PREFILL_INSTANCE(T, C)                                                       \
+  extern template Status run_paged_prefill<T, C>(const PagedAttentionParams&, std::int64_t, \
                                                  cudaStream_t);
-extern template Status run_paged_prefill<__nv_bfloat16>(const PagedAttentionParams&, std::int64_t,
-                                                        cudaStream_t);
+PAGODA_PREFILL_INSTANCE(float, float)
+PAGODA_PREFILL_INSTANCE(__half, __half)
+PAGODA_PREFILL_INSTANCE(__nv_bfloat16, __nv_bfloat16)
+PAGODA_PREFILL_INSTANCE(__half, __nv_fp8_e4m3)
+PAGODA_PREFILL_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
+#undef PAGODA_PREFILL_INSTANCE
 
 }  // namespace prefill
 
@@ -68,21 +74,31 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
                         kOp);
   PAGODA_KERNEL_REQUIRE(
       p.query_start_loc != nullptr && p.seq_lens != nullptr && p.block_tables != nullptr, kOp);
+  const bool fp8 = c.storage == KvCacheStorage::kFp8E4M3;
+  PAGODA_KERNEL_REQUIRE(c.k_scale > 0.0f && c.v_scale > 0.0f, kOp);
   if (kernel == PrefillKernel::kAuto) {
+    // An FP8 cache: the CUDA-core kernel (the tensor-core one reads 16-bit K/V tiles only).
     // 32 rows per warp with 64-key tiles (128 x 64) once the prompt is long: 0.427 F against
     // 0.389 F for 32 rows with 32-key tiles and 0.370 F for 16 rows on the G10 shape (H200, run
     // 14; its oracle test passed on hardware in runs 24-25); 16 rows below, where it gives
     // twice the CTAs.
-    kernel = !mma_applies(p) || p.cache.head_dim == 256 || p.sliding_window > 0
+    kernel = fp8 || !mma_applies(p) || p.cache.head_dim == 256 || p.sliding_window > 0
                  ? PrefillKernel::kReference
              : max_query_len >= 512 ? PrefillKernel::kMma32Keys64
                                     : PrefillKernel::kMma16;
   }
   if (kernel == PrefillKernel::kReference) {
     return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
-      return prefill::run_paged_prefill<T>(p, max_query_len, stream);
+      if constexpr (std::is_same_v<T, float>) {
+        if (fp8) return unimplemented("paged prefill attention: an FP8 cache needs bf16 or f16");
+        return prefill::run_paged_prefill<T, T>(p, max_query_len, stream);
+      } else {
+        return fp8 ? prefill::run_paged_prefill<T, __nv_fp8_e4m3>(p, max_query_len, stream)
+                   : prefill::run_paged_prefill<T, T>(p, max_query_len, stream);
+      }
     });
   }
+  if (fp8) return unimplemented("paged prefill attention (mma): no FP8 cache yet");
   if (!mma_applies(p)) {
     return unimplemented(
         "paged prefill attention (mma): needs bf16 or f16 and 16-byte aligned q, out and cache");

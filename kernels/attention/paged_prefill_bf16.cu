@@ -3,7 +3,7 @@
 
 namespace pagoda::kernels::prefill {
 
-template Status run_paged_prefill<__nv_bfloat16>(const PagedAttentionParams&, std::int64_t,
-                                                 cudaStream_t);
+template Status run_paged_prefill<__nv_bfloat16, __nv_bfloat16>(const PagedAttentionParams&,
+                                                                std::int64_t, cudaStream_t);
 
 }  // namespace pagoda::kernels::prefill

@@ -3,6 +3,7 @@
 
 namespace pagoda::kernels::prefill {
 
-template Status run_paged_prefill<float>(const PagedAttentionParams&, std::int64_t, cudaStream_t);
+template Status run_paged_prefill<float, float>(const PagedAttentionParams&, std::int64_t,
+                                                cudaStream_t);
 
 }  // namespace pagoda::kernels::prefill

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
@@ -37,15 +38,17 @@ constexpr int shared_bytes() {
                                             kBlockN * kHeadDim + kBlockM * (kBlockN + 1));
 }
 
-template <typename T, int kHeadDim>
+// C: the cache's element type (T, or __nv_fp8_e4m3: codes read as code * scale).
+template <typename T, typename C, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     paged_prefill_kernel(const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
-                         const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+                         const C* __restrict__ k_cache, const C* __restrict__ v_cache,
                          const std::int32_t* __restrict__ query_start_loc,
                          const std::int32_t* __restrict__ seq_lens,
                          const std::int32_t* __restrict__ block_tables,
                          std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                         int block_size, float scale_log2, int sliding_window) {
+                         int block_size, float scale_log2, int sliding_window, float k_scale,
+                         float v_scale) {
   constexpr int kQStride = kHeadDim + 1;
   constexpr int kKStride = kHeadDim + 1;
   constexpr int kPStride = kBlockN + 1;
@@ -117,6 +120,10 @@ __global__ void __launch_bounds__(kThreads)
             d;
         kv = to_float(k_cache[index]);
         vv = to_float(v_cache[index]);
+        if constexpr (!std::is_same_v<C, T>) {
+          kv *= k_scale;
+          vv *= v_scale;
+        }
       }
       // Zeros past the end keep 0 * garbage out of the P V product.
       k_tile[c * kKStride + d] = kv;
@@ -181,7 +188,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = 0; j < kDimsPerThread; ++j) dst[quarter + 4 * j] = from_float<T>(acc[j] * inv_l);
 }
 
-template <typename T, int kHeadDim>
+template <typename T, typename C, int kHeadDim>
 Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len,
                        cudaStream_t stream) {
   const std::int64_t group = p.num_heads / p.cache.num_kv_heads;
@@ -189,26 +196,28 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(p.cache.num_kv_heads),
                   static_cast<unsigned>(p.num_seqs));
   constexpr int kShared = shared_bytes<kHeadDim>();
-  auto* kernel = paged_prefill_kernel<T, kHeadDim>;
+  auto* kernel = paged_prefill_kernel<T, C, kHeadDim>;
   PAGODA_RETURN_IF_ERROR(
-      (cuda::opt_in_shared_memory<paged_prefill_kernel<T, kHeadDim>, kShared>()));
+      (cuda::opt_in_shared_memory<paged_prefill_kernel<T, C, kHeadDim>, kShared>()));
   kernel<<<grid, kThreads, kShared, stream>>>(
       static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
-      static_cast<const T*>(p.cache.k), static_cast<const T*>(p.cache.v), p.query_start_loc,
+      static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-      p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window));
+      p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window), p.cache.k_scale,
+      p.cache.v_scale);
   return cuda::check_launch("paged_prefill_kernel");
 }
 
-/// The launcher's entry for one dtype; instantiated in paged_prefill_<dtype>.cu.
-template <typename T>
+/// The launcher's entry for one dtype T and cache element C (T, or __nv_fp8_e4m3 for 16-bit T);
+/// instantiated in paged_prefill_<dtype>.cu and paged_prefill_fp8.cu.
+template <typename T, typename C>
 Status run_paged_prefill(const PagedAttentionParams& p, std::int64_t max_query_len,
                          cudaStream_t stream) {
   switch (p.cache.head_dim) {
-    case 64: return launch_instance<T, 64>(p, max_query_len, stream);
-    case 128: return launch_instance<T, 128>(p, max_query_len, stream);
-    case 256: return launch_instance<T, 256>(p, max_query_len, stream);
+    case 64: return launch_instance<T, C, 64>(p, max_query_len, stream);
+    case 128: return launch_instance<T, C, 128>(p, max_query_len, stream);
+    case 256: return launch_instance<T, C, 256>(p, max_query_len, stream);
     default: return unimplemented("paged prefill attention: head_dim must be 64, 128 or 256");
   }
 }

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
@@ -17,16 +18,19 @@ constexpr int kMaxTokensPerCta = 4;
 // in flight per thread, 16 KB per CTA.
 constexpr int kUnroll = 4;
 
-// What the kernel reads and writes; the launcher fills it from RopeKvCacheParams.
-template <typename T>
+// What the kernel reads and writes; the launcher fills it from RopeKvCacheParams. C: the cache's
+// element type (T, or __nv_fp8_e4m3 for an FP8 cache).
+template <typename T, typename C>
 struct RopeArgs {
   T* qkv;                            // [num_tokens, qkv_row_stride]
   std::int64_t qkv_row_stride;       // elements
   const std::int32_t* positions;     // [num_tokens]
   const std::int64_t* slot_mapping;  // [num_tokens]; < 0: padding
   const float* inv_freq;             // [head_dim / 2]
-  T* k_cache;                        // [num_blocks, num_kv_heads, block_size, head_dim]
-  T* v_cache;                        // same layout
+  C* k_cache;                        // [num_blocks, num_kv_heads, block_size, head_dim]
+  C* v_cache;                        // same layout
+  float k_scale;                     // FP8: the cache holds e4m3(k / k_scale)
+  float v_scale;
   std::int64_t block_size;
   int num_tokens;
   int num_heads;
@@ -61,6 +65,25 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, kVec>& x) {
   } else {
 #pragma unroll
     for (int m = 0; m < kVec; ++m) p[m] = x.v[m];
+  }
+}
+
+// kVec cache elements from T values: as they are, or FP8 codes of x / scale (the rotated k,
+// already rounded to T, as vLLM quantizes it), one 8- or 4-byte store when aligned.
+template <typename T, typename C, int kVec>
+__device__ __forceinline__ void store_cache(C* p, const Vec<T, kVec>& x, float scale) {
+  if constexpr (std::is_same_v<C, T>) {
+    store_vec<T, kVec>(p, x);
+  } else {
+    Vec<C, kVec> codes;
+#pragma unroll
+    for (int m = 0; m < kVec; ++m) codes.v[m] = from_float<C>(to_float(x.v[m]) / scale);
+    if constexpr (kVec * sizeof(C) == 8) {
+      *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(codes.v);
+    } else {
+#pragma unroll
+      for (int m = 0; m < kVec; ++m) p[m] = codes.v[m];
+    }
   }
 }
 
@@ -105,8 +128,8 @@ __device__ __forceinline__ void rotate(T& xa, T& xb, float c, float s) {
 //
 // q items store back in place, k items at the token's cache row, v items are copied there; a
 // padding token (slot < 0) rotates q and stores nothing in the cache.
-template <typename T, bool kRotateHalf, int kVec>
-__global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<T> a) {
+template <typename T, typename C, bool kRotateHalf, int kVec>
+__global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<T, C> a) {
   static_assert(kRotateHalf || kVec % 2 == 0, "adjacent pairs need whole pairs per item");
   __shared__ __align__(16) float cos_table[kMaxTokensPerCta][kMaxHalfDim];
   __shared__ __align__(16) float sin_table[kMaxTokensPerCta][kMaxHalfDim];
@@ -142,16 +165,29 @@ __global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<
   const std::int64_t head_stride = a.block_size * a.head_dim;  // kv heads in a cache block
   const int second = kRotateHalf ? half : 0;                   // offset of the partner access
 
+  constexpr bool kSameType = std::is_same_v<C, T>;
   for (int base = threadIdx.x; base < num_items; base += kThreads * kUnroll) {
     Vec<T, kVec> x[kUnroll], y[kUnroll];
+    // Where an item goes: a q item's place in the row, or a k or v item's in the cache. An FP8
+    // cache's places (and scales) are kept apart; with a cache of T, dst holds both as before.
     T* dst[kUnroll];
+    [[maybe_unused]] C* cache_dst[kSameType ? 1 : kUnroll];
+    [[maybe_unused]] float scale[kSameType ? 1 : kUnroll];
     int local[kUnroll];
     int pair0[kUnroll];  // first pair index of the item; -1: a v copy
-                         // Phase 1: every load of the batch in flight before any use.
+    const auto has_place = [&](int u) {
+      if constexpr (kSameType) {
+        return dst[u] != nullptr;
+      } else {
+        return dst[u] != nullptr || cache_dst[u] != nullptr;
+      }
+    };
+    // Phase 1: every load of the batch in flight before any use.
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int item = base + u * kThreads;
       dst[u] = nullptr;
+      if constexpr (!kSameType) cache_dst[u] = nullptr;
       local[u] = 0;
       pair0[u] = -1;
       if (item >= num_items) continue;
@@ -167,23 +203,35 @@ __global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<
         if (head < a.num_heads) {
           dst[u] = src;
         } else if (cache >= 0) {
-          dst[u] = a.k_cache + cache + (head - a.num_heads) * head_stride + j * kVec;
+          C* place = a.k_cache + cache + (head - a.num_heads) * head_stride + j * kVec;
+          if constexpr (kSameType) {
+            dst[u] = place;
+          } else {
+            cache_dst[u] = place;
+            scale[u] = a.k_scale;
+          }
         }
-        if (dst[u] != nullptr) {  // a padding token's k is not even read
+        if (has_place(u)) {  // a padding token's k is not even read
           x[u] = load_vec<T, kVec>(src);
           if constexpr (kRotateHalf) y[u] = load_vec<T, kVec>(src + second);
         }
       } else if (cache >= 0) {
         const int e = (r - num_rotated) * kVec;  // element in the token's v heads
         const int kv_head = e / a.head_dim;
-        dst[u] = a.v_cache + cache + kv_head * head_stride + (e - kv_head * a.head_dim);
+        C* place = a.v_cache + cache + kv_head * head_stride + (e - kv_head * a.head_dim);
+        if constexpr (kSameType) {
+          dst[u] = place;
+        } else {
+          cache_dst[u] = place;
+          scale[u] = a.v_scale;
+        }
         x[u] = load_vec<T, kVec>(row + (a.num_heads + a.num_kv_heads) * a.head_dim + e);
       }
     }
     // Phase 2: rotate and store.
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (dst[u] == nullptr) continue;
+      if (!has_place(u)) continue;
       if (pair0[u] >= 0) {
         constexpr int kPairs = kRotateHalf ? kVec : kVec / 2;
         float c[kPairs], s[kPairs];
@@ -192,23 +240,31 @@ __global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<
         if constexpr (kRotateHalf) {
 #pragma unroll
           for (int m = 0; m < kVec; ++m) rotate(x[u].v[m], y[u].v[m], c[m], s[m]);
-          store_vec<T, kVec>(dst[u] + second, y[u]);
+          if (dst[u] != nullptr) {
+            store_vec<T, kVec>(dst[u] + second, y[u]);
+          } else if constexpr (!kSameType) {
+            store_cache<T, C, kVec>(cache_dst[u] + second, y[u], scale[u]);
+          }
         } else {
 #pragma unroll
           for (int m = 0; m < kVec / 2; ++m) rotate(x[u].v[2 * m], x[u].v[2 * m + 1], c[m], s[m]);
         }
       }
-      store_vec<T, kVec>(dst[u], x[u]);
+      if (dst[u] != nullptr) {
+        store_vec<T, kVec>(dst[u], x[u]);
+      } else if constexpr (!kSameType) {
+        store_cache<T, C, kVec>(cache_dst[u], x[u], scale[u]);
+      }
     }
   }
 }
 
-template <typename T, bool kRotateHalf>
-Status launch_style(const RopeArgs<T>& args, bool vector, unsigned grid, cudaStream_t stream) {
+template <typename T, typename C, bool kRotateHalf>
+Status launch_style(const RopeArgs<T, C>& args, bool vector, unsigned grid, cudaStream_t stream) {
   constexpr int kPack = Pack<T>::kSize;
   constexpr int kScalar = kRotateHalf ? 1 : 2;
-  auto* kernel = vector ? rope_kv_cache_kernel<T, kRotateHalf, kPack>
-                        : rope_kv_cache_kernel<T, kRotateHalf, kScalar>;
+  auto* kernel = vector ? rope_kv_cache_kernel<T, C, kRotateHalf, kPack>
+                        : rope_kv_cache_kernel<T, C, kRotateHalf, kScalar>;
   return launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, stream, "rope_kv_cache_kernel", args);
 }
 
@@ -235,28 +291,41 @@ Status launch_rope_kv_cache(const RopeKvCacheParams& p, cudaStream_t stream) {
   const int tokens_per_cta =
       static_cast<int>(std::clamp<std::int64_t>(p.num_tokens / 4096, 1, kMaxTokensPerCta));
   const auto grid = static_cast<unsigned>((p.num_tokens + tokens_per_cta - 1) / tokens_per_cta);
+  const bool fp8 = c.storage == KvCacheStorage::kFp8E4M3;
+  PAGODA_KERNEL_REQUIRE(
+      !fp8 || (p.dtype != cuda::ScalarType::kF32 && c.k_scale > 0.0f && c.v_scale > 0.0f), kOp);
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
-    const RopeArgs<T> args{.qkv = static_cast<T*>(p.qkv),
-                           .qkv_row_stride = p.qkv_row_stride,
-                           .positions = p.positions,
-                           .slot_mapping = p.slot_mapping,
-                           .inv_freq = p.inv_freq,
-                           .k_cache = static_cast<T*>(c.k),
-                           .v_cache = static_cast<T*>(c.v),
-                           .block_size = c.block_size,
-                           .num_tokens = static_cast<int>(p.num_tokens),
-                           .num_heads = static_cast<int>(p.num_heads),
-                           .num_kv_heads = static_cast<int>(c.num_kv_heads),
-                           .head_dim = static_cast<int>(c.head_dim),
-                           .tokens_per_cta = tokens_per_cta};
-    // 16-byte accesses need every row, head and rotate-half partner on a 16-byte boundary.
-    constexpr std::int64_t kPack = Pack<T>::kSize;
-    const bool rotate_half = p.style == RopeStyle::kRotateHalf;
-    const bool vector = is_aligned16(p.qkv) && is_aligned16(c.k) && is_aligned16(c.v) &&
-                        p.qkv_row_stride % kPack == 0 &&
-                        (rotate_half ? c.head_dim / 2 : c.head_dim) % kPack == 0;
-    return rotate_half ? launch_style<T, true>(args, vector, grid, stream)
-                       : launch_style<T, false>(args, vector, grid, stream);
+    const auto launch = [&]<typename C>() -> Status {
+      const RopeArgs<T, C> args{.qkv = static_cast<T*>(p.qkv),
+                                .qkv_row_stride = p.qkv_row_stride,
+                                .positions = p.positions,
+                                .slot_mapping = p.slot_mapping,
+                                .inv_freq = p.inv_freq,
+                                .k_cache = static_cast<C*>(c.k),
+                                .v_cache = static_cast<C*>(c.v),
+                                .k_scale = c.k_scale,
+                                .v_scale = c.v_scale,
+                                .block_size = c.block_size,
+                                .num_tokens = static_cast<int>(p.num_tokens),
+                                .num_heads = static_cast<int>(p.num_heads),
+                                .num_kv_heads = static_cast<int>(c.num_kv_heads),
+                                .head_dim = static_cast<int>(c.head_dim),
+                                .tokens_per_cta = tokens_per_cta};
+      // 16-byte accesses need every row, head and rotate-half partner on a 16-byte boundary
+      // (an FP8 cache's rows and items then sit on 8-byte ones).
+      constexpr std::int64_t kPack = Pack<T>::kSize;
+      const bool rotate_half = p.style == RopeStyle::kRotateHalf;
+      const bool vector = is_aligned16(p.qkv) && is_aligned16(c.k) && is_aligned16(c.v) &&
+                          p.qkv_row_stride % kPack == 0 &&
+                          (rotate_half ? c.head_dim / 2 : c.head_dim) % kPack == 0;
+      return rotate_half ? launch_style<T, C, true>(args, vector, grid, stream)
+                         : launch_style<T, C, false>(args, vector, grid, stream);
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      return launch.template operator()<T>();
+    } else {
+      return fp8 ? launch.template operator()<__nv_fp8_e4m3>() : launch.template operator()<T>();
+    }
   });
 }
 

@@ -26,7 +26,7 @@ struct RopeKvCacheParams {
   const std::int32_t* positions = nullptr;     ///< [num_tokens]
   const std::int64_t* slot_mapping = nullptr;  ///< [num_tokens]; < 0: padding, nothing stored
   const float* inv_freq = nullptr;             ///< [head_dim / 2], scaling already applied
-  PagedKvCache cache;                          ///< dtype like qkv
+  PagedKvCache cache;  ///< elements like qkv, or FP8 codes (bf16/f16 qkv only)
   std::int64_t num_tokens = 0;
   std::int64_t num_heads = 0;
   RopeStyle style = RopeStyle::kRotateHalf;
@@ -34,7 +34,8 @@ struct RopeKvCacheParams {
 };
 
 /// Rotates q (in place) and k by positions[t] * inv_freq[i] (fp32, rounded once), stores the
-/// rotated k and the v of token t at slot_mapping[t].
+/// rotated k and the v of token t at slot_mapping[t]: as they are, or into an FP8 cache as
+/// e4m3(x / scale) of the values rounded to dtype (round to nearest even, saturated).
 Status launch_rope_kv_cache(const RopeKvCacheParams& params, cudaStream_t stream);
 
 }  // namespace pagoda::kernels

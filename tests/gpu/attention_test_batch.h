@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "backend/cpu/paged_attention.h"
 #include "backend/cpu/windowed_attention.h"
 #include "kernels/attention/paged_attention.h"
+#include "model/dequantize.h"
+#include "quant/float_codes.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace pagoda::gpu_test {
@@ -49,14 +52,21 @@ inline std::string describe(const AttentionCase& c, ScalarType type) {
   return s;
 }
 
+/// Per-tensor scales of an FP8 cache (kernels::KvCacheStorage::kFp8E4M3).
+struct Fp8Scales {
+  float k = 1.0f;
+  float v = 1.0f;
+};
+
 // One random batch and cache, the oracle's answer, and runs of the prefill (any PrefillKernel)
 // and decode kernels on it. `row_pad` extra elements per q row test a q_row_stride that is not
-// num_heads * head_dim.
+// num_heads * head_dim. With `fp8`, the device cache holds e4m3(x / scale) codes (the host's
+// rounding rule, the RoPE/append kernel's) and the oracle sees code * scale.
 class AttentionBatch {
  public:
   AttentionBatch(const AttentionCase& c, ScalarType type, std::mt19937& rng,
-                 std::int64_t row_pad = 0)
-      : c_(c), type_(type), q_row_stride_(c.num_heads * c.head_dim + row_pad) {
+                 std::int64_t row_pad = 0, std::optional<Fp8Scales> fp8 = std::nullopt)
+      : c_(c), type_(type), q_row_stride_(c.num_heads * c.head_dim + row_pad), fp8_(fp8) {
     const std::int64_t d = c.head_dim;
     query_start_loc_.push_back(0);
     std::int64_t max_blocks = 1, total_blocks = 0;
@@ -86,6 +96,20 @@ class AttentionBatch {
         static_cast<std::size_t>(num_blocks_ * c.block_size * c.num_kv_heads * d);
     std::vector<float> cpu_k = gpu_test::round_to(gpu_test::random_vector(cache_elems, rng), type);
     std::vector<float> cpu_v = gpu_test::round_to(gpu_test::random_vector(cache_elems, rng), type);
+    std::vector<std::uint8_t> k_codes, v_codes;  // FP8: in the CPU layout, then the GPU's
+    if (fp8_) {
+      const auto quantize = [](std::vector<float>& values, float scale,
+                               std::vector<std::uint8_t>& codes) {
+        codes.resize(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          codes[i] = quant::float_to_fp8_e4m3(values[i] / scale);
+          values[i] = fp8_e4m3_to_float(codes[i]) * scale;
+        }
+      };
+      quantize(cpu_k, fp8_->k, k_codes);
+      quantize(cpu_v, fp8_->v, v_codes);
+    }
+    std::vector<std::uint8_t> gpu_k_codes(k_codes.size()), gpu_v_codes(v_codes.size());
     std::vector<float> gpu_k(cache_elems), gpu_v(cache_elems);
     for (std::int64_t b = 0; b < num_blocks_; ++b) {
       for (std::int64_t o = 0; o < c.block_size; ++o) {
@@ -96,6 +120,10 @@ class AttentionBatch {
               static_cast<std::size_t>(((b * c.num_kv_heads + h) * c.block_size + o) * d);
           std::copy_n(cpu_k.begin() + from, d, gpu_k.begin() + to);
           std::copy_n(cpu_v.begin() + from, d, gpu_v.begin() + to);
+          if (fp8_) {
+            std::copy_n(k_codes.begin() + from, d, gpu_k_codes.begin() + to);
+            std::copy_n(v_codes.begin() + from, d, gpu_v_codes.begin() + to);
+          }
         }
       }
     }
@@ -134,8 +162,13 @@ class AttentionBatch {
                   q_padded.begin() + t * q_row_stride_ + row);
     }
     d_q_ = std::make_unique<DeviceArray>(q_padded, type);
-    d_k_ = std::make_unique<DeviceArray>(gpu_k, type);
-    d_v_ = std::make_unique<DeviceArray>(gpu_v, type);
+    if (fp8_) {
+      d_k_codes_ = std::make_unique<DeviceVector<std::uint8_t>>(gpu_k_codes);
+      d_v_codes_ = std::make_unique<DeviceVector<std::uint8_t>>(gpu_v_codes);
+    } else {
+      d_k_ = std::make_unique<DeviceArray>(gpu_k, type);
+      d_v_ = std::make_unique<DeviceArray>(gpu_v, type);
+    }
     d_out_ = std::make_unique<DeviceArray>(want_.size(), type);
     d_qsl_ = std::make_unique<DeviceVector<std::int32_t>>(query_start_loc_);
     d_seq_lens_ = std::make_unique<DeviceVector<std::int32_t>>(seq_lens_);
@@ -147,12 +180,16 @@ class AttentionBatch {
     return {.q = d_q_->data(),
             .q_row_stride = q_row_stride_,
             .out = d_out_->data(),
-            .cache = {.k = d_k_->data(),
-                      .v = d_v_->data(),
+            .cache = {.k = fp8_ ? static_cast<void*>(d_k_codes_->data()) : d_k_->data(),
+                      .v = fp8_ ? static_cast<void*>(d_v_codes_->data()) : d_v_->data(),
                       .num_blocks = num_blocks_,
                       .block_size = c_.block_size,
                       .num_kv_heads = c_.num_kv_heads,
-                      .head_dim = c_.head_dim},
+                      .head_dim = c_.head_dim,
+                      .storage = fp8_ ? kernels::KvCacheStorage::kFp8E4M3
+                                      : kernels::KvCacheStorage::kActivations,
+                      .k_scale = fp8_ ? fp8_->k : 1.0f,
+                      .v_scale = fp8_ ? fp8_->v : 1.0f},
             .query_start_loc = d_qsl_->data(),
             .seq_lens = d_seq_lens_->data(),
             .block_tables = d_tables_->data(),
@@ -224,7 +261,9 @@ class AttentionBatch {
   std::int64_t max_seq_len_ = 0;
   std::vector<float> q_, want_;
   float scale_ = 0.0f;
+  std::optional<Fp8Scales> fp8_;
   std::unique_ptr<DeviceArray> d_q_, d_k_, d_v_, d_out_;
+  std::unique_ptr<DeviceVector<std::uint8_t>> d_k_codes_, d_v_codes_;  // FP8 only
   std::unique_ptr<DeviceVector<std::int32_t>> d_qsl_, d_seq_lens_, d_tables_;
 };
 
