@@ -592,8 +592,9 @@ void bench_w4a16(const Ceilings& ceil, cuda::BlasLt& blas) {
 }
 
 // GGUF weights kept quantized (issue 28 point 4): the W4A16 kernel's GGUF form for Q4_K (4-bit
-// codes, a min term per 32: one more mma per step), Q6_K (8-bit codes from two nibble tiles,
-// scales per 16) and Q8_0 (8-bit, scales per 32), against cuBLASLt BF16 on Llama-3-8B's shapes
+// codes, a min term per 32: one more mma per step), Q5_K (5-bit: a high-bit word per lane per
+// tile, a min term), Q6_K (6-bit: two high-bit words, scales per 16) and Q8_0 (8-bit: a second
+// nibble tile, an FMA per pair), against cuBLASLt BF16 on Llama-3-8B's shapes
 // as time ratios (above 1 is faster), with the bytes each form streams per second; weights
 // rotated past L2. No goal is set yet: the first run measures where the forms stand against G6/G7.
 void bench_gguf(cuda::BlasLt& blas) {
@@ -603,10 +604,11 @@ void bench_gguf(cuda::BlasLt& blas) {
     const char* name;
     std::int64_t group_size;
     int super_shift, code_zero;
-    bool eight_bit, has_min;
+    int hi_bits;
+    bool has_min;
   };
-  for (const Type& t : {Type{"Q4_K", 32, 3, 0, false, true}, Type{"Q6_K", 16, 4, 32, true, false},
-                        Type{"Q8_0", 32, 0, 128, true, false}}) {
+  for (const Type& t : {Type{"Q4_K", 32, 3, 0, 0, true}, Type{"Q5_K", 32, 3, 0, 1, true},
+                        Type{"Q6_K", 16, 4, 32, 2, false}, Type{"Q8_0", 32, 0, 128, 4, false}}) {
     for (const auto& s : shapes) {
       const std::int64_t n = s[0], k = s[1];
       const std::int64_t padded_n = (n + 15) / 16 * 16, k_tiles = (k + 63) / 64;
@@ -621,9 +623,9 @@ void bench_gguf(cuda::BlasLt& blas) {
         // Random codes; scales and mins 0x2020 (~0.0084), sub-block codes 1.
         packed.push_back(
             random_buffer(static_cast<std::int64_t>(packed_bytes / 4), ScalarType::kF32, 180 + i));
-        if (t.eight_bit) {
-          packed_hi.push_back(random_buffer(static_cast<std::int64_t>(packed_bytes / 4),
-                                            ScalarType::kF32, 190 + i));
+        if (t.hi_bits > 0) {
+          packed_hi.push_back(random_buffer(
+              static_cast<std::int64_t>(packed_bytes / 16 * t.hi_bits), ScalarType::kF32, 190 + i));
         }
         scales.push_back(alloc(scale_bytes));
         codes.push_back(alloc(code_bytes));
@@ -644,15 +646,16 @@ void bench_gguf(cuda::BlasLt& blas) {
             .rows = n,
             .cols = k,
             .group_size = t.group_size,
-            .packed_hi = t.eight_bit ? packed_hi[c].as<std::uint32_t>() : nullptr,
+            .packed_hi = t.hi_bits > 0 ? packed_hi[c].as<std::uint32_t>() : nullptr,
             .scale_codes = codes[c].as<std::int8_t>(),
             .mins = t.has_min ? mins[c].as<std::uint16_t>() : nullptr,
             .min_codes = t.has_min ? codes[c].as<std::int8_t>() : nullptr,
             .super_shift = t.super_shift,
-            .code_zero = t.code_zero};
+            .code_zero = t.code_zero,
+            .hi_bits = t.hi_bits};
       };
       const double device_bytes = static_cast<double>(
-          packed_bytes * (t.eight_bit ? 2 : 1) + (scale_bytes + code_bytes) * (t.has_min ? 2 : 1));
+          packed_bytes * (4 + t.hi_bits) / 4 + (scale_bytes + code_bytes) * (t.has_min ? 2 : 1));
       for (std::int64_t m : {1, 16, 64, 256}) {
         DeviceBuffer x = random_buffer(m * k, ScalarType::kBF16, 91);
         DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);

@@ -21,16 +21,26 @@ constexpr int kTileCols = static_cast<int>(quant::kW4A16TileCols);
 constexpr int kTileVectors = 32;     // 16-byte vectors per tile: one per lane
 constexpr int kStages = 8;           // tiles of a warp's ring of weights in shared memory
 constexpr int kMinTilesPerWarp = 4;  // below this a K split costs more than it hides
-// The weight forms: GPTQ / AWQ / Q4_0's zero points, or the GGUF form with 4- or 8-bit codes
-// (quant/w4a16_layout.h).
-enum class Form { kZeroPoint, kGguf4, kGguf8 };
-// Nibble tiles per weight tile: the 8-bit codes' high nibbles are a second one.
-__host__ __device__ constexpr int planes(Form f) {
-  return f == Form::kGguf8 ? 2 : 1;
+// The weight forms: GPTQ / AWQ / Q4_0's zero points, or the GGUF form with 4-, 5-, 6- or 8-bit
+// codes (quant/w4a16_layout.h).
+enum class Form { kZeroPoint, kGguf4, kGguf5, kGguf6, kGguf8 };
+// Code bits above the low nibble, in packed_hi.
+__host__ __device__ constexpr int hi_bits_of(Form f) {
+  return f == Form::kGguf5 ? 1 : f == Form::kGguf6 ? 2 : f == Form::kGguf8 ? 4 : 0;
+}
+// Bytes of one stage of a warp's ring of weights: the tile's 32 16-byte vectors, then each
+// lane's high bits.
+__host__ __device__ constexpr int stage_bytes(Form f) {
+  return kTileVectors * (16 + 4 * hi_bits_of(f));
+}
+// cp.async of 4 or 8 bytes (only .ca takes sizes below 16).
+template <int kBytes>
+__device__ __forceinline__ void cp_async_ca(std::uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(kBytes));
 }
 // CTAs an SM holds at once, by x tiles per CTA: the launch bounds cap the registers to fit them
 // (what hides the weights' latency is warps in flight). The GGUF form holds more per thread (the
-// min terms, x's group sums, the high nibbles), so fewer.
+// min terms, x's group sums, the high bits), so fewer.
 constexpr int min_ctas_per_sm(int m_tiles, Form f) {
   if (f != Form::kZeroPoint) return m_tiles == 1 ? 5 : m_tiles == 2 ? 3 : 2;
   return m_tiles == 1 ? 7 : m_tiles == 2 ? 4 : 3;
@@ -90,7 +100,7 @@ constexpr int kXPad = 8;  // elements
 // form and the other way round.
 struct KernelWeights {
   const uint4* packed;
-  const uint4* packed_hi;  // kGguf8 only
+  const std::uint32_t* packed_hi;  // kGguf5 / 6 / 8: hi_bits words per lane per tile
   const __half* scales;
   const std::uint8_t* zeros;  // zero-point form
   const std::int8_t* scale_codes;
@@ -106,12 +116,13 @@ struct KernelWeights {
 // it accumulates x (q - z) in `part`, and where a group ends it adds scale * part to `acc`. The
 // next group's zeros and scales are loaded a group ahead.
 //
-// The GGUF form (kGguf4, kGguf8; quant/w4a16_layout.h) differs in three places: the zero is one
-// code_zero for the matrix; an 8-bit code's high nibble comes from a second tile (packed_hi) and
-// joins the low one in the 16-bit float as hi * 16 + (lo - code_zero), exact (|q - z| <= 255 has
-// at most 8 significant bits); and where the type has a min, one more mma per step sums x itself
-// (B = ones) into `part_x`, so a group closes with acc += (S sc) part + (B mc) part_x, the min
-// term w = ... + B mc multiplied out of the sum.
+// The GGUF form (quant/w4a16_layout.h) differs in three places: the zero is one code_zero for
+// the matrix; a wider code's high bits come from packed_hi (its lane's hi_bits words per tile,
+// copied beside the tile) and join the low nibble: 5- and 6-bit codes OR'ed in above it, into
+// {magic + q} (q < 64: exact in bf16 and fp16), 8-bit ones as hi * 16 + (lo - code_zero) in one
+// FMA, exact (|q - z| <= 255 has at most 8 significant bits); and where the type has a min, one
+// more mma per step sums x itself (B = ones) into `part_x`, so a group closes with
+// acc += (S sc) part + (B mc) part_x, the min term w = ... + B mc multiplied out of the sum.
 template <typename T, int kMTiles, Form kForm>
 __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     w4a16_gemm_kernel(const T* __restrict__ x, const KernelWeights w, const T* __restrict__ bias,
@@ -120,7 +131,8 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
                       int chunk_tiles, int* __restrict__ counters) {
   using Q = Nibbles<T>;
   constexpr bool kGguf = kForm != Form::kZeroPoint;
-  constexpr int kPlanes = planes(kForm);
+  constexpr int kHiBits = hi_bits_of(kForm);
+  constexpr int kStageBytes = stage_bytes(kForm);
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -135,11 +147,12 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   const int cta_end = min(k_tiles, cta_begin + tiles_per_split);
   T* xs = reinterpret_cast<T*>(smem);
   const int stride = chunk_tiles * kTileCols + kXPad;
-  // Each warp's ring of kStages weight tiles (each kPlanes x 32 vectors) follows the CTA's x
-  // chunk (16-byte aligned: a row of x is a multiple of 16 bytes).
+  // Each warp's ring of kStages weight tiles follows the CTA's x chunk (16-byte aligned: a row of
+  // x is a multiple of 16 bytes); a stage is the tile's 32 16-byte vectors, then the lanes' high
+  // bits (4 * kHiBits bytes each).
   const int x_rows = min(kMTiles * 16, m);
-  const uint4* ring = reinterpret_cast<const uint4*>(xs + x_rows * stride) +
-                      warp * kStages * kPlanes * kTileVectors;
+  const unsigned char* ring =
+      reinterpret_cast<const unsigned char*>(xs + x_rows * stride) + warp * kStages * kStageBytes;
 
   float acc[kMTiles][2][4];
   float part[kMTiles][2][4];
@@ -170,7 +183,8 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   const int steps_per_group = group_size / 16;  // groups end on 16-column boundaries
   const std::size_t tile_offset = static_cast<std::size_t>(nt) * k_tiles * kTileVectors + lane;
   const uint4* tiles = w.packed + tile_offset;
-  const uint4* tiles_hi = kForm == Form::kGguf8 ? w.packed_hi + tile_offset : nullptr;
+  const std::uint32_t* tiles_hi =
+      kHiBits > 0 ? w.packed_hi + tile_offset * kHiBits : nullptr;  // hi_bits words per lane
 
   // The CTA's K range in chunks whose rows of x fit the shared memory.
   for (int chunk = cta_begin; chunk < cta_end; chunk += chunk_tiles) {
@@ -278,16 +292,21 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
         a[mt][3] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c + 8) : 0u;
       }
     };
-    auto step = [&](std::uint32_t word, std::uint32_t word_hi, const AFragments& a) {
+    // `hi`: the step's high bits, pair i's at bit kHiBits * i of each 16-bit half.
+    auto step = [&](std::uint32_t word, std::uint32_t hi, const AFragments& a) {
       std::uint32_t b[2][2];
 #pragma unroll
       for (int pair = 0; pair < 4; ++pair) {
-        const std::uint32_t lo =
-            Q::sub(((word >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, cur.zero_pair[pair >> 1]);
-        if constexpr (kForm == Form::kGguf8) {
-          const std::uint32_t hi =
-              Q::sub(((word_hi >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, Q::kMagic);
-          b[pair >> 1][pair & 1] = Q::fma(hi, Q::kSixteen, lo);
+        std::uint32_t codes = (word >> (4 * pair)) & 0x000F000Fu;
+        if constexpr (kHiBits == 1 || kHiBits == 2) {
+          constexpr std::uint32_t kMask = kHiBits == 1 ? 0x00010001u : 0x00030003u;
+          codes |= ((hi >> (kHiBits * pair)) & kMask) << 4;
+        }
+        const std::uint32_t lo = Q::sub(codes | Q::kMagic, cur.zero_pair[pair >> 1]);
+        if constexpr (kHiBits == 4) {
+          const std::uint32_t high =
+              Q::sub(((hi >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, Q::kMagic);
+          b[pair >> 1][pair & 1] = Q::fma(high, Q::kSixteen, lo);
         } else {
           b[pair >> 1][pair & 1] = lo;
         }
@@ -303,18 +322,25 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     };
 
     // Weights are read once, through the warp's ring in shared memory: each lane copies its own
-    // 16 bytes of a tile (and of its high-nibble tile) with cp.async, no registers held in
-    // flight, kStages tiles ahead of the math, and reads back only what it copied, so no barrier
-    // is needed.
-    const std::uint32_t ring_addr = smem_u32(ring + lane);
+    // 16 bytes of a tile (and its high bits) with cp.async, no registers held in flight, kStages
+    // tiles ahead of the math, and reads back only what it copied, so no barrier is needed.
+    const std::uint32_t ring_addr = smem_u32(ring);
+    const auto lo_slot = [&](int i) {
+      return static_cast<std::uint32_t>((i % kStages) * kStageBytes + lane * 16);
+    };
+    const auto hi_slot = [&](int i) {
+      return static_cast<std::uint32_t>((i % kStages) * kStageBytes + kTileVectors * 16 +
+                                        lane * 4 * kHiBits);
+    };
     const auto fetch = [&](int i) {
       if (i < count) {
-        const auto slot =
-            ring_addr + static_cast<std::uint32_t>((i % kStages) * kPlanes * kTileVectors * 16);
         const std::size_t at = static_cast<std::size_t>(begin + i) * kTileVectors;
-        cp_async_16(slot, tiles + at, true);
-        if constexpr (kForm == Form::kGguf8)
-          cp_async_16(slot + kTileVectors * 16, tiles_hi + at, true);
+        cp_async_16(ring_addr + lo_slot(i), tiles + at, true);
+        if constexpr (kHiBits == 4) {
+          cp_async_16(ring_addr + hi_slot(i), tiles_hi + at * kHiBits, true);
+        } else if constexpr (kHiBits > 0) {
+          cp_async_ca<4 * kHiBits>(ring_addr + hi_slot(i), tiles_hi + at * kHiBits);
+        }
       }
       cp_async_commit();  // empty groups too: the wait below counts groups
     };
@@ -322,10 +348,25 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     for (int u = 0; u < kStages; ++u) fetch(u);
     for (int i = 0; i < count; ++i) {
       cp_async_wait<kStages - 1>();
-      const uint4 words = ring[(i % kStages) * kPlanes * kTileVectors + lane];
-      uint4 words_hi = make_uint4(0, 0, 0, 0);
-      if constexpr (kForm == Form::kGguf8) {
-        words_hi = ring[((i % kStages) * kPlanes + 1) * kTileVectors + lane];
+      const uint4 words = *reinterpret_cast<const uint4*>(ring + lo_slot(i));
+      // Each step's high bits, pair i's at bit kHiBits * i (quant/w4a16_layout.h's positions).
+      std::uint32_t words_hi[4] = {0, 0, 0, 0};
+      if constexpr (kHiBits == 4) {
+        const uint4 h = *reinterpret_cast<const uint4*>(ring + hi_slot(i));
+        words_hi[0] = h.x;
+        words_hi[1] = h.y;
+        words_hi[2] = h.z;
+        words_hi[3] = h.w;
+      } else if constexpr (kHiBits == 2) {
+        const uint2 h = *reinterpret_cast<const uint2*>(ring + hi_slot(i));
+        words_hi[0] = h.x;
+        words_hi[1] = h.x >> 8;
+        words_hi[2] = h.y;
+        words_hi[3] = h.y >> 8;
+      } else if constexpr (kHiBits == 1) {
+        const std::uint32_t h = *reinterpret_cast<const std::uint32_t*>(ring + hi_slot(i));
+#pragma unroll
+        for (int s = 0; s < 4; ++s) words_hi[s] = h >> (4 * s);
       }
       // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
       // 4 x tiles that would take 64 more registers: there, step by step).
@@ -334,26 +375,26 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
         AFragments a[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q) load_a(a[q], c + 16 * q);
-        step(words.x, words_hi.x, a[0]);
+        step(words.x, words_hi[0], a[0]);
         end_step();
-        step(words.y, words_hi.y, a[1]);
+        step(words.y, words_hi[1], a[1]);
         end_step();
-        step(words.z, words_hi.z, a[2]);
+        step(words.z, words_hi[2], a[2]);
         end_step();
-        step(words.w, words_hi.w, a[3]);
+        step(words.w, words_hi[3], a[3]);
       } else {
         AFragments a;
         load_a(a, c);
-        step(words.x, words_hi.x, a);
+        step(words.x, words_hi[0], a);
         end_step();
         load_a(a, c + 16);
-        step(words.y, words_hi.y, a);
+        step(words.y, words_hi[1], a);
         end_step();
         load_a(a, c + 32);
-        step(words.z, words_hi.z, a);
+        step(words.z, words_hi[2], a);
         end_step();
         load_a(a, c + 48);
-        step(words.w, words_hi.w, a);
+        step(words.w, words_hi[3], a);
       }
       end_step();
       fetch(i + kStages);  // into the slot just read and used
@@ -439,7 +480,10 @@ __global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ ou
     out[i] = from_float<T>(__half2float(scales[at]) * static_cast<float>(q - w.zeros[at]));
     return;
   }
-  if (w.packed_hi != nullptr) q |= static_cast<int>((w.packed_hi[word] >> shift) & 0xF) << 4;
+  if (w.hi_bits > 0) {
+    quant::w4a16_hi_slot(row, col, k_tiles, w.hi_bits, &word, &shift);
+    q |= static_cast<int>((w.packed_hi[word] >> shift) & ((1u << w.hi_bits) - 1)) << 4;
+  }
   const std::int64_t super_at = (group >> w.super_shift) * padded_rows + row;
   // The reference dequantizer's order and roundings (quant/w4a16_layout.h): no FMA contraction
   // would change them (the product is exact), but say so.
@@ -496,9 +540,9 @@ struct Plan {
 // A CTA's rows of x in shared memory stay within this: with its 16 KB weight ring, 4 CTAs of 16
 // rows fit an SM.
 constexpr int kXBytesMax = 32 << 10;
-// 16 KB, or 32 KB with the high-nibble tiles.
+// 16 KB, up to 32 KB with the high bits.
 constexpr int ring_bytes(Form f) {
-  return kWarps * kStages * planes(f) * kTileVectors * 16;
+  return kWarps * kStages * stage_bytes(f);
 }
 
 // The CTA's chunk of x, then each warp's ring of weight tiles.
@@ -548,7 +592,12 @@ std::size_t partial_bytes(const Plan& p, std::int64_t m, std::int64_t n) {
 
 Form form_of(const W4A16Weights& w) {
   if (w.scale_codes == nullptr) return Form::kZeroPoint;
-  return w.packed_hi != nullptr ? Form::kGguf8 : Form::kGguf4;
+  switch (w.hi_bits) {
+    case 1: return Form::kGguf5;
+    case 2: return Form::kGguf6;
+    case 4: return Form::kGguf8;
+    default: return Form::kGguf4;
+  }
 }
 
 template <typename T, int kMTiles, Form kForm>
@@ -560,7 +609,7 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, 
       kXBytesMax + kXPad * 2 * 64 + ring_bytes(kForm));
   PAGODA_CUDA_RETURN_IF_ERROR(opt_in);
   const KernelWeights w{.packed = reinterpret_cast<const uint4*>(p.w.packed),
-                        .packed_hi = reinterpret_cast<const uint4*>(p.w.packed_hi),
+                        .packed_hi = p.w.packed_hi,
                         .scales = reinterpret_cast<const __half*>(p.w.scales),
                         .zeros = p.w.zeros,
                         .scale_codes = p.w.scale_codes,
@@ -587,6 +636,19 @@ Status launch_form(const W4A16GemmParams& p, const Plan& plan, float* partial, i
 }
 
 template <typename T>
+Status launch_any_form(const W4A16GemmParams& p, const Plan& plan, float* partial, int* counters,
+                       cudaStream_t stream) {
+  switch (plan.form) {
+    case Form::kGguf4: return launch_form<T, Form::kGguf4>(p, plan, partial, counters, stream);
+    case Form::kGguf5: return launch_form<T, Form::kGguf5>(p, plan, partial, counters, stream);
+    case Form::kGguf6: return launch_form<T, Form::kGguf6>(p, plan, partial, counters, stream);
+    case Form::kGguf8: return launch_form<T, Form::kGguf8>(p, plan, partial, counters, stream);
+    case Form::kZeroPoint: break;
+  }
+  return launch_form<T, Form::kZeroPoint>(p, plan, partial, counters, stream);
+}
+
+template <typename T>
 Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
   Plan plan = plan_for(p.m, p.w.rows, p.w.cols, form_of(p.w));
   if (partial_bytes(plan, p.m, p.w.rows) > p.workspace_bytes || p.workspace == nullptr) {
@@ -600,12 +662,7 @@ Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
   int* counters = partial != nullptr && p.counters != nullptr && p.counters_count >= counters_needed
                       ? p.counters
                       : nullptr;
-  Status s = plan.form == Form::kZeroPoint
-                 ? launch_form<T, Form::kZeroPoint>(p, plan, partial, counters, stream)
-             : plan.form == Form::kGguf4
-                 ? launch_form<T, Form::kGguf4>(p, plan, partial, counters, stream)
-                 : launch_form<T, Form::kGguf8>(p, plan, partial, counters, stream);
-  PAGODA_RETURN_IF_ERROR(s);
+  PAGODA_RETURN_IF_ERROR(launch_any_form<T>(p, plan, partial, counters, stream));
   if (partial == nullptr || counters != nullptr) return Status::ok_status();
   const std::size_t outputs = static_cast<std::size_t>(p.m) * p.w.rows;
   const auto blocks = static_cast<unsigned>((outputs + 255) / 256);
@@ -638,12 +695,14 @@ bool w4a16_gemm_applies(const W4A16GemmParams& p) {
   const auto aligned = [](const void* ptr, std::uintptr_t to) {
     return reinterpret_cast<std::uintptr_t>(ptr) % to == 0;
   };
-  const bool groups_ok = p.w.scale_codes == nullptr
-                             ? p.w.group_size >= 32 && p.w.group_size % 32 == 0
-                             : (p.w.group_size == 16 || p.w.group_size == 32) &&
-                                   aligned(p.w.scale_codes, 2) && aligned(p.w.mins, 4) &&
-                                   aligned(p.w.min_codes, 2) && aligned(p.w.packed_hi, 16) &&
-                                   (p.w.mins == nullptr) == (p.w.min_codes == nullptr);
+  const bool groups_ok =
+      p.w.scale_codes == nullptr
+          ? p.w.group_size >= 32 && p.w.group_size % 32 == 0
+          : (p.w.group_size == 16 || p.w.group_size == 32) && aligned(p.w.scale_codes, 2) &&
+                aligned(p.w.mins, 4) && aligned(p.w.min_codes, 2) && aligned(p.w.packed_hi, 16) &&
+                (p.w.hi_bits == 0 || p.w.hi_bits == 1 || p.w.hi_bits == 2 || p.w.hi_bits == 4) &&
+                (p.w.hi_bits == 0) == (p.w.packed_hi == nullptr) &&
+                (p.w.mins == nullptr) == (p.w.min_codes == nullptr);
   return is_16_bit(p.dtype) && p.m >= 1 && p.w.rows >= 1 && p.w.cols >= 32 && p.w.cols % 32 == 0 &&
          groups_ok && p.m <= (1 << 24) && p.w.rows <= (1 << 24) && p.w.cols <= (1 << 24) &&
          aligned(p.x, 16) && aligned(p.w.packed, 16) && aligned(p.w.scales, 4) && p.y != nullptr;

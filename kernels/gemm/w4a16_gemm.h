@@ -1,5 +1,5 @@
 // W4A16: y = x W^T (+ bias) with 16-bit activations and 4-bit weights (GPTQ, AWQ, int4 RTN,
-// GGUF Q4_0, Q4_1, Q4_K) or 8-bit ones (W8A16: GGUF Q5_0, Q5_1, Q8_0, Q5_K, Q6_K) in the tile
+// GGUF Q4_0, Q4_1, Q4_K) or 5- to 8-bit ones (W8A16: GGUF Q5_0, Q5_1, Q8_0, Q5_K, Q6_K) in the tile
 // layout of quant/w4a16_layout.h, dequantized in registers straight into tensor-core fragments
 // (the Marlin recipe, ../shared/GPU.md 4.3).
 //
@@ -40,12 +40,14 @@ struct W4A16Weights {
   /// A multiple of 32 (cols: per channel); the GGUF form: 32 or 16.
   std::int64_t group_size = 0;
   // The GGUF form (scale_codes non-null).
-  const std::uint32_t* packed_hi = nullptr;  ///< 8-bit codes' high nibbles, as packed; or null
+  /// Codes' bits above the low nibble (quant/w4a16_layout.h); null with hi_bits 0.
+  const std::uint32_t* packed_hi = nullptr;
   const std::int8_t* scale_codes = nullptr;  ///< [groups][padded_rows]
   const std::uint16_t* mins = nullptr;       ///< fp16, [scale_groups][padded_rows], or null
   const std::int8_t* min_codes = nullptr;    ///< [groups][padded_rows] (with mins)
   int super_shift = 0;                       ///< groups per scale and min: 1 << super_shift
   int code_zero = 0;                         ///< subtracted from every code
+  int hi_bits = 0;                           ///< 0, 1, 2 or 4: 4-, 5-, 6- or 8-bit codes
 };
 
 struct W4A16GemmParams {

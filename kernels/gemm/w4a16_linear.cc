@@ -49,9 +49,10 @@ StatusOr<W4A16Linear> W4A16Linear::upload(const quant::W4A16Matrix& m) {
   layer.view_.scale_codes = layer.scale_codes_.as<std::int8_t>();
   layer.view_.super_shift = m.super_shift;
   layer.view_.code_zero = m.code_zero;
-  if (m.eight_bit()) {
+  if (m.hi_bits > 0) {
     PAGODA_ASSIGN_OR_RETURN(layer.packed_hi_, to_device(m.packed_hi));
     layer.view_.packed_hi = layer.packed_hi_.as<std::uint32_t>();
+    layer.view_.hi_bits = m.hi_bits;
   }
   if (!m.mins.empty()) {
     PAGODA_ASSIGN_OR_RETURN(layer.mins_, to_device(m.mins));

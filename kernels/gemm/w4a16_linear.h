@@ -32,8 +32,8 @@ class W4A16Linear {
   std::int64_t rows() const { return view_.rows; }
   std::int64_t cols() const { return view_.cols; }
   const W4A16Weights& weights() const { return view_; }
-  /// 8-bit codes (W8A16: GGUF Q5_0, Q5_1, Q8_0, Q5_K, Q6_K).
-  bool eight_bit() const { return view_.packed_hi != nullptr; }
+  /// Codes of 5 to 8 bits (W8A16: GGUF Q5_0, Q5_1, Q8_0, Q5_K, Q6_K, mixed stacks).
+  bool wide_codes() const { return view_.hi_bits > 0; }
   /// Device bytes the layer holds (what a 4-bit checkpoint costs on the GPU).
   std::size_t device_bytes() const;
 

@@ -48,7 +48,7 @@ CudaLinearLayer CudaLinearLayer::fp8(kernels::Fp8Linear layer) {
 
 DeviceLinearKind CudaLinearLayer::kind() const {
   if (const auto* w4 = std::get_if<kernels::W4A16Linear>(&impl_)) {
-    return w4->eight_bit() ? DeviceLinearKind::kW8A16 : DeviceLinearKind::kW4A16;
+    return w4->wide_codes() ? DeviceLinearKind::kW8A16 : DeviceLinearKind::kW4A16;
   }
   if (std::holds_alternative<kernels::Fp8Linear>(impl_)) return DeviceLinearKind::kFp8;
   return DeviceLinearKind::kDense;

@@ -95,7 +95,7 @@ DeviceLinearKind device_linear_kind(std::span<const cpu::TensorView> parts,
   if (!activations_16bit) return DeviceLinearKind::kDense;
   if (gguf_stackable(parts)) {
     // GGUF files carry no act-order permutation; mixed types take the 8-bit general form.
-    return one_type(parts) && !quant::gguf_repack_eight_bit(parts[0].dtype)
+    return one_type(parts) && quant::gguf_repack_hi_bits(parts[0].dtype) == 0
                ? DeviceLinearKind::kW4A16
                : DeviceLinearKind::kW8A16;
   }

@@ -26,7 +26,7 @@ struct Form {
   int block_size;
   int block_bytes;
   int group_size;
-  bool eight_bit;
+  int hi_bits;  // code bits above the low nibble: 0, 1, 2 or 4
   bool has_min;
   int code_zero;
   int super_shift;  // log2(groups per block) for the K-quants, whose d and dmin the groups share
@@ -149,13 +149,13 @@ void read_q6_k(const std::uint8_t* b, GroupFields* g) {
 }
 
 const Form* form_of(DType dtype) {
-  static const Form kQ4_1{32, 20, 32, false, true, 0, 0, read_q4_1};
-  static const Form kQ5_0{32, 22, 32, true, false, 16, 0, read_q5_0};
-  static const Form kQ5_1{32, 24, 32, true, true, 0, 0, read_q5_1};
-  static const Form kQ8_0{32, 34, 32, true, false, 128, 0, read_q8_0};
-  static const Form kQ4_K{256, 144, 32, false, true, 0, 3, read_q4_k};
-  static const Form kQ5_K{256, 176, 32, true, true, 0, 3, read_q5_k};
-  static const Form kQ6_K{256, 210, 16, true, false, 32, 4, read_q6_k};
+  static const Form kQ4_1{32, 20, 32, 0, true, 0, 0, read_q4_1};
+  static const Form kQ5_0{32, 22, 32, 1, false, 16, 0, read_q5_0};
+  static const Form kQ5_1{32, 24, 32, 1, true, 0, 0, read_q5_1};
+  static const Form kQ8_0{32, 34, 32, 4, false, 128, 0, read_q8_0};
+  static const Form kQ4_K{256, 144, 32, 0, true, 0, 3, read_q4_k};
+  static const Form kQ5_K{256, 176, 32, 1, true, 0, 3, read_q5_k};
+  static const Form kQ6_K{256, 210, 16, 2, false, 32, 4, read_q6_k};
   switch (dtype) {
     case DType::kQ4_1: return &kQ4_1;
     case DType::kQ5_0: return &kQ5_0;
@@ -169,13 +169,13 @@ const Form* form_of(DType dtype) {
 }
 
 // The form a stack of parts of these types takes: its type's own for one type; for mixed types
-// 8-bit codes, the finest group and super-group, a min term for all, and code_zero 0, each
+// the widest codes, the finest group and super-group, a min term for all, and code_zero 0, each
 // part's zero folded into its min (see the header).
 struct Target {
   bool mixed = false;
   int group_size = 32;
   int super_shift = 0;
-  bool eight_bit = false;
+  int hi_bits = 0;
   bool has_min = false;
   int code_zero = 0;
 };
@@ -192,7 +192,7 @@ Target target_of(std::span<const DType> types) {
     super_cols = std::min(super_cols, f.group_size << f.super_shift);
   }
   t.super_shift = std::countr_zero(static_cast<unsigned>(super_cols / t.group_size));
-  t.eight_bit = t.mixed || first.eight_bit;
+  for (const DType d : types) t.hi_bits = std::max(t.hi_bits, form_of(d)->hi_bits);
   t.has_min = t.mixed || first.has_min;
   t.code_zero = t.mixed ? 0 : first.code_zero;
   return t;
@@ -204,9 +204,9 @@ bool gguf_repack_supported(DType dtype) {
   return form_of(dtype) != nullptr;
 }
 
-bool gguf_repack_eight_bit(DType dtype) {
+int gguf_repack_hi_bits(DType dtype) {
   const Form* f = form_of(dtype);
-  return f != nullptr && f->eight_bit;
+  return f != nullptr ? f->hi_bits : 0;
 }
 
 std::size_t gguf_device_bytes(std::span<const DType> types, std::int64_t rows, std::int64_t cols) {
@@ -225,7 +225,7 @@ std::size_t gguf_device_bytes(std::span<const DType> types, std::int64_t rows, s
   const auto per_group = static_cast<std::size_t>(shape.groups() * shape.padded_rows());
   const auto per_super = static_cast<std::size_t>(shape.scale_groups() * shape.padded_rows());
   const std::size_t with_min = t.has_min ? 1 : 0;
-  return words * sizeof(std::uint32_t) * (t.eight_bit ? 2 : 1) +
+  return words * sizeof(std::uint32_t) * (4 + t.hi_bits) / 4 +
          per_super * sizeof(std::uint16_t) * (1 + with_min) + per_group * (1 + with_min);
 }
 
@@ -262,7 +262,7 @@ StatusOr<W4A16Matrix> repack_gguf_parts(std::span<const GgufPart> parts, std::in
   const Target t = target_of(types);
   const bool mixed = t.mixed, has_min = t.has_min;
   const int group_size = t.group_size;
-  W4A16Matrix m = w4a16_empty(rows, cols, group_size, true, t.eight_bit);
+  W4A16Matrix m = w4a16_empty(rows, cols, group_size, true, t.hi_bits);
   m.super_shift = t.super_shift;
   m.code_zero = t.code_zero;
   const auto per_group = static_cast<std::size_t>(m.groups() * m.padded_rows());

@@ -1,14 +1,14 @@
 // GGUF block types repacked into the GPU's W4A16 tiles in the GGUF form (w4a16_layout.h), so a
 // GGUF model keeps its weights quantized on the GPU:
 //
-//   type   codes            group  S, sc                B, mc            code_zero
-//   Q4_1   4-bit            32     d, 1                 m, 1             0
-//   Q4_K   4-bit            32     d (per 256), 6-bit   -dmin, 6-bit     0
-//   Q5_0   8-bit (5 used)   32     d, 1                 -                16
-//   Q5_1   8-bit (5 used)   32     d, 1                 m, 1             0
-//   Q8_0   8-bit            32     d, 1                 -                128 (codes q + 128)
-//   Q5_K   8-bit (5 used)   32     d (per 256), 6-bit   -dmin, 6-bit     0
-//   Q6_K   8-bit (6 used)   16     d (per 256), int8    -                32
+//   type   codes   group  S, sc                B, mc            code_zero         bits/weight
+//   Q4_1   4-bit   32     d, 1                 m, 1             0                 5.5 (file 5)
+//   Q4_K   4-bit   32     d (per 256), 6-bit   -dmin, 6-bit     0                 4.625 (4.5)
+//   Q5_0   5-bit   32     d, 1                 -                16                5.75 (5.5)
+//   Q5_1   5-bit   32     d, 1                 m, 1             0                 6.5 (6)
+//   Q8_0   8-bit   32     d, 1                 -                128 (q + 128)     8.75 (8.5)
+//   Q5_K   5-bit   32     d (per 256), 6-bit   -dmin, 6-bit     0                 5.625 (5.5)
+//   Q6_K   6-bit   16     d (per 256), int8    -                32                6.5625 (6.5625)
 //
 // Every weight reads back (w4a16_weight) as the CPU's reference dequantizer computes it, bit for
 // bit: the dequantizer forms d * sc (exact in fp32: 11 x 7 significant bits), multiplies by the
@@ -16,8 +16,8 @@
 // those integers and fp16 values. Q4_0 keeps the zero-point form (repack_w4a16_q4_0).
 //
 // A fused layer whose parts differ in type (a Q4_K_M file gives some layers a Q6_K V beside Q4_K
-// Q and K) stacks into one matrix of the general form: 8-bit codes, the parts' finest group (16
-// with a Q6_K part) and finest super-group, and a min term for every part, with each part's
+// Q and K) stacks into one matrix of the general form: the widest codes, the parts' finest group
+// (16 with a Q6_K part) and finest super-group, and a min term for every part, with each part's
 // code_zero folded into it: d sc (q - z) = (d sc) q + (-z d) sc, where -z d is d times a power of
 // two (exact in fp16 unless it overflows, which is refused). Each weight is then the exact value
 // the dequantizer computes exactly, so it reads back equal (as a number: s q + b gives +0 where
@@ -37,9 +37,9 @@ namespace pagoda::quant {
 /// Whether repack_gguf takes `dtype` (the table above).
 bool gguf_repack_supported(DType dtype);
 
-/// Whether `dtype`'s codes need the second nibble array (8-bit codes: Q5_0, Q5_1, Q8_0, Q5_K,
-/// Q6_K); false for Q4_1 and Q4_K.
-bool gguf_repack_eight_bit(DType dtype);
+/// The code bits above the low nibble that `dtype` needs in packed_hi: 0 for Q4_1 and Q4_K, 1 for
+/// Q5_0, Q5_1, Q5_K, 2 for Q6_K, 4 for Q8_0 (0 for a type without a GPU form).
+int gguf_repack_hi_bits(DType dtype);
 
 /// W4A16Matrix::device_bytes() of a stack of parts of `types` (one type: repack_gguf's) holding
 /// `rows` rows of `cols`, from the shape alone (0 if a type has no GPU form).

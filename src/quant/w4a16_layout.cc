@@ -41,14 +41,15 @@ bool groups_are_uniform(const QuantizedMatrix& q, std::int64_t group_size) {
 }  // namespace
 
 W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,
-                        bool gguf_form, bool eight_bit) {
+                        bool gguf_form, int hi_bits) {
   W4A16Matrix m;
   m.rows = rows;
   m.cols = cols;
   m.group_size = group_size;
   const auto words = static_cast<std::size_t>(m.row_tiles() * m.k_tiles() * kW4A16TileWords);
   m.packed.assign(words, 0);
-  if (eight_bit) m.packed_hi.assign(words, 0);
+  m.hi_bits = hi_bits;
+  if (hi_bits > 0) m.packed_hi.assign(words / 4 * static_cast<std::size_t>(hi_bits), 0);
   const auto per_group = static_cast<std::size_t>(m.groups() * m.padded_rows());
   m.scales.assign(per_group, 0);
   if (gguf_form) {
@@ -65,7 +66,10 @@ void w4a16_put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
   w4a16_slot(row, col, m.k_tiles(), &word, &shift);
   const auto at = static_cast<std::size_t>(word);
   m.packed[at] |= static_cast<std::uint32_t>(q & 0x0F) << shift;
-  if (m.eight_bit()) m.packed_hi[at] |= static_cast<std::uint32_t>((q >> 4) & 0x0F) << shift;
+  if (m.hi_bits == 0) return;
+  w4a16_hi_slot(row, col, m.k_tiles(), m.hi_bits, &word, &shift);
+  m.packed_hi[static_cast<std::size_t>(word)] |=
+      static_cast<std::uint32_t>((q >> 4) & ((1 << m.hi_bits) - 1)) << shift;
 }
 
 StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
@@ -84,7 +88,7 @@ StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
       !groups_are_uniform(q, group_size)) {
     group_size = 32;
   }
-  W4A16Matrix m = w4a16_empty(q.rows, q.cols, group_size, false, false);
+  W4A16Matrix m = w4a16_empty(q.rows, q.cols, group_size, false, 0);
   m.input_permutation = q.input_permutation;
   const std::int64_t blocks_per_row = q.cols / 32;
   for (std::int64_t n = 0; n < q.rows; ++n) {
@@ -110,7 +114,7 @@ StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t
                             " columns are not whole 32-blocks");
   }
   constexpr std::int64_t kQ4_0BlockBytes = 18;
-  W4A16Matrix m = w4a16_empty(rows, cols, 32, false, false);
+  W4A16Matrix m = w4a16_empty(rows, cols, 32, false, 0);
   const std::int64_t blocks_per_row = cols / 32;
   for (std::int64_t n = 0; n < rows; ++n) {
     for (std::int64_t b = 0; b < blocks_per_row; ++b) {
@@ -128,9 +132,11 @@ int w4a16_code(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {
   std::int64_t word = 0;
   int shift = 0;
   w4a16_slot(row, col, m.k_tiles(), &word, &shift);
-  const auto at = static_cast<std::size_t>(word);
-  const int hi = m.eight_bit() ? static_cast<int>((m.packed_hi[at] >> shift) & 0x0F) : 0;
-  return static_cast<int>((m.packed[at] >> shift) & 0x0F) | (hi << 4);
+  const int lo = static_cast<int>((m.packed[static_cast<std::size_t>(word)] >> shift) & 0x0F);
+  if (m.hi_bits == 0) return lo;
+  w4a16_hi_slot(row, col, m.k_tiles(), m.hi_bits, &word, &shift);
+  const auto hi = (m.packed_hi[static_cast<std::size_t>(word)] >> shift) & ((1u << m.hi_bits) - 1);
+  return lo | static_cast<int>(hi << 4);
 }
 
 float w4a16_min_term(const W4A16Matrix& m, std::int64_t row, std::int64_t col) {

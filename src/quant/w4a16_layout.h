@@ -12,10 +12,16 @@
 //   mc[group]
 //
 // S, B fp16 (a super-block's d and -dmin, or a block's d and m), sc, mc int8 (a K-quant's 6-bit
-// sub-block scale and min; 1 for the 32-blocks), q a 4-bit code, or an 8-bit one whose high
-// nibble lives in a second array of tiles laid out as the first (`packed_hi`). Each product
+// sub-block scale and min; 1 for the 32-blocks), q a 4-bit code, or a 5-, 6- or 8-bit one whose
+// bits above the low nibble (hi_bits of them) live in a second array, `packed_hi`. Each product
 // S * sc is exact in fp32 (11 x 8 significant bits), and so is its product with q - code_zero
 // (at most 8 more); the min term is absent for the types without one.
+//
+// packed_hi holds hi_bits words per lane per tile (tile-row-major like packed, lane-major within
+// a tile). For lane l, step s and nibble pair i of `packed`, the high bits sit at bit position
+// p = (4 s + i) * hi_bits of the lane's words, counted within 16-bit halves: word p / 16, shift
+// p % 16 (low half: the pair's first element; + 16: its second). With hi_bits 4 this is exactly
+// packed's own layout; with 1 or 2 a lane's high bits for a whole tile take one or two words.
 //
 // Tiles of 16 output rows x 64 input columns, 128 words each, stored tile-row-major
 // (tile (nt, kt) at word (nt * k_tiles + kt) * 128). Lane l (g = l / 4, t = l % 4) owns words
@@ -47,6 +53,20 @@ inline constexpr std::int64_t kW4A16TileRows = 16;
 inline constexpr std::int64_t kW4A16TileCols = 64;
 inline constexpr std::int64_t kW4A16TileWords = 128;
 
+/// Where the high bits (hi_bits of them) of stored weight (row, col) live in packed_hi, for a
+/// matrix of `k_tiles` column tiles: the word index and the bit shift (host and device).
+PAGODA_W4A16_HD void w4a16_hi_slot(std::int64_t row, std::int64_t col, std::int64_t k_tiles,
+                                   int hi_bits, std::int64_t* word, int* shift) {
+  const std::int64_t in_tile_row = row % kW4A16TileRows, in_tile_col = col % kW4A16TileCols;
+  const std::int64_t g = in_tile_row % 8, step = in_tile_col / 16, c = in_tile_col % 16;
+  const std::int64_t lane = 4 * g + (c % 8) / 2;
+  const std::int64_t pair = 2 * (in_tile_row / 8) + c / 8;
+  const std::int64_t p = (4 * step + pair) * hi_bits;
+  const std::int64_t tile = (row / kW4A16TileRows) * k_tiles + col / kW4A16TileCols;
+  *word = (tile * 32 + lane) * hi_bits + p / 16;
+  *shift = static_cast<int>(p % 16 + 16 * (c % 2));
+}
+
 /// Where the code of stored weight (row, col) lives, for a matrix of `k_tiles` column tiles: the
 /// word index in `packed` and the bit shift in it (the inverse of the map above; host and device).
 PAGODA_W4A16_HD void w4a16_slot(std::int64_t row, std::int64_t col, std::int64_t k_tiles,
@@ -75,12 +95,13 @@ struct W4A16Matrix {
   std::vector<std::int32_t> input_permutation;
 
   // The GGUF form (empty scale_codes: the zero-point form above).
-  std::vector<std::uint32_t> packed_hi;  ///< 8-bit codes' high nibbles, as packed; or empty
+  std::vector<std::uint32_t> packed_hi;  ///< codes' bits above the low nibble (see above)
   std::vector<std::int8_t> scale_codes;  ///< sc, [groups()][padded_rows()]
   std::vector<std::uint16_t> mins;       ///< B, fp16 bits, [scale_groups()][padded_rows()] or empty
   std::vector<std::int8_t> min_codes;    ///< mc, [groups()][padded_rows()] (with mins)
   int super_shift = 0;                   ///< groups per S and B: 1 << super_shift
   int code_zero = 0;                     ///< subtracted from every code (0..128)
+  int hi_bits = 0;                       ///< code bits in packed_hi: 0, 1, 2 or 4
 
   std::int64_t row_tiles() const { return (rows + kW4A16TileRows - 1) / kW4A16TileRows; }
   std::int64_t k_tiles() const { return (cols + kW4A16TileCols - 1) / kW4A16TileCols; }
@@ -88,7 +109,8 @@ struct W4A16Matrix {
   std::int64_t groups() const { return (cols + group_size - 1) / group_size; }
   std::int64_t scale_groups() const { return ((groups() - 1) >> super_shift) + 1; }
   bool gguf_form() const { return !scale_codes.empty(); }
-  bool eight_bit() const { return !packed_hi.empty(); }
+  /// Codes of 5, 6 or 8 bits (hi_bits 1, 2, 4): the W8A16 kind.
+  bool wide_codes() const { return hi_bits > 0; }
   /// Bytes the GPU holds for this matrix (every array above but the permutation).
   std::size_t device_bytes() const {
     return (packed.size() + packed_hi.size()) * sizeof(std::uint32_t) +
@@ -98,12 +120,11 @@ struct W4A16Matrix {
 };
 
 /// A matrix of zero codes, scales and zeros (or, `gguf_form`, codes and mins) for the repackers
-/// to fill; `eight_bit` adds packed_hi.
+/// to fill; `hi_bits` > 0 adds packed_hi.
 W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,
-                        bool gguf_form, bool eight_bit);
+                        bool gguf_form, int hi_bits);
 
-/// Stores code q (0..15, or 0..255 in an eight_bit matrix) of weight (row, col); the slot must
-/// still hold 0.
+/// Stores code q (below 2^(4 + hi_bits)) of weight (row, col); the slot must still hold 0.
 void w4a16_put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q);
 
 /// Repacks a Q4_Z matrix (GPTQ, AWQ, int4 RTN). Its group_size is kept when every 32-block of a
@@ -116,8 +137,8 @@ StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& matrix);
 StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t rows,
                                         std::int64_t cols);
 
-/// The code q (0..15, or 0..255 with packed_hi) of stored weight (row, col), read back from the
-/// packed tiles.
+/// The code q (below 2^(4 + hi_bits)) of stored weight (row, col), read back from the packed
+/// tiles.
 int w4a16_code(const W4A16Matrix& m, std::int64_t row, std::int64_t col);
 
 /// The weight at (row, col) read back from the packed layout, in float: d * (q - z) (exact), or

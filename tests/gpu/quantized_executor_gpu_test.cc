@@ -247,7 +247,7 @@ TEST(GpuQuantizedExecutor, GgufQ4_0LlamaBf16MatchesCpu) {
 }
 
 // The other GGUF types stay quantized too, in the W4A16 kernel's GGUF form (4-bit codes for
-// Q4_1, Q4_K; 8-bit for Q5_0, Q8_0, Q5_K, Q6_K): the weights are the CPU's, unrounded (the
+// Q4_1, Q4_K; 5-bit Q5_0, Q5_K; 6-bit Q6_K; 8-bit Q8_0): the weights are the CPU's, unrounded (the
 // kernel multiplies (S sc)(q - z) and adds B mc times x's group sum), so the W4A16 bound holds.
 TEST(GpuQuantizedExecutor, GgufQ4_1LlamaBf16MatchesCpu) {
   run_gguf(false, ScalarType::kBF16, DType::kQ4_1, DType::kQ4_1, "8 w4a16 linear layers");
@@ -278,8 +278,8 @@ TEST(GpuQuantizedExecutor, GgufQ5_0LlamaF16MatchesCpu) {
 }
 
 // A Q4_K_M file's mix: Q4_K with V and down Q6_K. QKV's parts differ in type: one matrix in the
-// general GGUF form (8-bit codes, group 16, Q6_K's zero folded into the min term); O and
-// gate/up stay 4-bit, down 8-bit.
+// general GGUF form (6-bit codes, group 16, Q6_K's zero folded into the min term); O and
+// gate/up stay 4-bit, down 6-bit.
 TEST(GpuQuantizedExecutor, GgufQ4_K_MMixLlamaBf16MatchesCpu) {
   run_gguf(false, ScalarType::kBF16, DType::kQ4_K, DType::kQ6_K, "4 w4a16 + 4 w8a16 linear layers");
 }

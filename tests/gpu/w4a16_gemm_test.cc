@@ -61,7 +61,8 @@ struct DeviceW4A16 {
             .mins = or_null(m.mins, mins),
             .min_codes = or_null(m.min_codes, min_codes),
             .super_shift = m.super_shift,
-            .code_zero = m.code_zero};
+            .code_zero = m.code_zero,
+            .hi_bits = m.hi_bits};
   }
   DeviceVector<std::uint32_t> packed;
   DeviceVector<std::uint16_t> scales;
@@ -385,7 +386,7 @@ TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
     }
     StatusOr<W4A16Linear> layer = W4A16Linear::upload(*w);
     ASSERT_TRUE(layer.ok()) << layer.status().to_string();
-    EXPECT_EQ(layer->eight_bit(), quant::gguf_repack_eight_bit(dtype));
+    EXPECT_EQ(layer->wide_codes(), quant::gguf_repack_hi_bits(dtype) > 0);
     EXPECT_EQ(layer->device_bytes(), w->device_bytes());
     for (std::int64_t m : {std::int64_t{3}, kW4A16KernelMaxRows + 37}) {
       const std::string what = std::string(dtype_name(dtype)) + " m=" + std::to_string(m);

@@ -255,7 +255,7 @@ TEST(DeviceLinearPlan, GgufTypesStayQuantized) {
     // takes the bytes the plan computed from the shapes.
     auto layout = w4a16_layout(parts);
     ASSERT_TRUE(layout.ok()) << layout.status().to_string();
-    EXPECT_EQ(layout->eight_bit(), kind == DeviceLinearKind::kW8A16);
+    EXPECT_EQ(layout->wide_codes(), kind == DeviceLinearKind::kW8A16);
     EXPECT_EQ(*bytes, layout->device_bytes());
     for (std::int64_t row = 0; row < 32; ++row) {
       const std::vector<float> want =
@@ -266,7 +266,7 @@ TEST(DeviceLinearPlan, GgufTypesStayQuantized) {
       }
     }
   }
-  // A Q4_K_M file's Q4_K q/k with a Q6_K v share one matrix in the general GGUF form (8-bit
+  // A Q4_K_M file's Q4_K q/k with a Q6_K v share one matrix in the general GGUF form (the widest
   // codes, group 16, Q6_K's zero folded into a min term): every weight equal to the CPU's.
   const auto q = cpu::testing::random_weights(rng, DType::kQ4_K, 16, 512);
   const auto v = cpu::testing::random_weights(rng, DType::kQ6_K, 8, 512);
@@ -302,7 +302,7 @@ TEST(DeviceLinearPlan, GgufTypesStayQuantized) {
 // asks for: about the file's size), for the local Q4_K_M files when present. The embedding (and
 // an untied LM head) stays in --dtype on the GPU, so it is counted apart. A Q4_K_M file gives V
 // (and down) Q6_K in some layers and Q, K Q4_K: those fused QKV layers take the general GGUF
-// form (8-bit codes).
+// form (6-bit codes).
 TEST(DeviceLinearPlan, GgufQ4KMModelNeedsAboutItsFileSizeOfGpuMemory) {
   int found = 0;
   for (const char* rel : {"/models/bench/llama-1b-shape.Q4_K_M.gguf",
@@ -348,11 +348,11 @@ TEST(DeviceLinearPlan, GgufQ4KMModelNeedsAboutItsFileSizeOfGpuMemory) {
         static_cast<double>(linear_gpu) / linear_file, mixed_qkv, w->layers.size(),
         tied ? "" : " + LM head", embed_file / gib, embed_gpu / gib, (linear_gpu + embed_gpu) / gib,
         static_cast<double>(linear_gpu + embed_gpu) / file_size);
-    // 4.625 bits per Q4_K weight and 8.5625 per Q6_K one against the file's 4.5 and 6.5625, the
-    // mixed QKV layers at 9.125 (llama-1b-shape: 1.13x). Gemma 3 270M's 640 columns are not whole
-    // 256-blocks, so its file falls back to Q5_0 / Q8_0 for many matrices, and Q5_0 takes 8.75
-    // bits on the GPU against 5.5 (1.44x).
-    EXPECT_LT(static_cast<double>(linear_gpu), 1.5 * static_cast<double>(linear_file));
+    // 4.625 bits per Q4_K weight and 6.5625 per Q6_K one against the file's 4.5 and 6.5625, the
+    // mixed QKV layers at 7.125 (llama-1b-shape: 1.05x). Gemma 3 270M's 640 columns are not whole
+    // 256-blocks, so its file falls back to Q5_0 (5.75 bits on the GPU against 5.5) and Q8_0 for
+    // many matrices (1.09x).
+    EXPECT_LT(static_cast<double>(linear_gpu), 1.15 * static_cast<double>(linear_file));
   }
   if (found == 0) GTEST_SKIP() << "no local Q4_K_M model under models/";
 }
@@ -396,7 +396,7 @@ TEST(DeviceLinearPlan, Llama3_8BQ4KMPlannedGpuMemory) {
       linear_file / gb, linear_gpu / gb, static_cast<double>(linear_gpu) / linear_file,
       (embed_file + head_file) / gb, 2 * embed_gpu / gb, (linear_gpu + 2 * embed_gpu) / gb,
       file / gb, (linear_gpu + 2 * embed_gpu) / file);
-  EXPECT_LT(static_cast<double>(linear_gpu), 1.15 * static_cast<double>(linear_file));
+  EXPECT_LT(static_cast<double>(linear_gpu), 1.1 * static_cast<double>(linear_file));
 }
 
 TEST(DeviceLinearPlan, Fp8LayoutHoldsThePartsWeights) {

@@ -36,6 +36,55 @@ std::vector<Case> cases() {
           {DType::kQ6_K, blocks256}};
 }
 
+// Reads every lane's codes the way the CUDA kernel does (kernels/gemm/w4a16_gemm.cu: a lane's
+// 16-byte vector of `packed` per tile, word s for step s; its hi_bits words of `packed_hi`, split
+// per step as the kernel splits them; nibble pair i, element e: low nibble at bit 4i + 16e, high
+// bits at hi_bits * i + 16e of the step's hi word) and checks each code lands at the (row, col)
+// the PTX ISA's mma.m16n8k16 B fragment gives that lane (register b_r, element e of lane (g, t):
+// k = 2t + e + 8r, n = g), for the 4 n-tile/register pairs of a 16-row tile.
+void expect_kernel_reads_the_codes(const W4A16Matrix& m) {
+  const int hb = m.hi_bits;
+  for (std::int64_t nt = 0; nt < m.row_tiles(); ++nt) {
+    for (std::int64_t kt = 0; kt < m.k_tiles(); ++kt) {
+      const std::int64_t tile = nt * m.k_tiles() + kt;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        std::uint32_t hi_words[4] = {0, 0, 0, 0};
+        const std::uint32_t* h = hb > 0 ? m.packed_hi.data() + (tile * 32 + lane) * hb : nullptr;
+        if (hb == 4) {
+          for (int s = 0; s < 4; ++s) hi_words[s] = h[s];
+        } else if (hb == 2) {
+          hi_words[0] = h[0];
+          hi_words[1] = h[0] >> 8;
+          hi_words[2] = h[1];
+          hi_words[3] = h[1] >> 8;
+        } else if (hb == 1) {
+          for (int s = 0; s < 4; ++s) hi_words[s] = h[0] >> (4 * s);
+        }
+        for (int step = 0; step < 4; ++step) {
+          const std::uint32_t word =
+              m.packed[static_cast<std::size_t>(tile * 128 + 4 * lane + step)];
+          for (int pair = 0; pair < 4; ++pair) {
+            for (int e = 0; e < 2; ++e) {
+              int code = static_cast<int>((word >> (4 * pair + 16 * e)) & 0xF);
+              if (hb > 0) {
+                code |=
+                    static_cast<int>((hi_words[step] >> (hb * pair + 16 * e)) & ((1u << hb) - 1))
+                    << 4;
+              }
+              const std::int64_t row = nt * 16 + (pair / 2) * 8 + g;
+              const std::int64_t col = kt * 64 + step * 16 + 2 * t + e + 8 * (pair % 2);
+              const int want = row < m.rows && col < m.cols ? w4a16_code(m, row, col) : 0;
+              ASSERT_EQ(code, want) << "tile " << nt << "," << kt << " lane " << lane << " step "
+                                    << step << " pair " << pair << " e " << e;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GgufRepack, WeightsReadBackBitForBitAsTheReferenceDequantizer) {
   std::mt19937_64 rng(cpu::testing::test_seed());
   SCOPED_TRACE(cpu::testing::seed_trace());
@@ -50,7 +99,7 @@ TEST(GgufRepack, WeightsReadBackBitForBitAsTheReferenceDequantizer) {
       StatusOr<W4A16Matrix> m = repack_gguf(c.dtype, bytes.data(), rows, cols);
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       EXPECT_TRUE(m->gguf_form());
-      EXPECT_EQ(m->eight_bit(), gguf_repack_eight_bit(c.dtype));
+      EXPECT_EQ(m->hi_bits, gguf_repack_hi_bits(c.dtype));
       int largest_code = 0;
       for (std::int64_t n = 0; n < rows; ++n) {
         for (std::int64_t k = 0; k < cols; ++k) {
@@ -61,14 +110,18 @@ TEST(GgufRepack, WeightsReadBackBitForBitAsTheReferenceDequantizer) {
           largest_code = std::max(largest_code, w4a16_code(*m, n, k));
         }
       }
-      // The high nibbles are exercised where the type has them.
-      EXPECT_EQ(largest_code > 15, gguf_repack_eight_bit(c.dtype));
+      // The high bits are exercised where the type has them.
+      EXPECT_GE(largest_code, (16 << m->hi_bits) / 2);
+      EXPECT_LT(largest_code, 16 << m->hi_bits);
+      expect_kernel_reads_the_codes(*m);
       // Padding rows multiply nothing.
       for (std::int64_t s = 0; s < m->scale_groups(); ++s) {
         for (std::int64_t n = rows; n < m->padded_rows(); ++n) {
           const auto at = static_cast<std::size_t>(s * m->padded_rows() + n);
           EXPECT_EQ(m->scales[at], 0);
-          if (!m->mins.empty()) EXPECT_EQ(m->mins[at], 0);
+          if (!m->mins.empty()) {
+            EXPECT_EQ(m->mins[at], 0);
+          }
         }
       }
     }
@@ -83,14 +136,17 @@ TEST(GgufRepack, DeviceBytesAreNearTheFileBytes) {
        std::vector<std::pair<DType, double>>{{DType::kQ4_1, 5.5},
                                              {DType::kQ4_K, 4.625},
                                              {DType::kQ8_0, 8.75},
-                                             {DType::kQ5_0, 8.75},
-                                             {DType::kQ5_K, 8.625},
-                                             {DType::kQ6_K, 8.5625}}) {
+                                             {DType::kQ5_0, 5.75},
+                                             {DType::kQ5_1, 6.5},
+                                             {DType::kQ5_K, 5.625},
+                                             {DType::kQ6_K, 6.5625}}) {
     SCOPED_TRACE(std::string(dtype_name(dtype)));
     const auto bytes = cpu::testing::random_weights(rng, dtype, rows, cols);
     StatusOr<W4A16Matrix> m = repack_gguf(dtype, bytes.data(), rows, cols);
     ASSERT_TRUE(m.ok());
     EXPECT_DOUBLE_EQ(8.0 * static_cast<double>(m->device_bytes()) / (rows * cols), most_bits);
+    const DType types[] = {dtype};
+    EXPECT_EQ(gguf_device_bytes(types, rows, cols), m->device_bytes());
   }
 }
 
@@ -142,10 +198,22 @@ float round_to_bits(float v, int bits) {
   return std::nearbyint(v / unit) * unit;
 }
 
-// The kernel's decode of an 8-bit code q = lo + 16 hi, in 16-bit floats with magic M (bf16 128,
-// fp16 1024): a = (M + lo) - (M + z), b = (M + hi) - M, w = fma(b, 16, a), each rounded to the
+// The kernel's decode of a code q = lo + 16 hi, in 16-bit floats with magic M (bf16 128, fp16
+// 1024): 5- and 6-bit codes (q < 64) OR'ed whole into the mantissa, w = (M + q) - (M + z); 8-bit
+// ones a = (M + lo) - (M + z), b = (M + hi) - M, w = fma(b, 16, a); each step rounded to the
 // format. Every intermediate and the result must be exact, so the B fragments hold q - z.
 TEST(GgufRepack, KernelNibbleArithmeticIsExact) {
+  for (const auto& [bits, magic] : std::vector<std::pair<int, float>>{{8, 128.0f}, {11, 1024.0f}}) {
+    for (int z : {0, 16, 32}) {
+      for (int q = 0; q < 64; ++q) {
+        ASSERT_EQ(round_to_bits(magic + static_cast<float>(q), bits),
+                  magic + static_cast<float>(q));
+        const float w =
+            round_to_bits((magic + static_cast<float>(q)) - (magic + static_cast<float>(z)), bits);
+        ASSERT_EQ(w, static_cast<float>(q - z)) << "bits " << bits << " z " << z << " q " << q;
+      }
+    }
+  }
   for (const auto& [bits, magic] : std::vector<std::pair<int, float>>{{8, 128.0f}, {11, 1024.0f}}) {
     for (int z : {0, 16, 32, 128}) {
       for (int q = 0; q < 256; ++q) {
