@@ -3,13 +3,13 @@
 //
 //   CPU-side weight                                   16-bit activations   FP32 activations
 //   Q4_Z (GPTQ, AWQ, --quantization int4), GGUF Q4_0  kW4A16 (4-bit)       kDense
-//   GGUF Q4_1, Q4_K                                   kW4A16 (GGUF form)   kDense
+//   GGUF Q4_1, Q4_K, Q2_K, Q3_K                       kW4A16 (GGUF form)   kDense
 //   GGUF Q5_0, Q5_1, Q8_0, Q5_K, Q6_K, or GGUF parts  kW8A16 (GGUF form,   kDense
 //     of different types (a Q4_K_M QKV)                 8-bit codes)
 //   F8_S with one scale per row (per-tensor or        kFp8 (W8A8)          kDense
 //     per-channel FP8, --quantization fp8)
-//   anything else (F32/F16/BF16, Q2_K, Q3_K,          kDense               kDense
-//     block-scaled or permuted F8_S)
+//   anything else (F32/F16/BF16, block-scaled or      kDense               kDense
+//     permuted F8_S)
 //
 // kDense is today's upload: every weight decoded exactly and rounded once to the activation
 // dtype. The 4-bit and FP8 kernels take 16-bit activations only, so an FP32 run (the tests'

@@ -148,6 +148,45 @@ void read_q6_k(const std::uint8_t* b, GroupFields* g) {
   }
 }
 
+// The 2-bit field of weight e (0..255) in a 64-byte K-quant array: each half (128 weights) uses
+// 32 bytes; weights [32s, 32s + 32) of a half sit at bit 2s of its bytes.
+int k_two_bits(const std::uint8_t* qs, int e) {
+  return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+// Q2_K: scales[16] (low nibble scale, high nibble min, per 16 weights) | qs[64] | fp16 d |
+// fp16 dmin; w = (d * scale) * q - (dmin * min).
+void read_q2_k(const std::uint8_t* b, GroupFields* g) {
+  for (int sub = 0; sub < 16; ++sub) {
+    g[sub].s = u16(b + 80);
+    g[sub].b = static_cast<std::uint16_t>(u16(b + 82) ^ kFp16Sign);
+    g[sub].sc = b[sub] & 0x0F;
+    g[sub].mc = b[sub] >> 4;
+    for (int j = 0; j < 16; ++j) {
+      g[sub].q[j] = static_cast<std::uint8_t>(k_two_bits(b + 16, 16 * sub + j));
+    }
+  }
+}
+
+// Q3_K: hmask[32] | qs[64] | 12 bytes of sixteen 6-bit scales | fp16 d; w = (d * scale) *
+// (q2 + 4 h - 4), h bit e / 32 of hmask[e % 32]: the 3-bit code q2 + 4 h with code_zero 4. Scale
+// i: low 4 bits from byte i (i < 8) or the high nibble of byte i - 8, high 2 bits at bit
+// 2 (i / 4) of byte 8 + i % 4, stored plus 32.
+void read_q3_k(const std::uint8_t* b, GroupFields* g) {
+  const std::uint8_t* scales = b + 96;
+  for (int sub = 0; sub < 16; ++sub) {
+    const int low = sub < 8 ? (scales[sub] & 0x0F) : (scales[sub - 8] >> 4);
+    const int high = (scales[8 + sub % 4] >> (2 * (sub / 4))) & 3;
+    g[sub].s = u16(b + 108);
+    g[sub].sc = (low | (high << 4)) - 32;
+    for (int j = 0; j < 16; ++j) {
+      const int e = 16 * sub + j;
+      const int h = (b[e % 32] >> (e / 32)) & 1;
+      g[sub].q[j] = static_cast<std::uint8_t>(k_two_bits(b + 32, e) + 4 * h);
+    }
+  }
+}
+
 const Form* form_of(DType dtype) {
   static const Form kQ4_1{32, 20, 32, 0, true, 0, 0, read_q4_1};
   static const Form kQ5_0{32, 22, 32, 1, false, 16, 0, read_q5_0};
@@ -156,6 +195,8 @@ const Form* form_of(DType dtype) {
   static const Form kQ4_K{256, 144, 32, 0, true, 0, 3, read_q4_k};
   static const Form kQ5_K{256, 176, 32, 1, true, 0, 3, read_q5_k};
   static const Form kQ6_K{256, 210, 16, 2, false, 32, 4, read_q6_k};
+  static const Form kQ2_K{256, 84, 16, 0, true, 0, 4, read_q2_k};
+  static const Form kQ3_K{256, 110, 16, 0, false, 4, 4, read_q3_k};
   switch (dtype) {
     case DType::kQ4_1: return &kQ4_1;
     case DType::kQ5_0: return &kQ5_0;
@@ -164,6 +205,8 @@ const Form* form_of(DType dtype) {
     case DType::kQ4_K: return &kQ4_K;
     case DType::kQ5_K: return &kQ5_K;
     case DType::kQ6_K: return &kQ6_K;
+    case DType::kQ2_K: return &kQ2_K;
+    case DType::kQ3_K: return &kQ3_K;
     default: return nullptr;
   }
 }

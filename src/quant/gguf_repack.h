@@ -9,6 +9,8 @@
 //   Q8_0   8-bit   32     d, 1                 -                128 (q + 128)     8.75 (8.5)
 //   Q5_K   5-bit   32     d (per 256), 6-bit   -dmin, 6-bit     0                 5.625 (5.5)
 //   Q6_K   6-bit   16     d (per 256), int8    -                32                6.5625 (6.5625)
+//   Q2_K   4-bit   16     d (per 256), 4-bit   -dmin, 4-bit     0 (2 bits used)   5.125 (2.625)
+//   Q3_K   4-bit   16     d (per 256), int6    -                4 (3 bits used)   4.5625 (3.4375)
 //
 // Every weight reads back (w4a16_weight) as the CPU's reference dequantizer computes it, bit for
 // bit: the dequantizer forms d * sc (exact in fp32: 11 x 7 significant bits), multiplies by the
@@ -37,8 +39,8 @@ namespace pagoda::quant {
 /// Whether repack_gguf takes `dtype` (the table above).
 bool gguf_repack_supported(DType dtype);
 
-/// The code bits above the low nibble that `dtype` needs in packed_hi: 0 for Q4_1 and Q4_K, 1 for
-/// Q5_0, Q5_1, Q5_K, 2 for Q6_K, 4 for Q8_0 (0 for a type without a GPU form).
+/// The code bits above the low nibble that `dtype` needs in packed_hi: 0 for Q4_1, Q4_K, Q2_K and
+/// Q3_K, 1 for Q5_0, Q5_1, Q5_K, 2 for Q6_K, 4 for Q8_0 (0 for a type without a GPU form).
 int gguf_repack_hi_bits(DType dtype);
 
 /// W4A16Matrix::device_bytes() of a stack of parts of `types` (one type: repack_gguf's) holding

@@ -297,7 +297,8 @@ TEST(GpuW4A16Gemm, GgufFormMatchesFloat64Reference) {
   for (const GgufShape& s : {GgufShape{DType::kQ4_1, 100, 4128}, GgufShape{DType::kQ4_K, 37, 2304},
                              GgufShape{DType::kQ5_0, 48, 2080}, GgufShape{DType::kQ5_1, 16, 96},
                              GgufShape{DType::kQ8_0, 100, 4128}, GgufShape{DType::kQ5_K, 40, 768},
-                             GgufShape{DType::kQ6_K, 100, 2304}, GgufShape{DType::kQ6_K, 9, 256}}) {
+                             GgufShape{DType::kQ6_K, 100, 2304}, GgufShape{DType::kQ6_K, 9, 256},
+                             GgufShape{DType::kQ2_K, 40, 512}, GgufShape{DType::kQ3_K, 33, 768}}) {
     const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, s.dtype, s.n, s.k);
     StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(s.dtype, bytes.data(), s.n, s.k);
     ASSERT_TRUE(w.ok()) << w.status().to_string();

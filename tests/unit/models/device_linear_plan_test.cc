@@ -235,8 +235,8 @@ TEST(DeviceLinearPlan, GgufTypesStayQuantized) {
       {DType::kQ4_1, DeviceLinearKind::kW4A16}, {DType::kQ4_K, DeviceLinearKind::kW4A16},
       {DType::kQ5_0, DeviceLinearKind::kW8A16}, {DType::kQ5_1, DeviceLinearKind::kW8A16},
       {DType::kQ8_0, DeviceLinearKind::kW8A16}, {DType::kQ5_K, DeviceLinearKind::kW8A16},
-      {DType::kQ6_K, DeviceLinearKind::kW8A16}, {DType::kQ3_K, DeviceLinearKind::kDense},
-      {DType::kQ2_K, DeviceLinearKind::kDense}};
+      {DType::kQ6_K, DeviceLinearKind::kW8A16}, {DType::kQ3_K, DeviceLinearKind::kW4A16},
+      {DType::kQ2_K, DeviceLinearKind::kW4A16}, {DType::kF16, DeviceLinearKind::kDense}};
   for (const auto& [dtype, kind] : kinds) {
     SCOPED_TRACE(std::string(dtype_name(dtype)));
     const auto a = cpu::testing::random_weights(rng, dtype, 24, 512);
