@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "quant/load_time_quantization.h"
+
 namespace pagoda::cli {
 
 namespace {
@@ -43,11 +45,19 @@ Status DeviceOptions::apply(const QuantizationOptions& quantization,
   }
   options.gpu_memory_utilization = gpu_memory_utilization;
   options.enforce_eager = enforce_eager;
-  if (options.device == engine::Device::kCuda && quantization.kv_cache_dtype != "auto") {
-    // Checked here because for_cpu() would call fp8 a GPU feature, which CUDA lacks too so far.
-    return unimplemented("--kv-cache-dtype " + quantization.kv_cache_dtype +
-                         ": the CUDA backend keeps its KV cache in --dtype so far (--dtype f16 "
-                         "for an fp16 cache); use --kv-cache-dtype auto");
+  if (options.device == engine::Device::kCuda) {
+    // CUDA keeps K/V in --dtype, or as FP8 codes; fp16 is --dtype f16.
+    const std::string& kv = quantization.kv_cache_dtype;
+    if (kv == "fp8" || kv == "fp8_e4m3") {
+      options.fp8_kv_cache = true;
+    } else if (kv != "auto") {
+      return unimplemented("--kv-cache-dtype " + kv +
+                           ": the CUDA backend keeps its KV cache in --dtype (--dtype f16 for an "
+                           "fp16 cache) or as fp8; use auto or fp8");
+    }
+    PAGODA_ASSIGN_OR_RETURN(options.quantization,
+                            quant::parse_load_time_quantization(quantization.quantization));
+    return Status::ok_status();
   }
   PAGODA_ASSIGN_OR_RETURN(const CpuPrecision precision, quantization.for_cpu());
   options.quantization = precision.quantization;

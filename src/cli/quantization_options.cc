@@ -9,8 +9,10 @@ void QuantizationOptions::add_to(CLI::App& app) {
                  "checkpoints need no flag")
       ->capture_default_str();
   app.add_option("--kv-cache-dtype", kv_cache_dtype,
-                 "KV cache precision: auto (fp32 on the CPU, --dtype on CUDA) or fp16 (CPU: half "
-                 "the cache memory and bytes read per step; logprobs move by ~1e-3)")
+                 "KV cache precision: auto (fp32 on the CPU, --dtype on CUDA), fp16 (CPU: half "
+                 "the cache memory and bytes read per step; logprobs move by ~1e-3) or fp8 / "
+                 "fp8_e4m3 (CUDA with bf16/f16: e4m3 codes, half a 16-bit cache's bytes, so "
+                 "twice the tokens)")
       ->capture_default_str();
 }
 

@@ -57,7 +57,9 @@ StatusOr<LoadedExecutor> load_cuda_executor(std::shared_ptr<const ModelFiles> fi
       .max_num_seqs = limits.max_num_seqs,
       .max_model_len = limits.max_model_len,
       .enforce_eager = options.enforce_eager,
-      .quantization = options.quantization};
+      .quantization = options.quantization,
+      .kv_cache_storage = options.fp8_kv_cache ? kernels::KvCacheStorage::kFp8E4M3
+                                               : kernels::KvCacheStorage::kActivations};
   std::unique_ptr<models::CudaModelExecutor> executor;
   if (options.load_format == LoadFormat::kDummy) {
     auto created =
@@ -198,6 +200,12 @@ std::string StartupReport::graphs_summary() const {
 }
 
 Status check_device_support(const ExecutorOptions& options) {
+  if (options.device == Device::kCuda && options.fp8_kv_cache &&
+      options.dtype == cuda::ScalarType::kF32) {
+    return unimplemented(
+        "--kv-cache-dtype fp8 on CUDA needs --dtype bf16 or f16 (its attention kernels read FP8 "
+        "codes beside 16-bit activations); drop --dtype f32");
+  }
   if (options.device != Device::kCuda ||
       options.quantization == quant::LoadTimeQuantization::kNone) {
     return Status::ok_status();

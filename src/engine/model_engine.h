@@ -61,6 +61,8 @@ struct ExecutorOptions {
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
   /// CPU: `--kv-cache-dtype` (fp32, or fp16 for half the cache memory).
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
+  /// CUDA: `--kv-cache-dtype fp8` (e4m3 codes: half a 16-bit cache's bytes per token).
+  bool fp8_kv_cache = false;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< CUDA: weights, activations, KV cache.
   double gpu_memory_utilization = 0.9;  ///< CUDA: share of device memory this process may hold.
   LoadFormat load_format = LoadFormat::kAuto;  ///< `--load-format`

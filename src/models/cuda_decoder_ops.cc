@@ -38,7 +38,8 @@ kernels::PagedKvCache CudaDecoderOps::cache(std::int64_t layer) const {
           .num_blocks = e_.num_blocks_,
           .block_size = e_.block_size_,
           .num_kv_heads = e_.config_.num_key_value_heads,
-          .head_dim = e_.config_.head_dim};
+          .head_dim = e_.config_.head_dim,
+          .storage = e_.options_.kv_cache_storage};
 }
 
 Status CudaDecoderOps::embed() {

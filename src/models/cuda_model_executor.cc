@@ -78,6 +78,12 @@ StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::finish(
   if (options.max_num_batched_tokens <= 0 || options.max_num_seqs <= 0) {
     return invalid_argument("max_num_batched_tokens and max_num_seqs must be positive");
   }
+  if (options.kv_cache_storage == kernels::KvCacheStorage::kFp8E4M3 &&
+      options.dtype == ScalarType::kF32) {
+    return unimplemented(
+        "--kv-cache-dtype fp8 on CUDA needs --dtype bf16 or f16 (its attention kernels read FP8 "
+        "codes beside 16-bit activations)");
+  }
   ModelExecutorInfo info;
   info.vocab_size = c.vocab_size;
   info.max_model_len =
@@ -149,9 +155,13 @@ Status CudaModelExecutor::allocate_activations() {
   return Status::ok_status();
 }
 
+std::int64_t CudaModelExecutor::kv_cache_element_bytes() const {
+  return kernels::kv_cache_element_bytes(
+      options_.kv_cache_storage, static_cast<std::int64_t>(cuda::scalar_type_size(options_.dtype)));
+}
+
 std::int64_t CudaModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
-  return kv_block_bytes(info_, block_size,
-                        static_cast<std::int64_t>(cuda::scalar_type_size(options_.dtype)));
+  return kv_block_bytes(info_, block_size, kv_cache_element_bytes());
 }
 
 Status CudaModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
@@ -173,10 +183,11 @@ Status CudaModelExecutor::allocate_cache(std::int64_t num_blocks, std::int64_t b
   v_cache_.clear();
   num_blocks_ = 0;
   block_size_ = 0;
-  const std::int64_t elements = num_blocks * block_size * info_.num_kv_heads * info_.head_dim;
+  const auto bytes = static_cast<std::size_t>(num_blocks * block_size * info_.num_kv_heads *
+                                              info_.head_dim * kv_cache_element_bytes());
   for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) {
-    auto k = allocate(elements, options_.dtype);
-    auto v = allocate(elements, options_.dtype);
+    auto k = DeviceBuffer::allocate(bytes);
+    auto v = DeviceBuffer::allocate(bytes);
     if (!k.ok() || !v.ok()) {
       k_cache_.clear();
       v_cache_.clear();

@@ -44,6 +44,9 @@ struct CudaExecutorOptions {
   /// `--quantization`: unquantized linear weights quantized at load (fp8 -> FP8 W8A8, int4 ->
   /// W4A16 with bf16/f16 activations). Not with dummy weights.
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
+  /// `--kv-cache-dtype fp8`: K and V as e4m3 codes (per-tensor scales 1), half the bytes per
+  /// block of a 16-bit cache; bf16/f16 only.
+  kernels::KvCacheStorage kv_cache_storage = kernels::KvCacheStorage::kActivations;
 };
 
 /// What the decode CUDA graphs took at start-up.
@@ -149,6 +152,8 @@ class CudaModelExecutor final : public ModelExecutor {
 
   Status allocate_activations();
   Status allocate_cache(std::int64_t num_blocks, std::int64_t block_size);
+  // Bytes of one cached K or V element: the dtype's, or 1 for an FP8 cache.
+  std::int64_t kv_cache_element_bytes() const;
   Status check_batch(const ForwardBatch& batch) const;
   // Uploads the batch's metadata and runs the layers: a graph replay for a decode batch that
   // fits one, eager otherwise.

@@ -126,15 +126,34 @@ TEST(CliDeviceOptionsTest, CpuTakesAnFp16KvCache) {
   EXPECT_THAT(refused.status().message(), HasSubstr("use auto or fp16"));
 }
 
-// With a GPU, what the CUDA backend lacks is refused here or in open_engine; the KV-cache dtype
-// is the part this layer owns.
-TEST(CliDeviceOptionsTest, CudaRefusesAnFp8KvCache) {
+// With a GPU: --kv-cache-dtype fp8 (or fp8_e4m3, vLLM's other name) asks for an FP8 cache; fp16
+// is --dtype f16's business there, so it is refused naming what to use.
+TEST(CliDeviceOptionsTest, CudaTakesAnFp8KvCache) {
   if (!engine::cuda_available()) GTEST_SKIP() << "needs a GPU to resolve --device cuda";
+  for (const char* name : {"fp8", "fp8_e4m3"}) {
+    Flags flags;
+    auto options = flags.apply({"--device", "cuda", "--kv-cache-dtype", name});
+    ASSERT_TRUE(options.ok()) << options.status().to_string();
+    EXPECT_TRUE(options->fp8_kv_cache) << name;
+  }
+  Flags plain;
+  auto defaults = plain.apply({"--device", "cuda"});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_FALSE(defaults->fp8_kv_cache);
+  Flags fp16;
+  auto refused = fp16.apply({"--device", "cuda", "--kv-cache-dtype", "fp16"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--dtype f16"));
+}
+
+// The CPU keeps fp32 or fp16 caches: fp8 is refused naming the ones it has.
+TEST(CliDeviceOptionsTest, CpuRefusesAnFp8KvCache) {
   Flags flags;
-  auto options = flags.apply({"--device", "cuda", "--kv-cache-dtype", "fp8"});
+  auto options = flags.apply({"--device", "cpu", "--kv-cache-dtype", "fp8"});
   ASSERT_FALSE(options.ok());
   EXPECT_EQ(options.status().code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(options.status().message(), HasSubstr("--kv-cache-dtype fp8"));
+  EXPECT_THAT(options.status().message(), HasSubstr("auto or fp16"));
 }
 
 TEST(CliDeviceOptionsTest, ConfigFileTakesTheSameKeys) {
