@@ -3,6 +3,8 @@
 // - RoPE + KV append stores e4m3(x / scale) of the values it stores into a 16-bit cache, code
 //   for code against the host's rounding rule (quant::float_to_fp8_e4m3: nearest even,
 //   saturated to +-448), leaves q exactly as the 16-bit run does, and writes nothing else;
+// - the CUDA executor with --kv-cache-dtype fp8 on the tiny Qwen3 checkpoint: half the bytes per
+//   block, and logits within twice e4m3's relative rounding (2^-4) of the bf16 cache's;
 // - decode (both CUDA-core kernels) and prefill attention over FP8 codes against the CPU oracle
 //   over code * scale. The codes are what the kernels read, so the tolerance is the 16-bit one
 //   (2u + 2e-5 for decode; 3u for prefill, as the other attention tests); the two decode kernels
@@ -10,7 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -18,9 +22,11 @@
 
 #include "backend/cpu/rope.h"
 #include "kernels/rope/rope_kv_cache.h"
+#include "models/cuda_model_executor.h"
 #include "quant/float_codes.h"
 #include "tests/gpu/attention_test_batch.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/unit/models/model_test_util.h"
 
 namespace pagoda {
 namespace {
@@ -185,6 +191,53 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
       EXPECT_EQ(batch.run_prefill(kernels::PrefillKernel::kMma16, &out).code(),
                 StatusCode::kUnimplemented);
     }
+  }
+}
+
+double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0.0, norm = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+TEST(GpuFp8KvCache, ExecutorWithAnFp8CacheStaysNearTheBf16One) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  const std::string dir =
+      gpu_test::env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA_DIR) + "/forward/tiny_qwen3";
+  auto files = open_model_files(dir);
+  ASSERT_TRUE(files.ok()) << files.status().to_string();
+  const auto shared = std::make_shared<const ModelFiles>(std::move(*files));
+  const auto open = [&](kernels::KvCacheStorage storage) {
+    auto created = models::CudaModelExecutor::create(shared, {.dtype = ScalarType::kBF16,
+                                                              .max_num_batched_tokens = 64,
+                                                              .max_num_seqs = 1,
+                                                              .max_model_len = 256,
+                                                              .kv_cache_storage = storage});
+    EXPECT_TRUE(created.ok()) << created.status().to_string();
+    return created.ok() ? std::move(*created) : nullptr;
+  };
+  auto bf16 = open(kernels::KvCacheStorage::kActivations);
+  auto fp8 = open(kernels::KvCacheStorage::kFp8E4M3);
+  ASSERT_NE(bf16, nullptr);
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_EQ(fp8->kv_cache_bytes_per_block(16) * 2, bf16->kv_cache_bytes_per_block(16));
+
+  std::vector<std::int32_t> prompt;
+  for (int i = 0; i < 90; ++i) prompt.push_back(3 + (i * 37) % 300);
+  models::testing::SequenceRun bf16_run(*bf16, 16, 128);
+  models::testing::SequenceRun fp8_run(*fp8, 16, 128);
+  std::vector<float> want = bf16_run.prefill(prompt, 64);
+  std::vector<float> got = fp8_run.prefill(prompt, 64);
+  // K and V rounded to e4m3 (2^-4 relative) instead of bf16 (2^-8): twice that bounds the logits'
+  // drift here; a cache read wrongly drifts by ~1.
+  for (int step = 0; step < 12; ++step) {
+    EXPECT_LE(relative_l2(got, want), 0.125) << "step " << step;
+    const std::int32_t token = sampling::argmax(want);  // both follow the bf16 run's tokens
+    want = bf16_run.step(std::span(&token, 1));
+    got = fp8_run.step(std::span(&token, 1));
   }
 }
 
