@@ -61,7 +61,8 @@ struct GgufPart {
 };
 
 /// The parts' rows stacked (each `cols` wide) and repacked: in their type's form when they share
-/// one, else in the general form above.
+/// one, else in the general form above (INVALID_ARGUMENT, naming the type, where a zero folded
+/// into the min overflows fp16). Rows are repacked in parallel, in 16-row bands.
 StatusOr<W4A16Matrix> repack_gguf_parts(std::span<const GgufPart> parts, std::int64_t cols);
 
 }  // namespace pagoda::quant

@@ -182,6 +182,27 @@ TEST(GgufRepack, TestQuantizerWritesBlocksNearTheWeights) {
   }
 }
 
+// Mixed parts fold each zero into the min term, -z d in fp16: a Q6_K scale d past 65504 / 32
+// cannot, and the stack is refused (no real file has weights of 10^4 and more).
+TEST(GgufRepack, MixedStackRefusesAZeroFoldThatOverflowsFp16) {
+  std::mt19937_64 rng(5);
+  const auto q4 = cpu::testing::random_weights(rng, DType::kQ4_K, 16, 256);
+  auto q6 = cpu::testing::random_weights(rng, DType::kQ6_K, 8, 256);
+  const GgufPart ok_parts[] = {{DType::kQ4_K, q4.data(), 16, q4.size() / 16},
+                               {DType::kQ6_K, q6.data(), 8, q6.size() / 8}};
+  ASSERT_TRUE(repack_gguf_parts(ok_parts, 256).ok());
+  q6[3 * 210 + 208] = 0x00;  // row 3's d = 4096 (fp16 0x6C00): -32 d = -131072 overflows
+  q6[3 * 210 + 209] = 0x6C;
+  const GgufPart bad_parts[] = {{DType::kQ4_K, q4.data(), 16, q4.size() / 16},
+                                {DType::kQ6_K, q6.data(), 8, q6.size() / 8}};
+  const auto refused = repack_gguf_parts(bad_parts, 256);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().to_string().find("Q6_K"), std::string::npos)
+      << refused.status().to_string();
+  // Alone, the same Q6_K rows keep their zero and repack.
+  EXPECT_TRUE(repack_gguf(DType::kQ6_K, q6.data(), 8, 256).ok());
+}
+
 TEST(GgufRepack, RefusesOtherTypesAndPartialBlocks) {
   const std::vector<std::uint8_t> zeros(4096, 0);
   EXPECT_FALSE(repack_gguf(DType::kQ4_0, zeros.data(), 1, 32).ok());
