@@ -44,6 +44,59 @@ std::string metric(std::string_view name) {
 // shutdown past the grace period), which the client sees as an error, not as a finish.
 constexpr std::array<std::string_view, 4> kFinishReasons = {"stop", "length", "abort", "error"};
 
+// The structured-output compiler: each constrained request's wait for its compiled constraint
+// (answered by the cache, or started and finished under one outcome), the compiles themselves
+// and the queue in front of the workers.
+void render_compiles(const structured::CompilerStats& c, const MetricLabels& model,
+                     PrometheusWriter& w) {
+  const auto counter = [&](std::string_view name, std::string_view help, std::int64_t value) {
+    w.family(metric(name), "counter", help);
+    w.sample(metric(name), model, static_cast<double>(value));
+  };
+  const auto gauge = [&](std::string_view name, std::string_view help, std::int64_t value) {
+    w.family(metric(name), "gauge", help);
+    w.sample(metric(name), model, static_cast<double>(value));
+  };
+  counter("structured_output_compile_cache_queries_total",
+          "Structured-output constraints looked up in the compiled-grammar cache (one per "
+          "constrained request).",
+          c.cache_queries);
+  counter("structured_output_compile_cache_hits_total",
+          "Structured-output constraints answered from the compiled-grammar cache (errors "
+          "included).",
+          c.cache_hits);
+  counter("structured_output_compiles_started_total",
+          "Constrained requests that waited for a compile (cache misses).", c.waits_started);
+  w.family(metric("structured_output_compiles_finished_total"), "counter",
+           "Constrained requests' compile waits by outcome: ok, invalid (400), timeout (400), "
+           "queue_full (503), cancelled (client left), shutdown (503).");
+  for (std::size_t i = 0; i < structured::kNumCompileOutcomes; ++i) {
+    MetricLabels labels = model;
+    labels.emplace_back(
+        "outcome", structured::compile_outcome_name(static_cast<structured::CompileOutcome>(i)));
+    w.sample(metric("structured_output_compiles_finished_total"), labels,
+             static_cast<double>(c.waits_finished[i]));
+  }
+  Histogram::Snapshot time{
+      .bounds = {structured::kCompileTimeBuckets.begin(), structured::kCompileTimeBuckets.end()},
+      .sum = c.compile_seconds,
+      .count = c.compiles_finished};
+  std::int64_t cumulative = 0;
+  for (std::size_t i = 0; i < structured::kCompileTimeBuckets.size(); ++i) {
+    cumulative += c.compile_time_buckets[i];
+    time.cumulative.push_back(cumulative);
+  }
+  w.family(metric("structured_output_compile_time_seconds"), "histogram",
+           "Time to compile one structured-output constraint (one per spec, however many "
+           "requests share it), in seconds.");
+  w.histogram(metric("structured_output_compile_time_seconds"), model, time);
+  gauge("structured_output_compile_queue_depth", "Structured-output compiles waiting for a worker.",
+        c.queued);
+  gauge("structured_output_compiles_running", "Structured-output compiles on a worker.", c.running);
+  gauge("structured_output_compile_cache_bytes", "Bytes held by the compiled-grammar cache.",
+        static_cast<std::int64_t>(c.cache_bytes));
+}
+
 }  // namespace
 
 ServingMetrics::ServingMetrics(std::string model_name, std::int64_t max_model_len)
@@ -103,7 +156,8 @@ void ServingMetrics::record_rejected(int http_status) {
   }
 }
 
-std::string ServingMetrics::render(const engine::EngineStats& stats) const {
+std::string ServingMetrics::render(const engine::EngineStats& stats,
+                                   const structured::CompilerStats* compiles) const {
   const MetricLabels model = {{"model_name", model_name_}};
   PrometheusWriter w;
   auto gauge = [&](std::string_view name, std::string_view help, double value) {
@@ -157,6 +211,7 @@ std::string ServingMetrics::render(const engine::EngineStats& stats) const {
   counter(metric("structured_output_mask_wait_seconds_total"),
           "Time steps waited for structured-output masks before sampling, in seconds.",
           stats.constraint_mask_wait_seconds);
+  if (compiles) render_compiles(*compiles, model, w);
   // Where the GPU's time went: idle is the device waiting for the host between steps.
   counter(metric("device_steps_total"), "Device steps timed with CUDA events (0 on the CPU).",
           static_cast<double>(stats.device_time.steps));

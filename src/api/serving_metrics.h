@@ -16,6 +16,7 @@
 #include "engine/engine_core.h"
 #include "engine/output_channel.h"
 #include "engine/request_output.h"
+#include "structured/constraint_compiler.h"
 
 namespace pagoda::api {
 
@@ -35,8 +36,10 @@ class ServingMetrics {
   /// status.
   void record_rejected(int http_status);
 
-  /// The text exposition of every metric, with gauges and engine counters from `stats`.
-  std::string render(const engine::EngineStats& stats) const;
+  /// The text exposition of every metric, with gauges and engine counters from `stats` and,
+  /// when given, the structured-output compiler's from `compiles`.
+  std::string render(const engine::EngineStats& stats,
+                     const structured::CompilerStats* compiles = nullptr) const;
 
  private:
   static constexpr std::size_t kNumFinishReasons = 4;  // stop, length, abort, error

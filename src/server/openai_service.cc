@@ -34,7 +34,12 @@ HttpReply OpenAiService::model(std::string_view name) const {
 HttpReply OpenAiService::metrics() const {
   HttpReply reply;
   reply.content_type = std::string(api::kPrometheusContentType);
-  reply.body = metrics_->render(engine_.stats());
+  if (model_.constraints) {
+    const structured::CompilerStats compiles = model_.constraints->stats();
+    reply.body = metrics_->render(engine_.stats(), &compiles);
+  } else {
+    reply.body = metrics_->render(engine_.stats());
+  }
   return reply;
 }
 

@@ -63,6 +63,18 @@ Status busy() {
 
 }  // namespace
 
+const char* compile_outcome_name(CompileOutcome outcome) {
+  switch (outcome) {
+    case CompileOutcome::kOk: return "ok";
+    case CompileOutcome::kInvalid: return "invalid";
+    case CompileOutcome::kTimeout: return "timeout";
+    case CompileOutcome::kQueueFull: return "queue_full";
+    case CompileOutcome::kCancelled: return "cancelled";
+    case CompileOutcome::kShutdown: return "shutdown";
+  }
+  return "unknown";
+}
+
 struct ConstraintCompiler::State {
   // One caller's wait; `done` is emptied once it has been handed its result or cancelled.
   struct Waiter {
@@ -155,14 +167,29 @@ struct ConstraintCompiler::State {
     }
   }
 
+  // Counts one caller's wait as finished. Called with the lock held.
+  void finish_wait(CompileOutcome outcome) {
+    ++stats.waits_finished[static_cast<std::size_t>(outcome)];
+  }
+
+  // Counts one finished compile's time. Called with the lock held.
+  void observe_compile(double seconds) {
+    const auto bucket =
+        std::lower_bound(kCompileTimeBuckets.begin(), kCompileTimeBuckets.end(), seconds) -
+        kCompileTimeBuckets.begin();
+    ++stats.compile_time_buckets[static_cast<std::size_t>(bucket)];
+    stats.compile_seconds += seconds;
+    ++stats.compiles_finished;
+  }
+
   // What a waiter past its deadline hears: the compile took too long, or never found a worker.
-  // Called with the lock held.
+  // Called with the lock held; counts the wait as finished.
   Result too_late(const Job& job) {
     if (!job.started) {
-      ++stats.failed;
+      finish_wait(CompileOutcome::kQueueFull);
       return busy();
     }
-    ++stats.timeouts;
+    finish_wait(CompileOutcome::kTimeout);
     return invalid_argument("the " + std::string(constraint_kind_name(job.spec.kind)) +
                             " took longer than " +
                             std::to_string(static_cast<int>(limits.compile_timeout_seconds)) +
@@ -187,7 +214,7 @@ struct ConstraintCompiler::State {
     if (job->started || !job->waiters.empty()) return;
     queue.erase(std::remove(queue.begin(), queue.end(), job), queue.end());
     jobs.erase(job->key);
-    ++stats.cancelled;
+    ++stats.compiles_dropped;
   }
 
   // A worker: runs jobs until the compiler goes.
@@ -203,8 +230,7 @@ struct ConstraintCompiler::State {
       Result result = run(job->spec);
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       lock.lock();
-      stats.compile_seconds += seconds;
-      if (!result.ok()) ++stats.failed;
+      observe_compile(seconds);
       if (stopping) return;
       store(job->key, result);
       jobs.erase(job->key);
@@ -213,8 +239,12 @@ struct ConstraintCompiler::State {
       for (const std::shared_ptr<Waiter>& waiter : job->waiters) {
         if (!waiter->done) continue;
         // One the deadline thread has not reached yet still hears that it was too late.
-        deliveries.emplace_back(std::exchange(waiter->done, {}),
-                                waiter->deadline < now ? too_late(*job) : result);
+        if (waiter->deadline < now) {
+          deliveries.emplace_back(std::exchange(waiter->done, {}), too_late(*job));
+          continue;
+        }
+        finish_wait(result.ok() ? CompileOutcome::kOk : CompileOutcome::kInvalid);
+        deliveries.emplace_back(std::exchange(waiter->done, {}), result);
       }
       job->waiters.clear();
       lock.unlock();
@@ -299,7 +329,9 @@ ConstraintCompiler::~ConstraintCompiler() {
     s.stopping = true;
     for (const auto& [key, job] : s.jobs) {
       for (const auto& waiter : job->waiters) {
-        if (waiter->done) waiting.push_back(std::exchange(waiter->done, {}));
+        if (!waiter->done) continue;
+        s.finish_wait(CompileOutcome::kShutdown);
+        waiting.push_back(std::exchange(waiter->done, {}));
       }
     }
     s.jobs.clear();
@@ -323,6 +355,8 @@ const TokenVocabulary& ConstraintCompiler::vocabulary() const {
 CompilerStats ConstraintCompiler::stats() const {
   std::lock_guard lock(state_->mutex);
   CompilerStats s = state_->stats;
+  s.queued = static_cast<std::int64_t>(state_->queue.size());
+  s.running = state_->running;
   s.cache_bytes = state_->cache_bytes;
   s.cached = static_cast<std::int64_t>(state_->cache.size());
   return s;
@@ -332,6 +366,7 @@ CompileTicket ConstraintCompiler::compile_async(const ConstraintSpec& spec, Comp
   State& s = *state_;
   std::string key = spec.cache_key();
   std::unique_lock lock(s.mutex);
+  ++s.stats.cache_queries;
   const auto answer_now = [&](Result result) {
     lock.unlock();
     done(std::move(result));
@@ -342,20 +377,23 @@ CompileTicket ConstraintCompiler::compile_async(const ConstraintSpec& spec, Comp
     ++s.stats.cache_hits;
     return answer_now(it->second.result);
   }
+  ++s.stats.waits_started;
   std::shared_ptr<State::Job> job;
   if (const auto it = s.jobs.find(key); it != s.jobs.end()) {
     job = it->second;
   } else {
     if (Status limit = check_constraint_limits(spec, s.limits); !limit.ok()) {
-      ++s.stats.failed;
+      s.finish_wait(CompileOutcome::kInvalid);
       s.store(key, limit);
       return answer_now(std::move(limit));
     }
-    if (s.stopping)
+    if (s.stopping) {
+      s.finish_wait(CompileOutcome::kShutdown);
       return answer_now(Status(StatusCode::kUnavailable, "the server is shutting down"));
+    }
     if (s.running >= s.limits.max_running_compiles &&
         static_cast<int>(s.queue.size()) >= s.limits.max_queued_compiles) {
-      ++s.stats.failed;
+      s.finish_wait(CompileOutcome::kQueueFull);
       return answer_now(busy());
     }
     job = std::make_shared<State::Job>(State::Job{.spec = spec, .key = key});
@@ -380,6 +418,7 @@ CompileTicket ConstraintCompiler::compile_async(const ConstraintSpec& spec, Comp
     const std::shared_ptr<State::Waiter> waiter = weak_waiter.lock();
     if (!waiter || !waiter->done) return;
     waiter->done = nullptr;
+    state->finish_wait(CompileOutcome::kCancelled);
     std::erase(job->waiters, waiter);
     state->forget_if_unwanted(job);
   });

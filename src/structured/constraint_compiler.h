@@ -17,6 +17,7 @@
 // Thread-safe: the HTTP and gRPC threads call compile_async() and never wait.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -66,15 +67,48 @@ class CompileTicket {
   std::function<void()> cancel_;
 };
 
+/// How one caller's wait on a compile ended (a cache hit is not a wait). The order is the
+/// metric labels' order.
+enum class CompileOutcome {
+  kOk,         ///< Compiled: the request goes on.
+  kInvalid,    ///< 400: a limit, a bad schema, regex or grammar, too large once compiled.
+  kTimeout,    ///< 400: the compile ran past compile_timeout_seconds.
+  kQueueFull,  ///< 503: no room in the queue, or no worker free within the time.
+  kCancelled,  ///< The caller left first (its ticket was cancelled).
+  kShutdown,   ///< 503: the compiler went first.
+};
+inline constexpr std::size_t kNumCompileOutcomes = 6;
+/// "ok", "invalid", "timeout", "queue_full", "cancelled", "shutdown".
+const char* compile_outcome_name(CompileOutcome outcome);
+
+/// Upper bounds (seconds) of the compile-time histogram's buckets; +Inf follows the last.
+inline constexpr std::array<double, 14> kCompileTimeBuckets = {
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0};
+
+/// Counters since the compiler was made, and its queue now. Every compile_async call is a
+/// cache query; one the cache did not answer is a wait that starts and later finishes under
+/// exactly one outcome, so waits_started - sum(waits_finished) callers are waiting now.
 struct CompilerStats {
-  std::int64_t cache_hits = 0;
-  std::int64_t compiles = 0;  ///< Compiles handed to a worker.
-  std::int64_t failed = 0;    ///< Specs refused: limits, grammar errors, timeouts.
-  std::int64_t timeouts = 0;
-  std::int64_t cancelled = 0;    ///< Queued compiles dropped because every caller left.
-  double compile_seconds = 0.0;  ///< Summed over finished compiles.
+  std::int64_t cache_queries = 0;  ///< compile_async calls.
+  std::int64_t cache_hits = 0;     ///< Calls answered from the cache (results and errors).
+  std::int64_t waits_started = 0;  ///< Calls the cache did not answer.
+  std::array<std::int64_t, kNumCompileOutcomes> waits_finished{};  ///< By CompileOutcome.
+  std::int64_t compiles = 0;          ///< Compiles handed to a worker (one per spec, however
+                                      ///< many callers share it).
+  std::int64_t compiles_dropped = 0;  ///< Queued compiles dropped because every caller left.
+  /// Finished compiles' durations: per bucket of kCompileTimeBuckets (not cumulative; the last
+  /// is +Inf), their sum and count.
+  std::array<std::int64_t, kCompileTimeBuckets.size() + 1> compile_time_buckets{};
+  double compile_seconds = 0.0;
+  std::int64_t compiles_finished = 0;
+  std::int64_t queued = 0;   ///< Compiles waiting for a worker now.
+  std::int64_t running = 0;  ///< Compiles on a worker now.
   std::size_t cache_bytes = 0;
   std::int64_t cached = 0;  ///< Entries in the cache (results and errors).
+
+  std::int64_t finished(CompileOutcome outcome) const {
+    return waits_finished[static_cast<std::size_t>(outcome)];
+  }
 };
 
 class ConstraintCompiler {

@@ -165,6 +165,50 @@ TEST(ServingMetricsTest, RendersTheVllmMirroringSet) {
   EXPECT_EQ(sample_value(text, "pagoda:request_generation_tokens_sum" + m), "10");
 }
 
+TEST(ServingMetricsTest, RendersTheStructuredOutputCompiler) {
+  ServingMetrics metrics("smol", 2048);
+  structured::CompilerStats compiles{.cache_queries = 9,
+                                     .cache_hits = 3,
+                                     .waits_started = 6,
+                                     .waits_finished = {2, 1, 1, 1, 1, 0},
+                                     .compiles = 4,
+                                     .compile_seconds = 1.5,
+                                     .compiles_finished = 3,
+                                     .queued = 1,
+                                     .running = 1};
+  compiles.compile_time_buckets[0] = 1;                                       // <= 1 ms
+  compiles.compile_time_buckets[8] = 1;                                       // <= 1 s
+  compiles.compile_time_buckets[structured::kCompileTimeBuckets.size()] = 1;  // > 40 s
+  const std::string text = "\n" + metrics.render({}, &compiles);
+  const std::string m = "{model_name=\"smol\"}";
+  EXPECT_EQ(sample_value(text, "pagoda:structured_output_compile_cache_queries_total" + m), "9");
+  EXPECT_EQ(sample_value(text, "pagoda:structured_output_compile_cache_hits_total" + m), "3");
+  EXPECT_EQ(sample_value(text, "pagoda:structured_output_compiles_started_total" + m), "6");
+  const std::pair<const char*, const char*> outcomes[] = {{"ok", "2"},        {"invalid", "1"},
+                                                          {"timeout", "1"},   {"queue_full", "1"},
+                                                          {"cancelled", "1"}, {"shutdown", "0"}};
+  for (const auto& [outcome, value] : outcomes) {
+    EXPECT_EQ(sample_value(text, std::string("pagoda:structured_output_compiles_finished_total{"
+                                             "model_name=\"smol\",outcome=\"") +
+                                     outcome + "\"}"),
+              value)
+        << outcome;
+  }
+  const std::string bucket =
+      "pagoda:structured_output_compile_time_seconds_bucket{model_name=\"smol\",le=";
+  EXPECT_EQ(sample_value(text, bucket + "\"0.001\"}"), "1");
+  EXPECT_EQ(sample_value(text, bucket + "\"0.5\"}"), "1");
+  EXPECT_EQ(sample_value(text, bucket + "\"1\"}"), "2");
+  EXPECT_EQ(sample_value(text, bucket + "\"40\"}"), "2");
+  EXPECT_EQ(sample_value(text, bucket + "\"+Inf\"}"), "3");
+  EXPECT_EQ(sample_value(text, "pagoda:structured_output_compile_time_seconds_count" + m), "3");
+  EXPECT_EQ(sample_value(text, "pagoda:structured_output_compile_time_seconds_sum" + m), "1.5");
+  EXPECT_EQ(sample_value(text, "pagoda:structured_output_compile_queue_depth" + m), "1");
+  EXPECT_EQ(sample_value(text, "pagoda:structured_output_compiles_running" + m), "1");
+  // Without a compiler (no structured outputs) the family is absent.
+  EXPECT_EQ(metrics.render({}).find("structured_output_compile"), std::string::npos);
+}
+
 // Requests that end without a normal finish count like any other: a client that left mid-stream
 // (abort), one that left during its prefill (abort, no first token), an engine failure (error).
 TEST(ServingMetricsTest, AbortsAndErrorsAreCountedWithTheirTokens) {

@@ -142,7 +142,7 @@ TEST(ConstraintCompilerTest, ACompileOverItsTimeIsRefused) {
   EXPECT_EQ(compiled.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(compiled.status().message().find("longer than"), std::string::npos)
       << compiled.status().message();
-  EXPECT_EQ(compiler->stats().timeouts, 1);
+  EXPECT_EQ(compiler->stats().finished(CompileOutcome::kTimeout), 1);
 }
 
 // A callback's result and the thread it came on.
@@ -202,7 +202,7 @@ TEST(ConstraintCompilerTest, TheQueueIsBoundedAndACancelledQueuedCompileNeverRun
   ASSERT_TRUE(c.arrived());
   EXPECT_EQ(c.future.get().first.status().code(), StatusCode::kUnavailable);
   b_ticket.cancel();
-  EXPECT_EQ(compiler->stats().cancelled, 1);
+  EXPECT_EQ(compiler->stats().compiles_dropped, 1);
 
   Heard d;
   CompileTicket d_ticket =
@@ -241,9 +241,11 @@ TEST(ConstraintCompilerTest, AQueuedCompileWithoutAWorkerInTimeIsBusy) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(waited, 0.19);
   EXPECT_EQ(queued.future.get().first.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(compiler->stats().finished(CompileOutcome::kQueueFull), 1);
   release.set_value();
   // The dropped compile never ran.
   EXPECT_EQ(compiler->stats().compiles, 1);
+  EXPECT_EQ(compiler->stats().compiles_dropped, 1);
 }
 
 TEST(ConstraintCompilerTest, DestroyingTheCompilerAnswersItsWaiters) {
@@ -266,6 +268,79 @@ TEST(ConstraintCompilerTest, DestroyingTheCompilerAnswersItsWaiters) {
   ASSERT_TRUE(queued.arrived());
   EXPECT_EQ(queued.future.get().first.status().code(), StatusCode::kUnavailable);
   release.set_value();
+}
+
+// Each compile_async call is one cache query; each one the cache does not answer starts one wait
+// that finishes under exactly one outcome. One worker, one queue place:
+//   ok (new) | hit | invalid (grammar, compiled) | invalid (limit, never compiled)
+//   A holds the worker (ok) | B queued | C queue_full | B cancelled (dropped, never compiled)
+TEST(ConstraintCompilerTest, StatsCountEveryWaitOnceUnderItsOutcome) {
+  ConstraintLimits limits;
+  limits.max_running_compiles = 1;
+  limits.max_queued_compiles = 1;
+  auto compiler = byte_compiler(limits);
+  const auto finished = [&](CompileOutcome outcome) { return compiler->stats().finished(outcome); };
+  const ConstraintSpec digits{.kind = ConstraintKind::kRegex, .text = "[0-9]{3}"};
+  ASSERT_TRUE(compiler->compile(digits).ok());
+  ASSERT_TRUE(compiler->compile(digits).ok());
+  ASSERT_FALSE(compiler->compile({.kind = ConstraintKind::kRegex, .text = "(("}).ok());
+  ASSERT_FALSE(compiler->compile({.kind = ConstraintKind::kRegex, .text = "a{5000}"}).ok());
+  CompilerStats stats = compiler->stats();
+  EXPECT_EQ(stats.cache_queries, 4);
+  EXPECT_EQ(stats.cache_hits, 1);
+  EXPECT_EQ(stats.waits_started, 3);
+  EXPECT_EQ(stats.finished(CompileOutcome::kOk), 1);
+  EXPECT_EQ(stats.finished(CompileOutcome::kInvalid), 2);
+  EXPECT_EQ(stats.compiles, 2);  // the limit was refused before any compile
+  EXPECT_EQ(stats.compiles_finished, 2);
+
+  std::promise<void> in_callback;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  CompileTicket a = compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "a+"},
+                                            [&in_callback, released](CompileResult) {
+                                              in_callback.set_value();
+                                              released.wait();
+                                            });
+  in_callback.get_future().wait();
+  EXPECT_EQ(finished(CompileOutcome::kOk), 2);
+  EXPECT_EQ(compiler->stats().running, 1);  // busy until its callbacks return
+  Heard b;
+  CompileTicket b_ticket =
+      compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "b+"}, b.callback());
+  EXPECT_EQ(compiler->stats().queued, 1);
+  Heard c;
+  CompileTicket c_ticket =
+      compiler->compile_async({.kind = ConstraintKind::kRegex, .text = "c+"}, c.callback());
+  ASSERT_TRUE(c.arrived());
+  EXPECT_EQ(finished(CompileOutcome::kQueueFull), 1);
+  b_ticket.cancel();
+  b_ticket.cancel();  // once only
+  EXPECT_EQ(finished(CompileOutcome::kCancelled), 1);
+  release.set_value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (compiler->stats().running > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  stats = compiler->stats();
+  EXPECT_EQ(stats.cache_queries, 7);
+  EXPECT_EQ(stats.cache_hits, 1);
+  EXPECT_EQ(stats.waits_started, 6);
+  std::int64_t ended = 0;
+  for (const std::int64_t n : stats.waits_finished) ended += n;
+  EXPECT_EQ(ended, stats.waits_started) << "nobody waits now";
+  EXPECT_EQ(stats.finished(CompileOutcome::kTimeout), 0);
+  EXPECT_EQ(stats.finished(CompileOutcome::kShutdown), 0);
+  EXPECT_EQ(stats.compiles, 3);  // digits, "((", A; B was dropped from the queue
+  EXPECT_EQ(stats.compiles_dropped, 1);
+  EXPECT_EQ(stats.compiles_finished, 3);
+  std::int64_t in_buckets = 0;
+  for (const std::int64_t n : stats.compile_time_buckets) in_buckets += n;
+  EXPECT_EQ(in_buckets, 3);
+  EXPECT_GT(stats.compile_seconds, 0.0);
+  EXPECT_EQ(stats.queued, 0);
+  EXPECT_EQ(stats.running, 0);
 }
 
 TEST(ConstraintMatcherTest, RollbackUndoesAcceptedTokens) {
