@@ -1,5 +1,6 @@
 #include "grpc/generate_reactor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "api/structured_output.h"
@@ -12,8 +13,8 @@ GenerateReactor* GenerateReactor::start(api::GenerationJob job, const InferenceB
                                         std::shared_ptr<SerialExecutor> executor,
                                         std::shared_ptr<RequestRegistry> registry) {
   std::shared_ptr<GenerateReactor> reactor(
-      new GenerateReactor(job.requests.front().request_id, job.response, backend,
-                          std::move(executor), std::move(registry)));
+      new GenerateReactor(job.requests.front().request_id, job.requests.front().sampling.n,
+                          job.response, backend, std::move(executor), std::move(registry)));
   reactor->self_ = reactor;
   if (!job.constraint) {
     reactor->submit(std::move(job));
@@ -41,11 +42,13 @@ GenerateReactor* GenerateReactor::start(api::GenerationJob job, const InferenceB
   return reactor.get();
 }
 
-GenerateReactor::GenerateReactor(std::string request_id, const api::ResponseOptions& options,
+GenerateReactor::GenerateReactor(std::string request_id, std::int64_t num_samples,
+                                 const api::ResponseOptions& options,
                                  const InferenceBackend& backend,
                                  std::shared_ptr<SerialExecutor> executor,
                                  std::shared_ptr<RequestRegistry> registry)
     : request_id_(request_id),
+      num_samples_(std::max<std::int64_t>(num_samples, 1)),
       model_(backend.model),
       engine_(*backend.engine),
       metrics_(backend.metrics),
@@ -106,14 +109,26 @@ void GenerateReactor::abort_before_submit() {
 }
 
 void GenerateReactor::finish_aborted(std::unique_lock<std::mutex>& lock) {
-  finished_ = true;
-  writing_ = true;
-  response_.Clear();
-  response_.set_request_id(request_id_);
-  response_.set_finish_reason(v1::FINISH_REASON_ABORT);
+  finished_ = true;  // nothing is submitted from now on
+  abort_messages_sent_ = 0;
   lock.unlock();
   registry_->remove(request_id_);
-  StartWriteAndFinish(&response_, ::grpc::WriteOptions(), ::grpc::Status::OK);
+  pump();
+}
+
+void GenerateReactor::write_abort_message(std::unique_lock<std::mutex>& lock) {
+  response_.Clear();
+  response_.set_request_id(request_id_);
+  response_.set_index(abort_messages_sent_);
+  response_.set_finish_reason(v1::FINISH_REASON_ABORT);
+  writing_ = true;
+  const bool last = ++abort_messages_sent_ == num_samples_;
+  lock.unlock();
+  if (last) {
+    StartWriteAndFinish(&response_, ::grpc::WriteOptions(), ::grpc::Status::OK);
+  } else {
+    StartWrite(&response_);
+  }
 }
 
 void GenerateReactor::refuse(const api::ApiError& error) {
@@ -149,6 +164,19 @@ void GenerateReactor::pump() {
   std::shared_ptr<GenerateReactor> released;  // destroyed last, after the lock is let go
   std::unique_lock lock(mutex_);
   if (finished_) {
+    // Aborted before submit: one message per sample, one write at a time; a write that failed
+    // (the client went) ends the call instead.
+    if (abort_messages_sent_ >= 0 && abort_messages_sent_ < num_samples_ && !writing_ &&
+        !grpc_done_) {
+      if (!cancelled_) {
+        write_abort_message(lock);
+        return;
+      }
+      abort_messages_sent_ = num_samples_;
+      lock.unlock();
+      Finish(::grpc::Status(::grpc::StatusCode::CANCELLED, "the call was cancelled"));
+      return;
+    }
     if (!grpc_done_) return;
     if (stream_) {
       // The call is over; the engine still owes the final output of an aborted request.

@@ -17,6 +17,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,8 +51,9 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   void OnDone() override;
 
  private:
-  GenerateReactor(std::string request_id, const api::ResponseOptions& options,
-                  const InferenceBackend& backend, std::shared_ptr<SerialExecutor> executor,
+  GenerateReactor(std::string request_id, std::int64_t num_samples,
+                  const api::ResponseOptions& options, const InferenceBackend& backend,
+                  std::shared_ptr<SerialExecutor> executor,
                   std::shared_ptr<RequestRegistry> registry);
 
   // Executor thread: the compile's result. Submits unless the call has ended meanwhile.
@@ -60,11 +62,16 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   void submit(api::GenerationJob job);
   // Finishes a call that never reached the engine (its id leaves the registry at once).
   void refuse(const api::ApiError& error);
-  // Abort by request_id before the request reached the engine: the call ends with one message
-  // saying FINISH_REASON_ABORT, and the request is never submitted.
+  // Abort by request_id before the request reached the engine: each of the n samples gets one
+  // message saying FINISH_REASON_ABORT (as when the engine aborts them), and the request is
+  // never submitted.
   void abort_before_submit();
-  // Writes that message and finishes; called with the lock held, which it lets go.
+  // Leaves the registry and starts writing those messages; called with the lock held, which it
+  // lets go.
   void finish_aborted(std::unique_lock<std::mutex>& lock);
+  // Writes the next sample's abort message (the last one finishes the call); called with the
+  // lock held, which it lets go.
+  void write_abort_message(std::unique_lock<std::mutex>& lock);
   // Engine thread: hands a pump to the executor, at most one queued at a time.
   void wake();
   // Starts the next write if none is in flight and an output is ready; finishes the call after
@@ -75,6 +82,7 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   std::optional<engine::StreamOutput> next_output();
 
   const std::string request_id_;
+  const std::int64_t num_samples_;  // n: each sample ends with its own final message
   const std::shared_ptr<const api::ServedModel> model_;
   engine::EngineClient& engine_;
   const std::shared_ptr<api::ServingMetrics> metrics_;
@@ -89,8 +97,9 @@ class GenerateReactor final : public ::grpc::ServerWriteReactor<v1::GenerateResp
   structured::CompileTicket compile_ticket_;
   bool writing_ = false;
   bool cancelled_ = false;
-  bool abort_requested_ = false;   // Abort came for this id (before the engine had the request)
-  bool finished_ = false;          // Finish (or StartWriteAndFinish) has been called
+  bool abort_requested_ = false;  // Abort came for this id (before the engine had the request)
+  std::int64_t abort_messages_sent_ = -1;  // -1 until aborted before submit; then 0 .. n
+  bool finished_ = false;          // ending: Finish called, or (aborted) its messages being written
   bool grpc_done_ = false;         // OnDone has been called
   v1::GenerateResponse response_;  // the message being written
   ToolCallResponse tool_calls_;

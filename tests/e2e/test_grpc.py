@@ -807,3 +807,51 @@ def test_abort_while_the_schema_compiles_ends_the_call_at_once(stub, pb):
                                     structured_output=request.structured_output), timeout=60))
     assert time.monotonic() - again > aborted_after, aborted_after
     wait_idle(stub, pb, timeout=5)
+
+
+def test_abort_while_compiling_ends_every_sample(stub, pb, server):
+    """With n > 1, an Abort that comes while the constraint compiles gives each of the n samples
+    its own final FINISH_REASON_ABORT message (as an abort in the engine does), and leaves
+    nothing behind: the id is free again, the compile's wait is counted as cancelled, no
+    request reached the engine."""
+    schema = {"type": "object", "title": f"abort-n-{time.time_ns()}", "properties": {
+        f"f{i}": ({"type": "string", "maxLength": 8 + i % 50} if i % 2 else
+                  {"enum": [f"v{i}_{j}" for j in range(10)]}) for i in range(150)}}
+    request = pb.gen.GenerateRequest(
+        text=PROMPT, request_id="abort-compiling-n3",
+        sampling=pb.gen.SamplingParams(temperature=1.0, seed=5, n=3),
+        stopping=pb.gen.StoppingCriteria(max_tokens=2),
+        structured_output=pb.gen.StructuredOutput(json_schema=json.dumps(schema)))
+    cancelled = ("pagoda:structured_output_compiles_finished_total",
+                 frozenset({("model_name", "smollm2"), ("outcome", "cancelled")}))
+    finished = "pagoda:request_success_total"
+
+    def engine_finished(samples):
+        return sum(v for (name, _), v in samples.items() if name == finished)
+
+    before = server.samples()
+    call = stub.Generate(request, timeout=60)
+    deadline = time.monotonic() + 5
+    while True:  # Abort finds the id once the call has begun
+        try:
+            stub.Abort(pb.svc.AbortRequest(request_id="abort-compiling-n3"))
+            break
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.NOT_FOUND and time.monotonic() < deadline, e
+            time.sleep(0.005)
+    messages = list(call)
+    assert sorted(m.index for m in messages) == [0, 1, 2], messages
+    assert all(m.finish_reason == pb.gen.FINISH_REASON_ABORT and not m.token_ids
+               and m.request_id == "abort-compiling-n3" for m in messages), messages
+    after = server.samples()
+    assert after[cancelled] - before[cancelled] == 1
+    # The id is free at once, and the same request (the compile now running or cached) runs
+    # its three samples to the end.
+    again = list(stub.Generate(request, timeout=60))
+    for index in (0, 1, 2):
+        mine = [m for m in again if m.index == index]
+        assert mine and mine[-1].finish_reason in (pb.gen.FINISH_REASON_STOP,
+                                                   pb.gen.FINISH_REASON_LENGTH), again
+    wait_idle(stub, pb, timeout=5)
+    # Only the second call's three samples reached the engine.
+    assert engine_finished(server.samples()) - engine_finished(before) == 3
