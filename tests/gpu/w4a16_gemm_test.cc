@@ -96,10 +96,23 @@ std::vector<float> dense_weights(const quant::W4A16Matrix& w) {
   return dense;
 }
 
+// The GGUF form's min terms B mc, [rows, cols] (empty without them): the kernel sums the scaled
+// codes and the min term apart, so the error bound takes both magnitudes.
+std::vector<float> min_terms(const quant::W4A16Matrix& w) {
+  if (w.mins.empty()) return {};
+  std::vector<float> terms(static_cast<std::size_t>(w.rows * w.cols));
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    for (std::int64_t c = 0; c < w.cols; ++c) {
+      terms[static_cast<std::size_t>(r * w.cols + c)] = quant::w4a16_min_term(w, r, c);
+    }
+  }
+  return terms;
+}
+
 void expect_matches_reference(const std::vector<float>& got, const std::vector<float>& x,
                               const quant::W4A16Matrix& w, const std::vector<float>& dense,
                               const std::vector<float>& bias, std::int64_t m, ScalarType type,
-                              const std::string& what) {
+                              const std::string& what, const std::vector<float>& mins = {}) {
   const double u_out = gpu_test::unit_roundoff(type);
   const double sum_eps = (static_cast<double>(w.cols) / 8 + 64) * 0x1p-24;
   int failures = 0;
@@ -108,11 +121,11 @@ void expect_matches_reference(const std::vector<float>& got, const std::vector<f
       double ref = bias.empty() ? 0.0 : bias[static_cast<std::size_t>(j)];
       double magnitude = std::abs(ref);
       for (std::int64_t c = 0; c < w.cols; ++c) {
+        const auto at = static_cast<std::size_t>(j * w.cols + c);
         const double xv = x[static_cast<std::size_t>(i * w.cols + c)];
-        const double wv = dense[static_cast<std::size_t>(j * w.cols + c)];
+        const double wv = dense[at];
         ref += xv * wv;
-        // The GGUF form's kernel sums the scaled codes and the min term apart.
-        const double b = quant::w4a16_min_term(w, j, c);
+        const double b = mins.empty() ? 0.0 : mins[at];
         magnitude += std::abs(xv) * (std::abs(wv - b) + std::abs(b));
       }
       const double g = got[static_cast<std::size_t>(i * w.rows + j)];
@@ -321,6 +334,7 @@ TEST(GpuW4A16Gemm, GgufFormMatchesFloat64Reference) {
     const quant::W4A16Matrix* w = &matrix;
     const GgufShape s{DType::kF32, w->rows, w->cols};
     const std::vector<float> dense = dense_weights(*w);
+    const std::vector<float> mins = min_terms(*w);
     const DeviceW4A16 dw(*w);
     for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
       for (std::int64_t m : {1, 7, 16, 33, 64, 257}) {
@@ -353,7 +367,7 @@ TEST(GpuW4A16Gemm, GgufFormMatchesFloat64Reference) {
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           expect_matches_reference(dy.download(), x, *w, dense,
                                    with_bias ? bias : std::vector<float>{}, m, type,
-                                   what + (split ? " split" : " unsplit"));
+                                   what + (split ? " split" : " unsplit"), mins);
         }
       }
     }
@@ -406,7 +420,7 @@ TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
       const std::vector<float> got = dy.download();
       expect_matches_reference(got, x, *w,
                                m <= kW4A16KernelMaxRows ? exact : gpu_test::round_to(exact, type),
-                               {}, m, type, what);
+                               {}, m, type, what, min_terms(*w));
     }
   }
 }
