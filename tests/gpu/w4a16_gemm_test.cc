@@ -382,7 +382,8 @@ TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
   ASSERT_TRUE(blas.ok());
   std::mt19937_64 rng(12);
   std::mt19937 rng32(13);
-  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1}) {
+  for (DType dtype :
+       {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1, DType::kQ3_K}) {
     const std::int64_t n = 72, k = 512;
     const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, dtype, n, k);
     StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(dtype, bytes.data(), n, k);
