@@ -27,12 +27,16 @@ PAGODA_PREFILL_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
 
 namespace prefill_mma {
 
-template <typename T>
+template <typename T, typename C>
 Status run_paged_prefill_mma(const PagedAttentionParams&, std::int64_t, int, int, cudaStream_t);
-extern template Status run_paged_prefill_mma<__half>(const PagedAttentionParams&, std::int64_t, int,
-                                                     int, cudaStream_t);
-extern template Status run_paged_prefill_mma<__nv_bfloat16>(const PagedAttentionParams&,
-                                                            std::int64_t, int, int, cudaStream_t);
+#define PAGODA_PREFILL_MMA_INSTANCE(T, C)                                                       \
+  extern template Status run_paged_prefill_mma<T, C>(const PagedAttentionParams&, std::int64_t, \
+                                                     int, int, cudaStream_t);
+PAGODA_PREFILL_MMA_INSTANCE(__half, __half)
+PAGODA_PREFILL_MMA_INSTANCE(__nv_bfloat16, __nv_bfloat16)
+PAGODA_PREFILL_MMA_INSTANCE(__half, __nv_fp8_e4m3)
+PAGODA_PREFILL_MMA_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
+#undef PAGODA_PREFILL_MMA_INSTANCE
 
 }  // namespace prefill_mma
 
@@ -77,7 +81,8 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   const bool fp8 = c.storage == KvCacheStorage::kFp8E4M3;
   PAGODA_KERNEL_REQUIRE(c.k_scale > 0.0f && c.v_scale > 0.0f, kOp);
   if (kernel == PrefillKernel::kAuto) {
-    // An FP8 cache: the CUDA-core kernel (the tensor-core one reads 16-bit K/V tiles only).
+    // An FP8 cache: the CUDA-core kernel until the tensor-core one's FP8 tiles have run on a
+    // GPU (PrefillKernel::kMma* take FP8 explicitly).
     // 32 rows per warp with 64-key tiles (128 x 64) once the prompt is long: 0.427 F against
     // 0.389 F for 32 rows with 32-key tiles and 0.370 F for 16 rows on the G10 shape (H200, run
     // 14; its oracle test passed on hardware in runs 24-25); 16 rows below, where it gives
@@ -98,7 +103,7 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
       }
     });
   }
-  if (fp8) return unimplemented("paged prefill attention (mma): no FP8 cache yet");
+
   if (!mma_applies(p)) {
     return unimplemented(
         "paged prefill attention (mma): needs bf16 or f16 and 16-byte aligned q, out and cache");
@@ -109,12 +114,14 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   }
   const int rows_per_warp = kernel == PrefillKernel::kMma16 ? 16 : 32;
   const int keys_per_tile = kernel == PrefillKernel::kMma32Keys64 ? 64 : 32;
-  if (p.dtype == cuda::ScalarType::kBF16) {
-    return prefill_mma::run_paged_prefill_mma<__nv_bfloat16>(p, max_query_len, rows_per_warp,
-                                                             keys_per_tile, stream);
-  }
-  return prefill_mma::run_paged_prefill_mma<__half>(p, max_query_len, rows_per_warp, keys_per_tile,
-                                                    stream);
+  const auto run = [&]<typename T>() -> Status {
+    return fp8 ? prefill_mma::run_paged_prefill_mma<T, __nv_fp8_e4m3>(
+                     p, max_query_len, rows_per_warp, keys_per_tile, stream)
+               : prefill_mma::run_paged_prefill_mma<T, T>(p, max_query_len, rows_per_warp,
+                                                          keys_per_tile, stream);
+  };
+  return p.dtype == cuda::ScalarType::kBF16 ? run.template operator()<__nv_bfloat16>()
+                                            : run.template operator()<__half>();
 }
 
 }  // namespace pagoda::kernels

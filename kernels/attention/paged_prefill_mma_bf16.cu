@@ -4,7 +4,8 @@
 
 namespace pagoda::kernels::prefill_mma {
 
-template Status run_paged_prefill_mma<__nv_bfloat16>(const PagedAttentionParams&, std::int64_t, int,
-                                                     int, cudaStream_t);
+template Status run_paged_prefill_mma<__nv_bfloat16, __nv_bfloat16>(const PagedAttentionParams&,
+                                                                    std::int64_t, int, int,
+                                                                    cudaStream_t);
 
 }  // namespace pagoda::kernels::prefill_mma

@@ -4,7 +4,7 @@
 
 namespace pagoda::kernels::prefill_mma {
 
-template Status run_paged_prefill_mma<__half>(const PagedAttentionParams&, std::int64_t, int, int,
-                                              cudaStream_t);
+template Status run_paged_prefill_mma<__half, __half>(const PagedAttentionParams&, std::int64_t,
+                                                      int, int, cudaStream_t);
 
 }  // namespace pagoda::kernels::prefill_mma

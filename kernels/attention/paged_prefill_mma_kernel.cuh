@@ -14,6 +14,12 @@
 // Only key tiles that reach past the CTA's first query position get the causal mask. Keys past
 // the sequence are zero-filled (cp.async src-size 0), so 0 * garbage never enters P V.
 //
+// An FP8 cache (C = __nv_fp8_e4m3): the tile's codes are copied (cp.async, double buffered) into
+// a staging area, and once they land every thread turns its 16-code chunks into T (code x scale,
+// rounded once; exact for scale 1, e4m3 values being bf16/f16 values) in the swizzled K and V
+// tiles, which then have a single stage; the rest is as below. Same shared memory as a 16-bit
+// cache: N x d x (2 + 2 + 4 x 1) bytes against 4 x N x d x 2.
+//
 // Shared memory rows are head_dim elements (8 or 16 chunks of 16 bytes); chunk c of row r is
 // stored at chunk c ^ (r & 7), so the 8 row addresses of one ldmatrix phase hit 8 distinct
 // 16-byte bank groups (unswizzled, all 8 rows start in the same bank: 8-way conflicts).
@@ -21,6 +27,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cmath>
 #include <cstdint>
@@ -52,16 +59,34 @@ struct Tile {
   static constexpr int kMinBlocks = kQInRegisters ? 3 : 2;
 };
 
-template <typename T, int kHeadDim, int kMTiles, int kBlockN>
+/// 16 FP8 codes at shared byte `from` -> 16 T (code x scale) at the swizzled chunks `to0`, `to1`.
+template <typename T>
+__device__ __forceinline__ void fp8_chunk_to_tile(unsigned char* smem, std::uint32_t from,
+                                                  std::uint32_t to0, std::uint32_t to1,
+                                                  float scale) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(smem + from);
+  const auto* pairs = reinterpret_cast<const __nv_fp8x2_storage_t*>(&raw);
+  std::uint32_t out[8];
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pairs[m], __NV_E4M3)));
+    out[m] = pack2<T>(f.x * scale, f.y * scale);
+  }
+  *reinterpret_cast<uint4*>(smem + to0) = make_uint4(out[0], out[1], out[2], out[3]);
+  *reinterpret_cast<uint4*>(smem + to1) = make_uint4(out[4], out[5], out[6], out[7]);
+}
+
+template <typename T, typename C, int kHeadDim, int kMTiles, int kBlockN>
 __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::kMinBlocks))
     paged_prefill_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride,
-                             T* __restrict__ out, const T* __restrict__ k_cache,
-                             const T* __restrict__ v_cache,
+                             T* __restrict__ out, const C* __restrict__ k_cache,
+                             const C* __restrict__ v_cache,
                              const std::int32_t* __restrict__ query_start_loc,
                              const std::int32_t* __restrict__ seq_lens,
                              const std::int32_t* __restrict__ block_tables,
                              std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                             int block_size, int block_shift, float scale_log2, int num_q_tiles) {
+                             int block_size, int block_shift, float scale_log2, int num_q_tiles,
+                             float k_scale, float v_scale) {
   using Shape = Tile<kHeadDim, kMTiles, kBlockN>;
   constexpr int kBlockM = Shape::kBlockM;
   constexpr int kChunks = Shape::kChunks;
@@ -74,13 +99,20 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   constexpr bool kQInRegisters = Shape::kQInRegisters;
   static_assert(!kQInRegisters || kBlockM == kBlockN, "Q is staged in one K tile");
   constexpr std::uint32_t kKvTileBytes = kBlockN * kHeadDim * 2;
+  constexpr bool kFp8 = !std::is_same_v<C, T>;
+  constexpr std::uint32_t kCodeTileBytes = kBlockN * kHeadDim;  // an FP8 K (V) tile's codes
 
   extern __shared__ __align__(128) unsigned char shared[];
   const std::uint32_t base = smem_u32(shared);
-  // [Q] [K stage 0, 1] [V stage 0, 1]; with Q in registers, Q is staged in K stage 1.
+  // 16-bit cache: [Q] [K stage 0, 1] [V stage 0, 1]; with Q in registers, Q is staged in K
+  // stage 1. FP8: [Q] [K] [V] [codes stage 0: K, V] [codes stage 1: K, V]; with Q in registers,
+  // Q is staged in codes stage 1 (kBlockM x d x 2 = 2 x kCodeTileBytes).
   const std::uint32_t k_smem = kQInRegisters ? base : base + kBlockM * kHeadDim * 2;
-  const std::uint32_t q_smem = kQInRegisters ? k_smem + kKvTileBytes : base;
-  const std::uint32_t v_smem = k_smem + 2 * kKvTileBytes;
+  const std::uint32_t v_smem = k_smem + (kFp8 ? 1 : 2) * kKvTileBytes;
+  const std::uint32_t codes = k_smem + 2 * kKvTileBytes;  // FP8 only
+  const std::uint32_t q_smem = !kQInRegisters ? base
+                               : kFp8         ? codes + 2 * kCodeTileBytes
+                                              : k_smem + kKvTileBytes;
 
   const int head = blockIdx.x;
   // Later query tiles see more keys: launch them first so the short ones fill the tail.
@@ -115,16 +147,21 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
 
   const std::int32_t* table = block_tables + seq * max_blocks_per_seq;
   const std::int64_t block_stride = static_cast<std::int64_t>(num_kv_heads) * block_size * kHeadDim;
-  // Thread t copies chunk t % kChunks of rows t / kChunks + i * kRowsPerPass: the chunk and the
-  // swizzle (row & 7) stay fixed across i, so only the row's page lookup varies.
-  constexpr int kRowsPerPass = kThreads / kChunks;
+  // Thread t copies chunk t % kCacheChunks of rows t / kCacheChunks + i * kRowsPerPass: the
+  // chunk and the swizzle (row & 7) stay fixed across i, so only the row's page lookup varies.
+  // FP8 codes land unswizzled in their staging area (only the conversion reads them).
+  constexpr int kCacheChunks = kHeadDim * static_cast<int>(sizeof(C)) / 16;
+  constexpr int kRowsPerPass = kThreads / kCacheChunks;
   static_assert(kRowsPerPass % 8 == 0 && kBlockN % kRowsPerPass == 0);
-  const int ld_row = tid / kChunks;
-  const std::uint32_t ld_dst = swizzled<kHeadDim>(ld_row, tid % kChunks);
-  const std::int64_t ld_col =
-      static_cast<std::int64_t>(kv_head) * block_size * kHeadDim + (tid % kChunks) * 8;
-  const T* k_src = k_cache + ld_col;
-  const T* v_src = v_cache + ld_col;
+  const int ld_row = tid / kCacheChunks;
+  const int ld_chunk = tid % kCacheChunks;
+  const std::uint32_t ld_dst =
+      kFp8 ? ld_row * kHeadDim + ld_chunk * 16 : swizzled<kHeadDim>(ld_row, ld_chunk);
+  constexpr std::uint32_t kRowStride = kHeadDim * static_cast<int>(sizeof(C));
+  const std::int64_t ld_col = static_cast<std::int64_t>(kv_head) * block_size * kHeadDim +
+                              ld_chunk * (16 / static_cast<int>(sizeof(C)));
+  const C* k_src = k_cache + ld_col;
+  const C* v_src = v_cache + ld_col;
   // The page of every row first, then all table loads, then the copies: a row at a time (as
   // the division branch made the compiler emit it) put one dependent table load per row, eight
   // in series, in front of each tile's copies. Power-of-two pages (the usual 16 or 64) take the
@@ -153,9 +190,16 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
       const bool valid = position[i] < key_end;
       const int in_page = position[i] - page[i] * block_size;
       const std::int64_t offset = valid ? entry[i] * block_stride + in_page * kHeadDim : 0;
-      const std::uint32_t dst = stage * kKvTileBytes + ld_dst + i * kRowsPerPass * kHeadDim * 2;
-      cp_async_16(k_smem + dst, k_src + offset, valid);
-      cp_async_16(v_smem + dst, v_src + offset, valid);
+      const std::uint32_t row_dst = ld_dst + i * kRowsPerPass * kRowStride;
+      if constexpr (kFp8) {
+        const std::uint32_t k_dst = codes + stage * 2 * kCodeTileBytes + row_dst;
+        cp_async_16(k_dst, k_src + offset, valid);
+        cp_async_16(k_dst + kCodeTileBytes, v_src + offset, valid);
+      } else {
+        const std::uint32_t dst = stage * kKvTileBytes + row_dst;
+        cp_async_16(k_smem + dst, k_src + offset, valid);
+        cp_async_16(v_smem + dst, v_src + offset, valid);
+      }
     }
   };
   auto load_kv = [&](int key_tile, int stage) {
@@ -224,10 +268,27 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
       cp_async_wait<0>();
     }
     __syncthreads();
+    if constexpr (kFp8) {
+      // This tile's codes to T in the (single-stage) K and V tiles; the previous tile's reads
+      // of them ended at the loop's last barrier.
+      const std::uint32_t k_codes = codes + stage * 2 * kCodeTileBytes - base;
+      for (int e = tid; e < kBlockN * kCacheChunks; e += kThreads) {
+        const int r = e / kCacheChunks;
+        const int c = e % kCacheChunks;
+        const std::uint32_t from = k_codes + r * kHeadDim + c * 16;
+        const std::uint32_t to0 = swizzled<kHeadDim>(r, 2 * c);
+        const std::uint32_t to1 = swizzled<kHeadDim>(r, 2 * c + 1);
+        fp8_chunk_to_tile<T>(shared, from, k_smem - base + to0, k_smem - base + to1, k_scale);
+        fp8_chunk_to_tile<T>(shared, from + kCodeTileBytes, v_smem - base + to0,
+                             v_smem - base + to1, v_scale);
+      }
+      __syncthreads();
+    }
     // Offsets within the K (V) area, stage included: the stage's 16 KB step sits above the
     // XORed bits, and a loop-variant base keeps the per-k addresses inside the loop.
-    const std::uint32_t k_stage_lane = stage * kKvTileBytes + k_lane;
-    const std::uint32_t v_stage_lane = stage * kKvTileBytes + v_lane;
+    const std::uint32_t stage_offset = kFp8 ? 0 : stage * kKvTileBytes;
+    const std::uint32_t k_stage_lane = stage_offset + k_lane;
+    const std::uint32_t v_stage_lane = stage_offset + v_lane;
     if constexpr (!kQInRegisters) asm volatile("" : "+r"(q_lane));  // same, for Q
 
     // Causal: a key tile that starts past the last query position of this warp is masked whole
@@ -381,7 +442,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   }
 }
 
-template <typename T, int kHeadDim, int kMTiles, int kBlockN>
+template <typename T, typename C, int kHeadDim, int kMTiles, int kBlockN>
 Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len,
                        cudaStream_t stream) {
   using Shape = Tile<kHeadDim, kMTiles, kBlockN>;
@@ -394,38 +455,40 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
   const auto block_size = static_cast<int>(p.cache.block_size);
   const int block_shift = (block_size & (block_size - 1)) == 0 ? __builtin_ctz(block_size) : -1;
   constexpr int kShared = Shape::kSharedBytes;
-  auto* kernel = paged_prefill_mma_kernel<T, kHeadDim, kMTiles, kBlockN>;
+  auto* kernel = paged_prefill_mma_kernel<T, C, kHeadDim, kMTiles, kBlockN>;
   PAGODA_RETURN_IF_ERROR(
-      (cuda::opt_in_shared_memory<paged_prefill_mma_kernel<T, kHeadDim, kMTiles, kBlockN>,
+      (cuda::opt_in_shared_memory<paged_prefill_mma_kernel<T, C, kHeadDim, kMTiles, kBlockN>,
                                   kShared>()));
   kernel<<<grid, kThreads, kShared, stream>>>(
       static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
-      static_cast<const T*>(p.cache.k), static_cast<const T*>(p.cache.v), p.query_start_loc,
+      static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), block_size, block_shift, p.softmax_scale * kLog2e,
-      static_cast<int>(q_tiles));
+      static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale);
   return cuda::check_launch("paged_prefill_mma_kernel");
 }
 
-/// The entry for one dtype (bf16 or f16); `rows_per_warp` 16 or 32; `keys_per_tile` 32 or 64 picks
-/// the key tile of 32 rows per warp at d128 (d64 and 16 rows per warp always take 64). Instantiated
-/// in paged_prefill_mma_<dtype>.cu.
-template <typename T>
+/// The entry for one dtype T (bf16 or f16) and cache element C (T or __nv_fp8_e4m3);
+/// `rows_per_warp` 16 or 32; `keys_per_tile` 32 or 64 picks the key tile of 32 rows per warp at
+/// d128 (d64 and 16 rows per warp always take 64). Instantiated in paged_prefill_mma_<dtype>.cu
+/// and paged_prefill_mma_fp8.cu.
+template <typename T, typename C>
 Status run_paged_prefill_mma(const PagedAttentionParams& p, std::int64_t max_query_len,
                              int rows_per_warp, int keys_per_tile, cudaStream_t stream) {
   const bool two = rows_per_warp == 32;
   switch (p.cache.head_dim) {
     case 64:
-      return two ? launch_instance<T, 64, 2, 64>(p, max_query_len, stream)
-                 : launch_instance<T, 64, 1, 64>(p, max_query_len, stream);
+      return two ? launch_instance<T, C, 64, 2, 64>(p, max_query_len, stream)
+                 : launch_instance<T, C, 64, 1, 64>(p, max_query_len, stream);
     case 128:
       // 128 x 64 is FA2's tile on the A100/H100: each K/V tile in shared memory serves twice the
       // queries of 64 x 64 and Q is re-read half as often per key as at 128 x 32 (ldmatrix and
       // cp.async traffic per mma 1.5 against 1.75 and 2.5 shared-memory cycles); it fits the 255
-      // registers of 2 CTAs per SM only with the conditional O rescale (ptxas: 255, no spills).
-      if (!two) return launch_instance<T, 128, 1, 64>(p, max_query_len, stream);
-      return keys_per_tile == 64 ? launch_instance<T, 128, 2, 64>(p, max_query_len, stream)
-                                 : launch_instance<T, 128, 2, 32>(p, max_query_len, stream);
+      // registers of 2 CTAs per SM only with the conditional O rescale (CUDA 13's ptxas: 255
+      // registers and 12 bytes of spills; 60 with an FP8 cache's conversion).
+      if (!two) return launch_instance<T, C, 128, 1, 64>(p, max_query_len, stream);
+      return keys_per_tile == 64 ? launch_instance<T, C, 128, 2, 64>(p, max_query_len, stream)
+                                 : launch_instance<T, C, 128, 2, 32>(p, max_query_len, stream);
     default: return unimplemented("paged prefill attention (mma): head_dim must be 64 or 128");
   }
 }

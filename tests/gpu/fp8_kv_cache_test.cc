@@ -8,7 +8,8 @@
 // - decode (both CUDA-core kernels) and prefill attention over FP8 codes against the CPU oracle
 //   over code * scale. The codes are what the kernels read, so the tolerance is the 16-bit one
 //   (2u + 2e-5 for decode; 3u for prefill, as the other attention tests); the two decode kernels
-//   agree bit for bit; the tensor-core decode and prefill kernels refuse an FP8 cache.
+//   agree bit for bit; the tensor-core prefill tiles (codes converted in shared memory) within
+//   4u; the tensor-core decode kernel refuses an FP8 cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -158,6 +159,7 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
   const std::vector<AttentionCase> prefill_cases = {
       {{{17, 17}, {1, 40}, {64, 300}}, 128, 8, 2, 16},
       {{{100, 1000}}, 64, 8, 8, 64},
+      {{{600, 600}, {33, 700}}, 128, 32, 8, 24},  // 512+ queries, pages tiles straddle
   };
   const Fp8Scales scales{.k = 0.01f, .v = 0.005f};  // x / scale spans e4m3's range
   for (ScalarType type : kHalfTypes) {
@@ -188,8 +190,14 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
       std::vector<float> out;
       ASSERT_TRUE(batch.run_prefill(kernels::PrefillKernel::kAuto, &out).ok());
       gpu_test::expect_close(out, batch.want(), 3.0 * u + 2e-5, what + " prefill");
-      EXPECT_EQ(batch.run_prefill(kernels::PrefillKernel::kMma16, &out).code(),
-                StatusCode::kUnimplemented);
+      // The tensor-core tiles: code x scale rounded to the dtype in shared memory (exact at scale
+      // 1, one more rounding here), P rounded as always: 4u.
+      for (const auto kernel : {kernels::PrefillKernel::kMma16, kernels::PrefillKernel::kMma32,
+                                kernels::PrefillKernel::kMma32Keys64}) {
+        ASSERT_TRUE(batch.run_prefill(kernel, &out).ok());
+        gpu_test::expect_close(out, batch.want(), 4.0 * u + 2e-5,
+                               what + " prefill mma " + std::to_string(static_cast<int>(kernel)));
+      }
     }
   }
 }

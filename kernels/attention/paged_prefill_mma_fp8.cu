@@ -1,0 +1,15 @@
+// The FP8-cache instances of the tensor-core paged prefill attention (bf16 and f16 activations
+// over e4m3 K/V, converted to the dtype in shared memory).
+#include <cuda_fp8.h>
+
+#include "kernels/attention/paged_prefill_mma_kernel.cuh"
+
+namespace pagoda::kernels::prefill_mma {
+
+template Status run_paged_prefill_mma<__nv_bfloat16, __nv_fp8_e4m3>(const PagedAttentionParams&,
+                                                                    std::int64_t, int, int,
+                                                                    cudaStream_t);
+template Status run_paged_prefill_mma<__half, __nv_fp8_e4m3>(const PagedAttentionParams&,
+                                                             std::int64_t, int, int, cudaStream_t);
+
+}  // namespace pagoda::kernels::prefill_mma
