@@ -13,12 +13,20 @@ std::uint16_t load_u16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
 }
 
+// Stores 4-bit code q of weight (row, col); the slot must still hold 0.
+void put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
+  std::int64_t word = 0;
+  int shift = 0;
+  w4a16_slot(row, col, m.k_tiles(), &word, &shift);
+  m.packed[static_cast<std::size_t>(word)] |= static_cast<std::uint32_t>(q & 0x0F) << shift;
+}
+
 // Copies 32 codes from a block's 16 nibble bytes (element j low, j + 16 high) to stored columns
 // [col, col + 32) of `row`.
 void put_block_codes(W4A16Matrix& m, std::int64_t row, std::int64_t col, const std::uint8_t* qs) {
   for (int j = 0; j < 16; ++j) {
-    w4a16_put_code(m, row, col + j, qs[j] & 0x0F);
-    w4a16_put_code(m, row, col + j + 16, qs[j] >> 4);
+    put_code(m, row, col + j, qs[j] & 0x0F);
+    put_code(m, row, col + j + 16, qs[j] >> 4);
   }
 }
 
@@ -58,18 +66,6 @@ W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group
     m.zeros.assign(per_group, 0);
   }
   return m;
-}
-
-void w4a16_put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
-  std::int64_t word = 0;
-  int shift = 0;
-  w4a16_slot(row, col, m.k_tiles(), &word, &shift);
-  const auto at = static_cast<std::size_t>(word);
-  m.packed[at] |= static_cast<std::uint32_t>(q & 0x0F) << shift;
-  if (m.hi_bits == 0) return;
-  w4a16_hi_slot(row, col, m.k_tiles(), m.hi_bits, &word, &shift);
-  m.packed_hi[static_cast<std::size_t>(word)] |=
-      static_cast<std::uint32_t>((q >> 4) & ((1 << m.hi_bits) - 1)) << shift;
 }
 
 StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {

@@ -124,9 +124,6 @@ struct W4A16Matrix {
 W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,
                         bool gguf_form, int hi_bits);
 
-/// Stores code q (below 2^(4 + hi_bits)) of weight (row, col); the slot must still hold 0.
-void w4a16_put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q);
-
 /// Repacks a Q4_Z matrix (GPTQ, AWQ, int4 RTN). Its group_size is kept when every 32-block of a
 /// group repeats the group's scale and zero (as the checkpoint repackers write them); otherwise
 /// each 32-block is its own group, which is always exact.
