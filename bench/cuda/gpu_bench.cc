@@ -265,6 +265,22 @@ void bench_prefill_attention(const Ceilings& ceil) {
     const double variant_tflops = flops / (variant_ms * 1e-3) / 1e12;
     result(name, variant_tflops, "TFLOP/s", variant_tflops / ceil.tflops, "(G10 variant)");
   }
+  // Over an FP8 cache (the bf16 buffers' first halves as codes): 128 x 64 tiles with the codes
+  // converted in shared memory, and the CUDA-core kernel kAuto runs for FP8 until measured.
+  kernels::PagedAttentionParams p8 = p;
+  p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
+  for (const auto& [kernel, name] :
+       {std::pair{PrefillKernel::kMma32Keys64, "G10 fp8 cache: mma.sync 32 rows/warp, 64 keys"},
+        std::pair{PrefillKernel::kReference, "G10 fp8 cache: CUDA-core reference"}}) {
+    const bool slow = kernel == PrefillKernel::kReference;
+    const double fp8_ms = median_ms(
+        [&](int) {
+          check(kernels::launch_paged_prefill_attention(p8, len, kernel, nullptr), "prefill fp8");
+        },
+        slow ? 1 : 3, slow ? 3 : 20);
+    const double fp8_tflops = flops / (fp8_ms * 1e-3) / 1e12;
+    result(name, fp8_tflops, "TFLOP/s", fp8_tflops / ceil.tflops, "(info: FP8 KV)");
+  }
 }
 
 void bench_elementwise(const Ceilings& ceil) {
