@@ -4,7 +4,6 @@
 #include <atomic>
 #include <bit>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "model/dequantize.h"
@@ -243,40 +242,6 @@ Target target_of(std::span<const DType> types) {
   return t;
 }
 
-// The codes of 16-row tile band `nt` ([16, cols], rows past the matrix zero) into m's tiles: each
-// lane's word per step, and its high bits, at the positions w4a16_slot / w4a16_hi_slot define
-// (the same map walked from the word's side, which is what makes a load of billions of weights
-// take seconds rather than minutes).
-void pack_band(const std::vector<std::uint8_t>& band, std::int64_t nt, W4A16Matrix& m) {
-  const std::int64_t cols = m.cols, k_tiles = m.k_tiles();
-  const int hb = m.hi_bits;
-  const std::uint32_t hi_mask = (1u << hb) - 1;
-  for (std::int64_t kt = 0; kt < k_tiles; ++kt) {
-    const std::int64_t tile = nt * k_tiles + kt;
-    std::uint32_t* out = m.packed.data() + tile * kW4A16TileWords;
-    std::uint32_t* hi_out = hb > 0 ? m.packed_hi.data() + tile * 32 * hb : nullptr;
-    for (int lane = 0; lane < 32; ++lane) {
-      const int g = lane / 4, t = lane % 4;
-      for (int step = 0; step < 4; ++step) {
-        std::uint32_t word = 0;
-        for (int pair = 0; pair < 4; ++pair) {
-          const std::uint8_t* row = band.data() + ((pair / 2) * 8 + g) * cols;
-          const std::int64_t c0 = kt * kW4A16TileCols + step * 16 + 2 * t + 8 * (pair % 2);
-          for (int e = 0; e < 2; ++e) {
-            const std::uint32_t q = c0 + e < cols ? row[c0 + e] : 0;
-            word |= (q & 0x0F) << (4 * pair + 16 * e);
-            if (hb > 0) {
-              const int p = (4 * step + pair) * hb;
-              hi_out[lane * hb + p / 16] |= ((q >> 4) & hi_mask) << (p % 16 + 16 * e);
-            }
-          }
-        }
-        out[4 * lane + step] = word;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 bool gguf_repack_supported(DType dtype) {
@@ -350,8 +315,7 @@ StatusOr<W4A16Matrix> repack_gguf_parts(std::span<const GgufPart> parts, std::in
     m.mins.assign(m.scales.size(), 0);
     m.min_codes.assign(per_group, 0);
   }
-  // Each row's source; then bands of 16 rows, in parallel (their tiles and scale entries are
-  // disjoint): a band's codes are read into a buffer, then packed into its tiles.
+  // Each row's source; rows are read into bands of 16 that are packed into tiles, in parallel.
   struct RowSource {
     const GgufPart* part;
     std::int64_t row;
@@ -361,7 +325,6 @@ StatusOr<W4A16Matrix> repack_gguf_parts(std::span<const GgufPart> parts, std::in
   for (const GgufPart& p : parts) {
     for (std::int64_t r = 0; r < p.rows; ++r) sources.push_back({&p, r});
   }
-  std::atomic<std::int64_t> next_band{0};
   std::atomic<const GgufPart*> overflow{nullptr};
   const auto read_row = [&](std::int64_t n, std::uint8_t* codes) {
     const GgufPart& p = *sources[static_cast<std::size_t>(n)].part;
@@ -406,23 +369,7 @@ StatusOr<W4A16Matrix> repack_gguf_parts(std::span<const GgufPart> parts, std::in
       }
     }
   };
-  const auto worker = [&]() {
-    std::vector<std::uint8_t> band(static_cast<std::size_t>(kW4A16TileRows * cols));
-    for (std::int64_t nt; (nt = next_band.fetch_add(1)) < m.row_tiles();) {
-      std::fill(band.begin(), band.end(), 0);
-      const std::int64_t first = nt * kW4A16TileRows;
-      for (std::int64_t n = first; n < std::min(rows, first + kW4A16TileRows); ++n) {
-        read_row(n, band.data() + (n - first) * cols);
-      }
-      pack_band(band, nt, m);
-    }
-  };
-  const auto num_threads = std::min<std::int64_t>(
-      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u), m.row_tiles());
-  std::vector<std::thread> threads;
-  for (std::int64_t i = 1; i < num_threads; ++i) threads.emplace_back(worker);
-  worker();
-  for (std::thread& th : threads) th.join();
+  w4a16_fill_bands(m, read_row);
   if (const GgufPart* p = overflow.load()) {
     return invalid_argument("GGUF repack: a " + std::string(dtype_name(p->dtype)) +
                             " scale times its zero point overflows fp16");

@@ -1,6 +1,9 @@
 #include "quant/w4a16_layout.h"
 
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "model/dequantize.h"
 #include "quant/q4_z_block.h"
@@ -13,20 +16,44 @@ std::uint16_t load_u16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
 }
 
-// Stores 4-bit code q of weight (row, col); the slot must still hold 0.
-void put_code(W4A16Matrix& m, std::int64_t row, std::int64_t col, int q) {
-  std::int64_t word = 0;
-  int shift = 0;
-  w4a16_slot(row, col, m.k_tiles(), &word, &shift);
-  m.packed[static_cast<std::size_t>(word)] |= static_cast<std::uint32_t>(q & 0x0F) << shift;
+// Copies 32 codes from a block's 16 nibble bytes (element j low, j + 16 high) to codes[0, 32).
+void block_codes(const std::uint8_t* qs, std::uint8_t* codes) {
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = qs[j] & 0x0F;
+    codes[j + 16] = qs[j] >> 4;
+  }
 }
 
-// Copies 32 codes from a block's 16 nibble bytes (element j low, j + 16 high) to stored columns
-// [col, col + 32) of `row`.
-void put_block_codes(W4A16Matrix& m, std::int64_t row, std::int64_t col, const std::uint8_t* qs) {
-  for (int j = 0; j < 16; ++j) {
-    put_code(m, row, col + j, qs[j] & 0x0F);
-    put_code(m, row, col + j + 16, qs[j] >> 4);
+// The codes of 16-row tile band `nt` ([16, cols], rows past the matrix zero) into m's tiles: each
+// lane's word per step, and its high bits, at the positions w4a16_slot / w4a16_hi_slot define
+// (the same map walked from the word's side).
+void pack_band(const std::vector<std::uint8_t>& band, std::int64_t nt, W4A16Matrix& m) {
+  const std::int64_t cols = m.cols, k_tiles = m.k_tiles();
+  const int hb = m.hi_bits;
+  const std::uint32_t hi_mask = (1u << hb) - 1;
+  for (std::int64_t kt = 0; kt < k_tiles; ++kt) {
+    const std::int64_t tile = nt * k_tiles + kt;
+    std::uint32_t* out = m.packed.data() + tile * kW4A16TileWords;
+    std::uint32_t* hi_out = hb > 0 ? m.packed_hi.data() + tile * 32 * hb : nullptr;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = lane / 4, t = lane % 4;
+      for (int step = 0; step < 4; ++step) {
+        std::uint32_t word = 0;
+        for (int pair = 0; pair < 4; ++pair) {
+          const std::uint8_t* row = band.data() + ((pair / 2) * 8 + g) * cols;
+          const std::int64_t c0 = kt * kW4A16TileCols + step * 16 + 2 * t + 8 * (pair % 2);
+          for (int e = 0; e < 2; ++e) {
+            const std::uint32_t q = c0 + e < cols ? row[c0 + e] : 0;
+            word |= (q & 0x0F) << (4 * pair + 16 * e);
+            if (hb > 0) {
+              const int p = (4 * step + pair) * hb;
+              hi_out[lane * hb + p / 16] |= ((q >> 4) & hi_mask) << (p % 16 + 16 * e);
+            }
+          }
+        }
+        out[4 * lane + step] = word;
+      }
+    }
   }
 }
 
@@ -47,6 +74,28 @@ bool groups_are_uniform(const QuantizedMatrix& q, std::int64_t group_size) {
 }
 
 }  // namespace
+
+void w4a16_fill_bands(W4A16Matrix& m,
+                      const std::function<void(std::int64_t, std::uint8_t*)>& fill) {
+  std::atomic<std::int64_t> next_band{0};
+  const auto worker = [&]() {
+    std::vector<std::uint8_t> band(static_cast<std::size_t>(kW4A16TileRows * m.cols));
+    for (std::int64_t nt; (nt = next_band.fetch_add(1)) < m.row_tiles();) {
+      std::fill(band.begin(), band.end(), 0);
+      const std::int64_t first = nt * kW4A16TileRows;
+      for (std::int64_t n = first; n < std::min(m.rows, first + kW4A16TileRows); ++n) {
+        fill(n, band.data() + (n - first) * m.cols);
+      }
+      pack_band(band, nt, m);
+    }
+  };
+  const auto num_threads = std::min<std::int64_t>(
+      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u), m.row_tiles());
+  std::vector<std::thread> threads;
+  for (std::int64_t i = 1; i < num_threads; ++i) threads.emplace_back(worker);
+  worker();
+  for (std::thread& th : threads) th.join();
+}
 
 W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,
                         bool gguf_form, int hi_bits) {
@@ -87,7 +136,7 @@ StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
   W4A16Matrix m = w4a16_empty(q.rows, q.cols, group_size, false, 0);
   m.input_permutation = q.input_permutation;
   const std::int64_t blocks_per_row = q.cols / 32;
-  for (std::int64_t n = 0; n < q.rows; ++n) {
+  w4a16_fill_bands(m, [&](std::int64_t n, std::uint8_t* codes) {
     const std::uint8_t* row = q.bytes.data() + static_cast<std::size_t>(n) * q.row_bytes();
     for (std::int64_t b = 0; b < blocks_per_row; ++b) {
       const std::uint8_t* block = row + b * kQ4ZBlockBytes;
@@ -97,9 +146,9 @@ StatusOr<W4A16Matrix> repack_w4a16(const QuantizedMatrix& q) {
         m.scales[at] = load_u16(block);
         m.zeros[at] = block[2];
       }
-      put_block_codes(m, n, col, block + 3);
+      block_codes(block + 3, codes + col);
     }
-  }
+  });
   return m;
 }
 
@@ -112,15 +161,15 @@ StatusOr<W4A16Matrix> repack_w4a16_q4_0(const std::uint8_t* blocks, std::int64_t
   constexpr std::int64_t kQ4_0BlockBytes = 18;
   W4A16Matrix m = w4a16_empty(rows, cols, 32, false, 0);
   const std::int64_t blocks_per_row = cols / 32;
-  for (std::int64_t n = 0; n < rows; ++n) {
+  w4a16_fill_bands(m, [&](std::int64_t n, std::uint8_t* codes) {
     for (std::int64_t b = 0; b < blocks_per_row; ++b) {
       const std::uint8_t* block = blocks + (n * blocks_per_row + b) * kQ4_0BlockBytes;
       const auto at = static_cast<std::size_t>(b * m.padded_rows() + n);
       m.scales[at] = load_u16(block);
       m.zeros[at] = 8;
-      put_block_codes(m, n, b * 32, block + 2);
+      block_codes(block + 2, codes + b * 32);
     }
-  }
+  });
   return m;
 }
 

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "pagoda/status.h"
@@ -123,6 +124,12 @@ struct W4A16Matrix {
 /// to fill; `hi_bits` > 0 adds packed_hi.
 W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,
                         bool gguf_form, int hi_bits);
+
+/// Fills m's tiles: `fill(n, codes)` writes row n's codes (cols of them, zeroed before) and
+/// whatever scales it owns; rows go 16 at a time into a band that is then packed into its tiles
+/// from the words' side. Bands run in parallel (up to 16 threads), so `fill` must only write
+/// row n's entries.
+void w4a16_fill_bands(W4A16Matrix& m, const std::function<void(std::int64_t, std::uint8_t*)>& fill);
 
 /// Repacks a Q4_Z matrix (GPTQ, AWQ, int4 RTN). Its group_size is kept when every 32-block of a
 /// group repeats the group's scale and zero (as the checkpoint repackers write them); otherwise
