@@ -42,6 +42,12 @@ struct PagedAttentionParams {
   /// position p attends to positions max(0, p - sliding_window + 1) .. p only.
   std::int64_t sliding_window = 0;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< q, out and the cache
+  /// A mixed step (some sequences decode, some prefill) runs both kernels over one batch:
+  /// decode: when set, only these num_seqs sequences (device indices into the batch's arrays;
+  /// split partials are laid out by position in this list); prefill: with
+  /// skip_single_query, sequences bringing one query are left to the decode kernel.
+  const std::int32_t* decode_seq_ids = nullptr;
+  bool skip_single_query = false;
 };
 
 /// Prefill / mixed batches. `max_query_len` bounds every sequence's q_len (the grid is sized by

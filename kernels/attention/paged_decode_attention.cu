@@ -60,15 +60,17 @@ __global__ void __launch_bounds__(kMergeThreads)
                         const std::int32_t* __restrict__ query_start_loc,
                         const std::int32_t* __restrict__ seq_lens, T* __restrict__ out,
                         int num_heads, int head_dim, int num_splits, int partition_size,
-                        const std::int32_t* __restrict__ device_partition_size) {
+                        const std::int32_t* __restrict__ device_partition_size,
+                        const std::int32_t* __restrict__ seq_ids) {
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
-  const int seq = blockIdx.x;
+  const int row = blockIdx.x;  // the partials' place, as the decode kernel wrote them
+  const int seq = seq_ids != nullptr ? seq_ids[row] : row;
   const int head = blockIdx.y;
   const int seq_len = seq_lens[seq];
   const std::int64_t token_row = query_start_loc[seq];
   T* dst = out + (token_row * num_heads + head) * head_dim;
   const int used = min(num_splits, (seq_len + partition_size - 1) / partition_size);
-  const std::int64_t first = (static_cast<std::int64_t>(seq) * num_heads + head) * num_splits;
+  const std::int64_t first = (static_cast<std::int64_t>(row) * num_heads + head) * num_splits;
   // Launched as a programmatic dependent of the decode kernel (Hopper): the launch and the
   // lines above overlap its tail; the partials are read only after it has completed.
   pdl_wait();
@@ -234,7 +236,7 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
                       static_cast<const float*>(w.partial_lse), p.query_start_loc, p.seq_lens,
                       static_cast<T*>(p.out), static_cast<int>(p.num_heads),
                       static_cast<int>(c.head_dim), plan.num_splits, plan.partition_size,
-                      plan.device_partition_size);
+                      plan.device_partition_size, p.decode_seq_ids);
   });
 }
 

@@ -123,7 +123,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
                         int block_size, float scale_log2, float out_scale, int sliding_window,
                         int num_splits, int partition_size,
                         const std::int32_t* __restrict__ device_partition_size,
-                        float* __restrict__ partial_out, float* __restrict__ partial_lse) {
+                        float* __restrict__ partial_out, float* __restrict__ partial_lse,
+                        const std::int32_t* __restrict__ seq_ids) {
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
   using Shape = DecodeShape<T, C, kHeadDim, kMaxGroup>;
   using KvPack = CachePack<C, Shape::kVec>;
@@ -139,7 +140,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   constexpr int kTile = Shape::kTile;
   extern __shared__ __align__(16) unsigned char decode_smem[];
 
-  const int seq = blockIdx.x;
+  // The CTA's place in the grid (and in the split partials), and its sequence in the batch.
+  const int row = blockIdx.x;
+  const int seq = seq_ids != nullptr ? seq_ids[row] : row;
   const int group_size = num_heads / num_kv_heads;
   const int chunks_per_kv_head = (group_size + kMaxGroup - 1) / kMaxGroup;
   const int kv_head = blockIdx.y / chunks_per_kv_head;
@@ -166,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
     if (num_splits > 1 && split_start < seq_len) {
       for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
         const std::int64_t slot =
-            (static_cast<std::int64_t>(seq) * num_heads + first_q_head + e / kHeadDim) *
+            (static_cast<std::int64_t>(row) * num_heads + first_q_head + e / kHeadDim) *
                 num_splits +
             split;
         partial_out[slot * kHeadDim + e % kHeadDim] = 0.0f;
@@ -409,7 +412,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
       out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(o / l_sum * out_scale);
     } else {
       const std::int64_t slot =
-          (static_cast<std::int64_t>(seq) * num_heads + q_head) * num_splits + split;
+          (static_cast<std::int64_t>(row) * num_heads + q_head) * num_splits + split;
       partial_out[slot * kHeadDim + d] = o / l_sum * out_scale;
       if (d == 0) partial_lse[slot] = m_max + log2f(l_sum);
     }
@@ -437,7 +440,8 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
                     scale_log2, out_scale, static_cast<int>(p.sliding_window), plan.num_splits,
-                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse);
+                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse,
+                    p.decode_seq_ids);
 }
 
 // Register arrays are sized by kMaxGroup, so the group chunk is the smallest instance that

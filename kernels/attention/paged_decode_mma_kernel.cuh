@@ -70,7 +70,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                             int block_size, float scale_log2, int sliding_window, int num_splits,
                             int partition_size,
                             const std::int32_t* __restrict__ device_partition_size,
-                            float* __restrict__ partial_out, float* __restrict__ partial_lse) {
+                            float* __restrict__ partial_out, float* __restrict__ partial_lse,
+                            const std::int32_t* __restrict__ seq_ids) {
   using Shape = DecodeMmaShape<kHeadDim>;
   constexpr int kChunks = Shape::kChunks;
   constexpr int kPasses = Shape::kPasses;
@@ -81,7 +82,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   extern __shared__ __align__(128) unsigned char decode_mma_smem[];
 
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
-  const int seq = blockIdx.x;
+  const int row = blockIdx.x;  // the CTA's place in the grid and the split partials
+  const int seq = seq_ids != nullptr ? seq_ids[row] : row;
   const int group_size = num_heads / num_kv_heads;
   const int chunks_per_kv_head = (group_size + kMaxRows - 1) / kMaxRows;
   const int kv_head = blockIdx.y / chunks_per_kv_head;
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (num_splits > 1 && split_start < seq_len) {
       for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
         const std::int64_t slot =
-            (static_cast<std::int64_t>(seq) * num_heads + first_q_head + e / kHeadDim) *
+            (static_cast<std::int64_t>(row) * num_heads + first_q_head + e / kHeadDim) *
                 num_splits +
             split;
         partial_out[slot * kHeadDim + e % kHeadDim] = 0.0f;
@@ -315,7 +317,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(acc / l_sum);
     } else {
       const std::int64_t slot =
-          (static_cast<std::int64_t>(seq) * num_heads + q_head) * num_splits + split;
+          (static_cast<std::int64_t>(row) * num_heads + q_head) * num_splits + split;
       partial_out[slot * kHeadDim + d] = acc / l_sum;
       if (d == 0) partial_lse[slot] = m_max * scale_log2 + log2f(l_sum);
     }
@@ -340,7 +342,8 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
                     p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window), plan.num_splits,
-                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse);
+                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse,
+                    p.decode_seq_ids);
 }
 
 /// The entry for one dtype (bf16 or f16), head_dim 64 or 128; instantiated in

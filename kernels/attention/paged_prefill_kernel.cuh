@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads)
                          const std::int32_t* __restrict__ block_tables,
                          std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
                          int block_size, float scale_log2, int sliding_window, float k_scale,
-                         float v_scale) {
+                         float v_scale, bool skip_single_query) {
   constexpr int kQStride = kHeadDim + 1;
   constexpr int kKStride = kHeadDim + 1;
   constexpr int kPStride = kBlockN + 1;
@@ -64,6 +64,7 @@ __global__ void __launch_bounds__(kThreads)
   const int group = num_heads / num_kv_heads;
   const int q_begin = query_start_loc[seq];
   const int q_len = query_start_loc[seq + 1] - q_begin;
+  if (skip_single_query && q_len == 1) return;  // the decode kernel's, in a mixed step
   const int seq_len = seq_lens[seq];
   const int context = seq_len - q_len;  // cached tokens before this step's queries
   const int num_rows = q_len * group;
@@ -205,7 +206,7 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
       p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window), p.cache.k_scale,
-      p.cache.v_scale);
+      p.cache.v_scale, p.skip_single_query);
   return cuda::check_launch("paged_prefill_kernel");
 }
 

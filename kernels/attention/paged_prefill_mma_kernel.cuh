@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
                              const std::int32_t* __restrict__ block_tables,
                              std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
                              int block_size, int block_shift, float scale_log2, int num_q_tiles,
-                             float k_scale, float v_scale) {
+                             float k_scale, float v_scale, bool skip_single_query) {
   using Shape = Tile<kHeadDim, kMTiles, kBlockN>;
   constexpr int kBlockM = Shape::kBlockM;
   constexpr int kChunks = Shape::kChunks;
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   const int q_begin = query_start_loc[seq];
   const int q_len = query_start_loc[seq + 1] - q_begin;
   const int q0 = tile * kBlockM;
-  if (q0 >= q_len) return;
+  if (q0 >= q_len || (skip_single_query && q_len == 1)) return;  // the latter: the decode kernel's
   const int seq_len = seq_lens[seq];
   const int context = seq_len - q_len;  // cached tokens before this step's queries
   const int kv_head = head / (num_heads / num_kv_heads);
@@ -464,7 +464,7 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
       static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), block_size, block_shift, p.softmax_scale * kLog2e,
-      static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale);
+      static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale, p.skip_single_query);
   return cuda::check_launch("paged_prefill_mma_kernel");
 }
 

@@ -233,6 +233,47 @@ class AttentionBatch {
     return s;
   }
 
+  /// A mixed step: the prefill `prefill` kernel skips the sequences with one query, and the
+  /// decode `decode` kernel runs only those (decode_seq_ids), both into the one poisoned output.
+  Status run_mixed(kernels::PrefillKernel prefill, kernels::DecodeKernel decode, int partition_size,
+                   std::vector<float>* out) {
+    std::vector<std::int32_t> decode_ids;
+    int longest = 1;
+    for (std::size_t s = 0; s < c_.seqs.size(); ++s) {
+      if (c_.seqs[s].q_len != 1) continue;
+      decode_ids.push_back(static_cast<std::int32_t>(s));
+      longest = std::max(longest, c_.seqs[s].seq_len);
+    }
+    const kernels::DecodeSplitPlan plan{
+        .num_splits = (longest + partition_size - 1) / partition_size,
+        .partition_size = partition_size};
+    const auto count = static_cast<std::int64_t>(decode_ids.size());
+    const std::int64_t floats = std::max<std::int64_t>(
+        kernels::decode_workspace_floats(count, c_.num_heads, c_.head_dim, plan), 1);
+    DeviceVector<float> partial_out(static_cast<std::size_t>(floats));
+    DeviceVector<float> partial_lse(static_cast<std::size_t>(floats / c_.head_dim + 1));
+    DeviceVector<std::int32_t> d_ids(decode_ids.empty() ? std::vector<std::int32_t>{0}
+                                                        : decode_ids);
+    d_out_->poison();
+    kernels::PagedAttentionParams prefill_params = params();
+    prefill_params.skip_single_query = true;
+    Status s =
+        kernels::launch_paged_prefill_attention(prefill_params, max_query_len_, prefill, nullptr);
+    if (!s.ok()) return s;
+    kernels::PagedAttentionParams decode_params = params();
+    decode_params.num_seqs = count;
+    decode_params.decode_seq_ids = d_ids.data();
+    s = kernels::launch_paged_decode_attention(decode_params, plan,
+                                               {.partial_out = partial_out.data(),
+                                                .partial_lse = partial_lse.data(),
+                                                .capacity_floats = floats},
+                                               decode, nullptr);
+    if (!s.ok()) return s;
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    *out = d_out_->download();
+    return s;
+  }
+
   /// The worst per-sequence relative L2 error of `got` against `want`; NaN/inf fail the test.
   double worst_error(const std::vector<float>& got, const std::vector<float>& want,
                      const std::string& what) const {

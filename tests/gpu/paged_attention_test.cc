@@ -121,6 +121,40 @@ TEST(GpuPagedAttention, DecodeMatchesCpuOracleWithOneAndManySplits) {
   }
 }
 
+// A mixed step: decodes (one query) through the decode kernel, the rest through the prefill
+// kernel, each skipping the other's sequences; every row against the oracle, none left NaN.
+TEST(GpuPagedAttention, MixedBatchSplitsBetweenTheDecodeAndPrefillKernels) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(12);
+  const std::vector<AttentionCase> cases = {
+      {{{1, 500}, {37, 37}, {1, 33}, {300, 1000}, {1, 1}}, 128, 32, 8, 16},
+      {{{64, 64}, {1, 4097}, {1, 17}}, 64, 8, 1, 64},
+      {{{1, 700}, {20, 120}, {1, 40}}, 128, 8, 2, 16, 100},  // a sliding window
+  };
+  using kernels::DecodeKernel;
+  using kernels::PrefillKernel;
+  for (ScalarType type : gpu_test::kAllTypes) {
+    const double u = gpu_test::unit_roundoff(type);
+    for (const AttentionCase& c : cases) {
+      gpu_test::AttentionBatch batch(c, type, rng);
+      const std::string what = gpu_test::describe(c, type) + " mixed";
+      for (const DecodeKernel decode :
+           {DecodeKernel::kPipelined, DecodeKernel::kRegisters, DecodeKernel::kTensorCores}) {
+        if (decode == DecodeKernel::kTensorCores && type == ScalarType::kF32) continue;
+        for (const int partition : {100000, 128}) {  // one split, and many with the merge
+          std::vector<float> out;
+          const Status s = batch.run_mixed(PrefillKernel::kAuto, decode, partition, &out);
+          ASSERT_TRUE(s.ok()) << s.to_string();
+          gpu_test::expect_close(
+              out, batch.want(), (type == ScalarType::kF32 ? 2.0 : 3.0) * u + 2e-5,
+              what + " decode kernel " + std::to_string(static_cast<int>(decode)) + " partition " +
+                  std::to_string(partition));
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuPagedAttention, SplitPlanCoversTheLongestSequence) {
   // Host-only planning: runs everywhere.
   for (std::int64_t seqs : {1, 8, 64, 256}) {
