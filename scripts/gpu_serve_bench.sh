@@ -14,7 +14,8 @@
 #
 # Environment: CONFIG (configs/models/llama-3.1-8b.json), NUM_PROMPTS (512), CONCURRENCY (256),
 # INPUT_LEN (1000), OUTPUT_LEN (1000), MAX_MODEL_LEN (4096), PORT (8123), READY_TIMEOUT (300 s),
-# SPEC_PROMPTS (32), SERVE_ARGS (extra flags for every serve), SKIP_SPEC (1: no speculation runs).
+# SPEC_PROMPTS (32), SERVE_ARGS (extra flags for every serve), SKIP_SPEC (1: no speculation runs),
+# SKIP_SYNC (1: only the --async-scheduling pass).
 set -uo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -98,7 +99,7 @@ EOF
 }
 
 say "== gpu_serve_bench $(date -u +%Y-%m-%dT%H:%M:%SZ): $(basename "$CONFIG") dummy, $NUM_PROMPTS prompts x ($INPUT_LEN in + $OUTPUT_LEN out), concurrency $CONCURRENCY"
-serve_run sync
+[[ "${SKIP_SYNC:-0}" == 1 ]] || serve_run sync
 # (Not `pagoda serve --help | grep -q`: with pipefail, grep's early exit fails the pipeline.)
 serve_help=$(pagoda serve --help 2>&1)
 if [[ "$serve_help" == *--async-scheduling* ]]; then
