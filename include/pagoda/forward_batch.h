@@ -39,7 +39,27 @@ static_assert(sizeof(PreviousToken) == 2 * sizeof(std::int32_t));
 ///
 /// Invariants: each sequence's new tokens are its last (seq_len - q_len .. seq_len - 1)
 /// positions, contiguous; slot_mapping < 0 marks a padding row whose K/V is not stored.
+///
+/// Models with sliding-window layers (ModelExecutorInfo::kv_group_windows) may carry one more
+/// table and slot mapping per KV group g >= 1 in kv_groups[g - 1], same shapes. A sliding group's
+/// table is indexed like block_tables, by absolute position / block_size, but holds only the
+/// blocks its window can still see: entries below the first key of the sequence's first query,
+/// block (q_start - window + 1) / block_size, are -1 and never read (the window excludes them).
+/// window 4, block_size 4, seq 0 at positions 9..10 (first key 6):
+///
+///   block_tables        [ 7,  2,  5]      group 0 (full layers): every block
+///   kv_groups[0] table  [-1, 12,  3]      sliding layers: block 0 (positions 0..3) freed
+///   slot_mapping        21 22             5 * 4 + 1, 5 * 4 + 2
+///   kv_groups[0] slots  13 14             3 * 4 + 1, 3 * 4 + 2
+///
+/// Without kv_groups every layer uses block_tables and slot_mapping (one table for all layers).
 struct ForwardBatch {
+  /// One KV group's block tables and slot mapping (groups after the first).
+  struct KvGroupTables {
+    std::vector<std::int32_t> block_tables;  ///< [num_seqs, max_blocks_per_seq], -1 where freed.
+    std::vector<std::int64_t> slot_mapping;  ///< [num_tokens], in this group's pool.
+  };
+
   std::vector<std::int32_t> token_ids;        ///< [num_tokens]
   std::vector<std::int32_t> positions;        ///< [num_tokens]
   std::vector<std::int32_t> query_start_loc;  ///< [num_seqs + 1], starts at 0, non-decreasing.
@@ -51,6 +71,8 @@ struct ForwardBatch {
   /// Rows whose id comes from the previous launched step's samples (launch_step resolves them;
   /// forward() and execute() take batches where this is empty).
   std::vector<PreviousToken> from_previous_step;
+  /// KV groups 1.. of a model with sliding-window layers; empty: every layer uses group 0's.
+  std::vector<KvGroupTables> kv_groups;
 
   /// What token_ids holds at a row listed in from_previous_step: a valid id, so batch checks
   /// pass, that the executor overwrites before the embedding reads it.
@@ -74,6 +96,10 @@ struct ForwardBatch {
     slot_mapping.clear();
     logits_indices.clear();
     from_previous_step.clear();
+    for (KvGroupTables& group : kv_groups) {
+      group.block_tables.clear();
+      group.slot_mapping.clear();
+    }
   }
 };
 

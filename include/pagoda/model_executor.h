@@ -17,6 +17,7 @@
 // input is the token N samples names it in ForwardBatch::from_previous_step.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -38,6 +39,22 @@ struct ModelExecutorInfo {
   std::int64_t num_layers = 0;              ///< Layers holding a K and a V pool each.
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
+  /// KV-cache groups (docs/kv_cache_groups.md): the layers of a group share one block table and
+  /// one pool of blocks. kv_group_windows[g] is group g's sliding window, 0 for layers that see
+  /// every position; group 0 holds the full layers. One group {0} for a model without sliding
+  /// layers (and for one whose layers all slide: it keeps a full table).
+  std::vector<std::int64_t> kv_group_windows{0};
+  /// [num_layers] each layer's group; empty means every layer is in group 0.
+  std::vector<std::int32_t> kv_group_of_layer;
+
+  /// Groups, at least 1.
+  std::int64_t num_kv_groups() const { return static_cast<std::int64_t>(kv_group_windows.size()); }
+  /// Layers of group `group`.
+  std::int64_t num_layers_in_kv_group(std::int64_t group) const {
+    if (kv_group_of_layer.empty()) return group == 0 ? num_layers : 0;
+    return static_cast<std::int64_t>(
+        std::count(kv_group_of_layer.begin(), kv_group_of_layer.end(), group));
+  }
 };
 
 /// Bytes one KV block of `block_size` tokens takes across `info`'s layers (K and V), at
@@ -78,8 +95,21 @@ class ModelExecutor {
   virtual std::int64_t kv_cache_bytes_per_block(std::int64_t block_size) const = 0;
 
   /// Allocates `num_blocks` blocks of `block_size` tokens per layer, replacing any earlier pool.
-  /// RESOURCE_EXHAUSTED when the memory is not there.
+  /// RESOURCE_EXHAUSTED when the memory is not there. Every layer has its own pool and uses
+  /// group 0's table (a batch's kv_groups, if any, must then name blocks of the same pools).
   virtual Status allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) = 0;
+
+  /// KV groups (info().kv_group_*; docs/kv_cache_groups.md): one pool of `num_blocks` blocks
+  /// shared by the groups, each block a page of S layers' memory (S the most layers in a group;
+  /// the k-th layer of every group uses slot k), so the groups' tables must never name a block
+  /// twice and batches must carry ForwardBatch::kv_groups. This default serves executors of one
+  /// group.
+  virtual Status allocate_kv_cache_groups(std::int64_t num_blocks, std::int64_t block_size) {
+    if (info().num_kv_groups() != 1) {
+      return unimplemented("this executor keeps one KV pool per layer");
+    }
+    return allocate_kv_cache(num_blocks, block_size);
+  }
 
   /// Blocks in the allocated pool (0 before allocate_kv_cache).
   virtual std::int64_t num_kv_blocks() const = 0;

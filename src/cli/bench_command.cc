@@ -254,6 +254,8 @@ CLI::App* BenchCommand::add_to(CLI::App& app) {
   sub->add_option("--kv-cache-memory", kv_cache_memory,
                   "KV cache bytes (default on cuda: what --gpu-memory-utilization leaves; on cpu: "
                   "see docs/architecture.md)");
+  sub->add_flag("--disable-hybrid-kv-cache-manager", disable_hybrid_kv_cache_manager,
+                "One KV block table for every layer (docs/kv_cache_groups.md)");
   sub->add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
   sub->add_option("--threads", threads, "Threads (default: all cores)");
   sub->add_flag("--no-single-stream", no_single_stream, "Skip the single-stream baseline");
@@ -329,6 +331,7 @@ int BenchCommand::run(const char* argv0) const {
   const Prompts& single_prompt = round_prompts[0].single;
   options.engine.scheduler.max_model_len = longest + output_len;
   options.engine.kv_cache_memory_bytes = kv_cache_memory;
+  options.engine.disable_hybrid_kv_cache_manager = disable_hybrid_kv_cache_manager;
   if (Status s = trace.apply(options.engine); !s.ok()) return report_error(s);
   if (Status s = speculative.apply(options.engine); !s.ok()) return report_error(s);
   // With speculation on a GPU two engines share the device: the first takes half of

@@ -94,6 +94,8 @@ struct BenchCommand {
   bool async_scheduling = false;              ///< --async-scheduling: overlapped steps
   std::optional<double> step_time_target_ms;  ///< --step-time-target-ms; unset: per device
   std::optional<std::int64_t> kv_cache_memory;
+  /// --disable-hybrid-kv-cache-manager: one KV table for every layer (docs/kv_cache_groups.md).
+  bool disable_hybrid_kv_cache_manager = false;
   std::uint64_t seed = 0;
   int threads = 0;
   bool no_single_stream = false;
@@ -145,6 +147,8 @@ struct ServeCommand {
   std::int64_t max_waiting_requests = 1024;
   std::int64_t block_size = 16;
   std::optional<std::int64_t> kv_cache_memory;
+  /// --disable-hybrid-kv-cache-manager: one KV table for every layer (docs/kv_cache_groups.md).
+  bool disable_hybrid_kv_cache_manager = false;
   /// Seeds the draws of requests without a seed (vLLM's --seed); unset: random.
   std::optional<std::uint64_t> seed;
   int threads = 0;

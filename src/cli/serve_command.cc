@@ -118,6 +118,7 @@ struct ModelLoader {
     config.scheduler.max_num_batched_tokens = cmd.max_num_batched_tokens;
     config.cache.block_size = cmd.block_size;
     config.kv_cache_memory_bytes = cmd.kv_cache_memory;
+    config.disable_hybrid_kv_cache_manager = cmd.disable_hybrid_kv_cache_manager;
     config.max_waiting_requests = cmd.max_waiting_requests;
     config.seed = cmd.seed;
     config.async_scheduling = cmd.async_scheduling;
@@ -261,6 +262,9 @@ CLI::App* ServeCommand::add_to(CLI::App& parent) {
                   "Bytes for the KV cache (default on cuda: what --gpu-memory-utilization leaves; "
                   "on cpu: enough for max-num-seqs full sequences, capped at 4 GiB or a quarter "
                   "of memory)");
+  sub->add_flag("--disable-hybrid-kv-cache-manager", disable_hybrid_kv_cache_manager,
+                "One KV block table for every layer, also for a model with sliding-window "
+                "layers (which otherwise keep only their window's blocks)");
   sub->add_option("--threads", threads, "Threads for the model (default: all cores)");
   sub->add_option("--seed", seed,
                   "Seed of the draws of requests that bring none (default: random at start)");

@@ -12,6 +12,12 @@ Status CacheConfig::validate() const {
                             "; the KV cache needs between 1 and 2^31-1 blocks (give it more memory "
                             "with --gpu-memory-utilization or a smaller --max-model-len)");
   }
+  for (const std::int64_t window : sliding_windows) {
+    if (window < 1) {
+      return invalid_argument("a sliding-window KV group needs a positive window, got " +
+                              std::to_string(window));
+    }
+  }
   if (block_size < 1 || block_size > 1024) {
     return invalid_argument("block_size is " + std::to_string(block_size) +
                             "; use a value in [1, 1024] (16 is the usual choice)");

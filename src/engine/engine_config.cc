@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/kv_cache_sizing.h"
 #include "pagoda/sampling_params.h"
 
 namespace pagoda::engine {
@@ -18,11 +19,9 @@ std::int64_t physical_memory_bytes() {
   return std::int64_t{pages} * page_size;
 }
 
-std::int64_t default_kv_bytes(const EngineConfig& config, std::int64_t bytes_per_block) {
-  const std::int64_t block_size = config.cache.block_size;
-  const std::int64_t blocks_per_seq =
-      (config.scheduler.max_model_len + block_size - 1) / block_size;
-  const std::int64_t wanted = config.scheduler.max_num_seqs * blocks_per_seq * bytes_per_block;
+std::int64_t default_kv_bytes(std::int64_t bytes_per_block, const ModelExecutorInfo& info,
+                              const KvSizingLimits& limits) {
+  const std::int64_t wanted = kv_bytes_for_full_load(bytes_per_block, info, limits);
   const std::int64_t cap =
       std::min(EngineConfig::kDefaultKvCacheBytesCap, physical_memory_bytes() / 4);
   return std::min(wanted, cap);
@@ -65,15 +64,24 @@ StatusOr<EngineConfig> resolve_engine_config(EngineConfig config, const ModelExe
     if (config.kv_cache_memory_bytes && *config.kv_cache_memory_bytes <= 0) {
       return invalid_argument("--kv-cache-memory must be a positive number of bytes");
     }
+    const KvSizingLimits limits{.block_size = config.cache.block_size,
+                                .max_model_len = sched.max_model_len,
+                                .max_num_seqs = sched.max_num_seqs,
+                                .max_num_batched_tokens = sched.max_num_batched_tokens,
+                                .single_group = config.disable_hybrid_kv_cache_manager};
     const std::int64_t budget =
-        config.kv_cache_memory_bytes.value_or(default_kv_bytes(config, per_block));
-    config.cache.num_blocks = budget / per_block;
-    if (config.cache.num_blocks * config.cache.block_size < sched.max_model_len) {
+        config.kv_cache_memory_bytes.value_or(default_kv_bytes(per_block, info, limits));
+    size_kv_groups(budget, per_block, info, limits, config.cache);
+    const std::int64_t needed =
+        kv_blocks_per_request(config.cache, sched.max_model_len, sched.max_num_batched_tokens);
+    if (config.cache.num_blocks < needed) {
       return invalid_argument("the KV cache budget of " + std::to_string(budget) + " bytes holds " +
-                              std::to_string(config.cache.num_blocks * config.cache.block_size) +
-                              " tokens, fewer than max_model_len " +
-                              std::to_string(sched.max_model_len) + " (each token takes " +
-                              std::to_string(per_block / config.cache.block_size) +
+                              std::to_string(config.cache.num_blocks) + " blocks of " +
+                              std::to_string(config.cache.block_size) + " tokens, fewer than the " +
+                              std::to_string(needed) + " one max_model_len " +
+                              std::to_string(sched.max_model_len) +
+                              " request needs (a block takes " +
+                              std::to_string(kv_page_bytes(info, per_block, limits.single_group)) +
                               " bytes); raise --kv-cache-memory or lower --max-model-len");
     }
   }

@@ -3,11 +3,13 @@
 //
 // KV pool size, in blocks of block_size tokens (bytes per block from the executor: K and V of
 // every layer):
-//   --kv-cache-memory B given   floor(B / bytes_per_block)
+//   --kv-cache-memory B given   B bytes
 //   otherwise                   enough for max_num_seqs sequences of max_model_len tokens, capped
 //                               at min(4 GiB, a quarter of physical memory) so a CPU host keeps
 //                               room for weights, activations and everything else it runs
-// Either way the pool must hold one max_model_len sequence (SchedulerConfig::validate).
+// split into blocks by kv_cache_sizing.h: floor(B / bytes_per_block) for one KV group; with
+// sliding-window layers, sliding pools sized for the windows and the rest to the full layers.
+// Either way group 0's pool must hold one max_model_len sequence (SchedulerConfig::validate).
 #pragma once
 
 #include <cstddef>
@@ -34,6 +36,9 @@ struct EngineConfig {
   CacheConfig cache;
   /// Bytes for the KV pool (--kv-cache-memory); unset uses the default rule above.
   std::optional<std::int64_t> kv_cache_memory_bytes;
+  /// One block table for every layer even for a model with sliding-window layers (vLLM's
+  /// --disable-hybrid-kv-cache-manager): each sliding layer then keeps every token's K/V.
+  bool disable_hybrid_kv_cache_manager = false;
   /// Accepted requests not yet admitted beyond max_num_seqs; submit() says RESOURCE_EXHAUSTED
   /// past it (--max-waiting-requests).
   std::int64_t max_waiting_requests = 1024;

@@ -36,7 +36,9 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(
   PAGODA_CHECK(executor != nullptr && tokenizer != nullptr) << "executor and tokenizer required";
   PAGODA_RETURN_IF_ERROR(config.scheduler.validate(config.cache));
   PAGODA_RETURN_IF_ERROR(
-      executor->allocate_kv_cache(config.cache.num_blocks, config.cache.block_size));
+      config.cache.sliding_windows.empty()
+          ? executor->allocate_kv_cache(config.cache.num_blocks, config.cache.block_size)
+          : executor->allocate_kv_cache_groups(config.cache.num_blocks, config.cache.block_size));
   std::unique_ptr<Speculator> speculator;
   if (config.speculative) {
     PAGODA_ASSIGN_OR_RETURN(
@@ -69,7 +71,7 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelExecutor
       executor_(std::move(executor)),
       tokenizer_(std::move(tokenizer)),
       scheduler_(config.scheduler, config.cache),
-      runner_(*executor_, config.cache.block_size),
+      runner_(*executor_, config.cache.block_size, config.cache.sliding_windows),
       outputs_(*tokenizer_),
       tracer_(config.trace_sink, config.trace_top_n, *tokenizer_,
               std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())

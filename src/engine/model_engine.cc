@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "engine/kv_cache_sizing.h"
 #include "models/cpu_model_executor.h"
 #include "pagoda/tokenizer.h"
 #include "tokenizer/model_tokenizer.h"
@@ -90,36 +91,50 @@ Status size_gpu_kv_pool(std::int64_t max_blocks, const ModelExecutor& executor,
   const std::int64_t draft_per_block =
       draft != nullptr ? draft->kv_cache_bytes_per_block(block_size) : 0;
   const std::int64_t draft_graphs = draft != nullptr ? draft->graph_memory_reserve() : 0;
-  const std::int64_t budget = max_blocks * per_block - draft_graphs;
-  std::int64_t blocks = std::max<std::int64_t>(budget, 0) / (per_block + draft_per_block);
+  const std::int64_t max_model_len = config.scheduler.max_model_len > 0
+                                         ? config.scheduler.max_model_len
+                                         : executor.info().max_model_len;
+  // With KV groups a block is a page of a few layers (kv_cache_sizing.h), so the same bytes
+  // hold more blocks; the draft's pool has as many blocks as the target's.
+  KvSizingLimits limits{.block_size = block_size,
+                        .max_model_len = max_model_len,
+                        .max_num_seqs = config.scheduler.max_num_seqs,
+                        .max_num_batched_tokens = config.scheduler.max_num_batched_tokens,
+                        .extra_bytes_per_block = draft_per_block,
+                        .single_group = config.disable_hybrid_kv_cache_manager};
+  const std::int64_t available = std::max<std::int64_t>(max_blocks * per_block - draft_graphs, 0);
+  std::int64_t budget = available;
   if (config.kv_cache_memory_bytes) {
     if (*config.kv_cache_memory_bytes <= 0) {
       return invalid_argument("--kv-cache-memory must be a positive number of bytes");
     }
-    const std::int64_t wanted = *config.kv_cache_memory_bytes / per_block;
-    if (wanted > blocks) {
+    // --kv-cache-memory is the target's pool; the draft's as many blocks come on top.
+    limits.extra_bytes_per_block = 0;
+    const std::int64_t wanted = *config.kv_cache_memory_bytes;
+    const std::int64_t page = kv_page_bytes(executor.info(), per_block, limits.single_group);
+    if (wanted / page * (page + draft_per_block) > available) {
       char utilization[16];
       std::snprintf(utilization, sizeof(utilization), "%.2f", gpu_memory_utilization);
       return invalid_argument("--kv-cache-memory " + std::to_string(*config.kv_cache_memory_bytes) +
-                              " is more than the " + gib(blocks * per_block) +
+                              " (and the draft's blocks) is more than the " + gib(available) +
                               " --gpu-memory-utilization " + utilization +
                               " leaves for the KV cache" +
                               (draft != nullptr ? " beside the draft model's" : "") +
                               "; lower it or raise --gpu-memory-utilization");
     }
-    blocks = wanted;
+    budget = *config.kv_cache_memory_bytes;
   }
-  const std::int64_t max_model_len = config.scheduler.max_model_len > 0
-                                         ? config.scheduler.max_model_len
-                                         : executor.info().max_model_len;
-  if (blocks * block_size < max_model_len) {
-    return invalid_argument("the GPU KV cache holds " + std::to_string(blocks * block_size) +
-                            " tokens (" + gib(blocks * per_block) + ")" +
-                            (draft != nullptr ? " beside the draft model's" : "") +
-                            ", fewer than max_model_len " + std::to_string(max_model_len) +
-                            "; raise --gpu-memory-utilization or lower --max-model-len");
+  size_kv_groups(budget, per_block, executor.info(), limits, config.cache);
+  const std::int64_t needed =
+      kv_blocks_per_request(config.cache, max_model_len, config.scheduler.max_num_batched_tokens);
+  if (config.cache.num_blocks < needed) {
+    return invalid_argument("the GPU KV cache holds " + std::to_string(config.cache.num_blocks) +
+                            " blocks of " + std::to_string(block_size) + " tokens (" + gib(budget) +
+                            ")" + (draft != nullptr ? " beside the draft model's" : "") +
+                            ", fewer than the " + std::to_string(needed) +
+                            " one request of max_model_len " + std::to_string(max_model_len) +
+                            " needs; raise --gpu-memory-utilization or lower --max-model-len");
   }
-  config.cache.num_blocks = blocks;
   return Status::ok_status();
 }
 #endif

@@ -7,9 +7,11 @@
 
 namespace pagoda::engine {
 
-ModelRunner::ModelRunner(ModelExecutor& executor, std::int64_t block_size)
-    : executor_(executor), block_size_(block_size) {
+ModelRunner::ModelRunner(ModelExecutor& executor, std::int64_t block_size,
+                         std::vector<std::int64_t> sliding_windows)
+    : executor_(executor), block_size_(block_size), sliding_windows_(std::move(sliding_windows)) {
   PAGODA_CHECK(block_size_ > 0) << "block_size " << block_size_;
+  batch_.kv_groups.resize(sliding_windows_.size());
 }
 
 void ModelRunner::prepare(const SchedulerOutput& output) {
@@ -67,6 +69,7 @@ void ModelRunner::drop(std::int32_t slot) {
   if (!s.live) return;
   s.live = false;
   s.block_table.clear();
+  for (std::vector<std::int32_t>& table : s.group_tables) table.clear();
   --num_live_;
 }
 
@@ -76,6 +79,14 @@ void ModelRunner::update_states(const SchedulerOutput& output) {
   for (const std::int32_t slot : output.preempted_slots) drop(slot);
   for (const ScheduledRequest& s : output.requests) {
     RequestState& state = this->state(s.slot);
+    PAGODA_CHECK_EQ(s.group_block_ids.size(), sliding_windows_.size())
+        << s.request_id << ": block tables for another number of KV groups";
+    state.group_tables.resize(sliding_windows_.size());
+    for (std::size_t g = 0; g < sliding_windows_.size(); ++g) {
+      std::vector<std::int32_t>& table = state.group_tables[g];
+      if (s.is_new) table.clear();
+      table.insert(table.end(), s.group_block_ids[g].begin(), s.group_block_ids[g].end());
+    }
     if (s.is_new) {
       if (!state.live) ++num_live_;
       state.live = true;
@@ -148,6 +159,7 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     batch_.seq_lens.push_back(static_cast<std::int32_t>(seq_len));
     batch_.block_tables.insert(batch_.block_tables.end(), table.begin(), table.end());
     batch_.block_tables.resize(batch_.block_tables.size() + (max_blocks - table.size()), -1);
+    add_group_tables(state, start, s.num_scheduled_tokens(), max_blocks);
     add_prompt_rows(i, s, batch_.num_tokens() - s.num_scheduled_tokens());
     if (s.needs_sample) {
       first_row_[i] = static_cast<std::int32_t>(batch_.num_logits());
@@ -163,6 +175,28 @@ void ModelRunner::prepare_batch(const SchedulerOutput& output) {
     state.num_spec_tokens = s.num_spec_tokens;
   }
   if (batch_.num_tokens() > 0) ++num_batches_;
+}
+
+// A sliding group's table goes to the batch as kept: entries below the window of the first
+// query (position `start`) are -1 there, whether or not the scheduler has freed them yet, so a
+// block that may already belong to another request is never named.
+void ModelRunner::add_group_tables(const RequestState& state, std::int64_t start,
+                                   std::int64_t num_tokens, std::int64_t max_blocks) {
+  for (std::size_t g = 0; g < sliding_windows_.size(); ++g) {
+    const std::vector<std::int32_t>& table = state.group_tables[g];
+    PAGODA_CHECK_EQ(table.size(), state.block_table.size()) << "KV group tables out of step";
+    ForwardBatch::KvGroupTables& out = batch_.kv_groups[g];
+    const std::int64_t first =
+        std::max<std::int64_t>(0, start - sliding_windows_[g] + 1) / block_size_;
+    out.block_tables.resize(out.block_tables.size() + static_cast<std::size_t>(first), -1);
+    out.block_tables.insert(out.block_tables.end(), table.begin() + first, table.end());
+    out.block_tables.resize(out.block_tables.size() + (max_blocks - table.size()), -1);
+    for (std::int64_t pos = start; pos < start + num_tokens; ++pos) {
+      const std::int32_t block = table[static_cast<std::size_t>(pos / block_size_)];
+      PAGODA_CHECK(block >= 0) << "position " << pos << " has no block in KV group " << g + 1;
+      out.slot_mapping.push_back(std::int64_t{block} * block_size_ + pos % block_size_);
+    }
+  }
 }
 
 // Token row first_token_row + t holds position start + t; its logits score prompt token

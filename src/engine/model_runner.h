@@ -36,7 +36,10 @@ namespace pagoda::engine {
 class ModelRunner {
  public:
   /// Drives `executor` (which must outlive the runner) with blocks of `block_size` tokens.
-  ModelRunner(ModelExecutor& executor, std::int64_t block_size);
+  /// `sliding_windows`: the windows of KV groups 1.. (CacheConfig::sliding_windows), whose tables
+  /// go to ForwardBatch::kv_groups; empty for one table.
+  ModelRunner(ModelExecutor& executor, std::int64_t block_size,
+              std::vector<std::int64_t> sliding_windows = {});
 
   /// Applies `output`'s state changes (drops finished and preempted requests, takes new tables,
   /// appends new blocks) and builds the step's batch and its sampling rows, each with the
@@ -95,6 +98,7 @@ class ModelRunner {
   struct RequestState {
     bool live = false;
     std::vector<std::int32_t> block_table;
+    std::vector<std::vector<std::int32_t>> group_tables;  // KV groups 1..
     // Tokens with K/V in the cache after the last step that ran this request, not counting its
     // drafts; a running request's next step starts there plus however many drafts were
     // accepted (0..num_spec_tokens).
@@ -110,10 +114,13 @@ class ModelRunner {
   void update_states(const SchedulerOutput& output);
   void prepare_batch(const SchedulerOutput& output);
   void add_prompt_rows(std::size_t i, const ScheduledRequest& s, std::int64_t first_token_row);
+  void add_group_tables(const RequestState& state, std::int64_t start, std::int64_t num_tokens,
+                        std::int64_t max_blocks);
 
   ModelExecutor& executor_;
   std::int64_t block_size_;
-  std::vector<RequestState> states_;  // by slot
+  std::vector<std::int64_t> sliding_windows_;  // of KV groups 1..
+  std::vector<RequestState> states_;           // by slot
   // Prompt logprobs by slot: the prompt, how many alternatives, and the next prompt index to
   // score (1 .. size; size: done).
   struct PromptScoring {

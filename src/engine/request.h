@@ -135,14 +135,26 @@ class Request {
   /// Set once by the scheduler.
   void set_arrival_seq(std::uint64_t seq) { arrival_seq_ = seq; }
 
-  /// The KV blocks holding this request's tokens, in position order (its block table).
-  const std::vector<std::int32_t>& block_ids() const { return block_ids_; }
-  /// Only the KvCacheManager changes the block table.
-  std::vector<std::int32_t>& mutable_block_ids() { return block_ids_; }
-  /// Leading blocks already registered in the prefix cache.
-  std::int64_t num_cached_blocks() const { return num_cached_blocks_; }
+  /// The KV blocks holding this request's tokens, in position order (its block table), of KV
+  /// group `group` (kv_cache_manager.h): entry i holds positions [i * block_size, (i + 1) *
+  /// block_size). A sliding-window group's entries below its window are -1 (freed or never held).
+  const std::vector<std::int32_t>& block_ids(std::size_t group = 0) const {
+    return group < block_ids_.size() ? block_ids_[group] : kNoBlocks;
+  }
+  /// Only the KvCacheManager changes the block tables.
+  std::vector<std::int32_t>& mutable_block_ids(std::size_t group = 0) {
+    if (group >= block_ids_.size()) block_ids_.resize(group + 1);
+    return block_ids_[group];
+  }
+  /// Leading blocks of group `group` already registered in the prefix cache (or skipped: -1).
+  std::int64_t num_cached_blocks(std::size_t group = 0) const {
+    return group < num_cached_blocks_.size() ? num_cached_blocks_[group] : 0;
+  }
   /// Set by the KvCacheManager.
-  void set_num_cached_blocks(std::int64_t n) { num_cached_blocks_ = n; }
+  void set_num_cached_blocks(std::int64_t n, std::size_t group = 0) {
+    if (group >= num_cached_blocks_.size()) num_cached_blocks_.resize(group + 1, 0);
+    num_cached_blocks_[group] = n;
+  }
   /// Prefix-cache keys of the full blocks of token_ids(), extended as tokens arrive.
   const std::vector<BlockHash>& block_hashes() const { return block_hashes_; }
   /// Only the KvCacheManager extends the keys.
@@ -168,8 +180,9 @@ class Request {
   RequestStatus status_ = RequestStatus::kWaiting;
   std::optional<std::int32_t> stop_token_id_;
   std::uint64_t arrival_seq_ = 0;
-  std::vector<std::int32_t> block_ids_;
-  std::int64_t num_cached_blocks_ = 0;
+  static inline const std::vector<std::int32_t> kNoBlocks;
+  std::vector<std::vector<std::int32_t>> block_ids_ = std::vector<std::vector<std::int32_t>>(1);
+  std::vector<std::int64_t> num_cached_blocks_ = std::vector<std::int64_t>(1, 0);
   std::vector<BlockHash> block_hashes_;
   std::int64_t num_cached_prompt_tokens_ = 0;
   std::int64_t num_preemptions_ = 0;

@@ -210,7 +210,15 @@ void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
   s.token_ids.insert(s.token_ids.end(), drafts.begin(), drafts.begin() + num_spec_tokens);
   s.num_spec_tokens = num_spec_tokens;
   request.set_spec_token_ids({});
-  // A new request's returned blocks are its whole table (it held none before the call).
+  // A new request's returned blocks are its whole table (it held none before the call). The
+  // other groups' tables grew in step with group 0's: their last blocks.size() entries.
+  s.group_block_ids.resize(kv_.num_groups() - 1);
+  for (std::size_t g = 1; g < kv_.num_groups(); ++g) {
+    const std::vector<std::int32_t>& table = request.block_ids(g);
+    const std::size_t first = is_new ? 0 : table.size() - blocks.size();
+    s.group_block_ids[g - 1].assign(table.begin() + static_cast<std::ptrdiff_t>(first),
+                                    table.end());
+  }
   s.block_ids = std::move(blocks);
   const std::int64_t computed_after = s.num_computed_tokens + num_tokens;
   s.needs_sample = computed_after == request.num_tokens() + request.num_samples_in_flight();

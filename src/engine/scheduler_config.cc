@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "engine/kv_cache_sizing.h"
+
 namespace pagoda::engine {
 
 Status SchedulerConfig::validate(const CacheConfig& cache) const {
@@ -23,11 +25,15 @@ Status SchedulerConfig::validate(const CacheConfig& cache) const {
                             std::to_string(long_prefill_token_threshold) +
                             "; use 0 (off) or a positive token count");
   }
-  const std::int64_t capacity = cache.num_blocks * cache.block_size;
-  if (capacity < max_model_len) {
-    return invalid_argument("the KV cache holds " + std::to_string(capacity) +
-                            " tokens, fewer than max_model_len " + std::to_string(max_model_len) +
-                            "; lower --max-model-len or give the cache more memory");
+  // The pool must hold one max_model_len request: every block of a full table, and a sliding
+  // group's window beside a step's tokens (kv_cache_sizing.h).
+  const std::int64_t needed = kv_blocks_per_request(cache, max_model_len, max_num_batched_tokens);
+  if (cache.num_blocks < needed) {
+    return invalid_argument("the KV cache holds " + std::to_string(cache.num_blocks) +
+                            " blocks of " + std::to_string(cache.block_size) +
+                            " tokens, fewer than the " + std::to_string(needed) +
+                            " one request of max_model_len " + std::to_string(max_model_len) +
+                            " tokens needs; lower --max-model-len or give the cache more memory");
   }
   return Status::ok_status();
 }

@@ -41,6 +41,11 @@ struct ScheduledRequest {
   std::int64_t num_spec_tokens = 0;
   /// Whole table (is_new) or appended blocks, in position order.
   std::vector<std::int32_t> block_ids;
+  /// KV groups 1.. of a model with sliding-window layers (kv_cache_manager.h): each group's
+  /// whole table (is_new; -1 below a prefix hit's window) or its appended blocks, as block_ids
+  /// (the tables grow in step: as many entries as block_ids). The blocks a window leaves are
+  /// not reported: the runner marks them -1 from the window rule itself.
+  std::vector<std::vector<std::int32_t>> group_block_ids;
   /// This step reaches the request's last token, so the last row's logits are sampled.
   /// False for a prefill chunk that stops short of the end of the prompt.
   bool needs_sample = false;

@@ -39,6 +39,7 @@ constexpr std::array<Architecture, 6> kArchitectures = {{
      .qk_norm = true,
      .sandwich_norms = true,
      .hf_norm_weight_offset = 1.0f,
+     .sliding_window_layers = true,
      .forward = gemma3_forward},
     {.name = "gemma3_text",
      .hf_class = "Gemma3ForCausalLM",
@@ -46,6 +47,7 @@ constexpr std::array<Architecture, 6> kArchitectures = {{
      .qk_norm = true,
      .sandwich_norms = true,
      .hf_norm_weight_offset = 1.0f,
+     .sliding_window_layers = true,
      .forward = gemma3_forward},
 }};
 

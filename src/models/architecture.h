@@ -33,6 +33,9 @@ struct Architecture {
   /// Added to every RMSNorm weight of an HF checkpoint at load: Gemma's RMSNorm scales by
   /// (1 + weight); llama.cpp's converter already added the 1 to GGUF files.
   float hf_norm_weight_offset = 0.0f;
+  /// The layer loop gives config.layer_types' sliding layers their window, so those layers may
+  /// keep only the window's KV blocks (kv_cache_groups.h).
+  bool sliding_window_layers = false;
   /// The layer loop: embedding to final norm over a backend's DecoderOps.
   Status (*forward)(DecoderOps& ops, const ModelConfig& config) = nullptr;
 };

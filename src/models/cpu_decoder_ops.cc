@@ -45,10 +45,29 @@ CpuDecoderOps::CpuDecoderOps(const ModelConfig& config, LlamaWeights weights,
     : config_(config), weights_(std::move(weights)), a_(config, max_tokens) {}
 
 void CpuDecoderOps::bind(cpu::ThreadPool& pool, const ForwardBatch& batch,
-                         std::span<const cpu::KvCacheView> kv_cache) {
+                         std::span<const cpu::KvCacheView> kv_cache,
+                         std::span<const std::int32_t> kv_group_of_layer) {
   pool_ = &pool;
   batch_ = &batch;
   kv_cache_ = kv_cache;
+  kv_group_of_layer_ = kv_group_of_layer;
+}
+
+std::int32_t CpuDecoderOps::kv_group(std::int64_t layer) const {
+  if (batch_->kv_groups.empty() || kv_group_of_layer_.empty()) return 0;
+  return kv_group_of_layer_[static_cast<std::size_t>(layer)];
+}
+
+const std::int64_t* CpuDecoderOps::slot_mapping(std::int64_t layer) const {
+  const std::int32_t group = kv_group(layer);
+  return group == 0 ? batch_->slot_mapping.data()
+                    : batch_->kv_groups[static_cast<std::size_t>(group - 1)].slot_mapping.data();
+}
+
+const std::int32_t* CpuDecoderOps::block_tables(std::int64_t layer) const {
+  const std::int32_t group = kv_group(layer);
+  return group == 0 ? batch_->block_tables.data()
+                    : batch_->kv_groups[static_cast<std::size_t>(group - 1)].block_tables.data();
 }
 
 const float* CpuDecoderOps::norm_weight(std::int64_t layer, NormWeight weight) const {
@@ -134,14 +153,15 @@ Status CpuDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table) 
   }
   const ForwardBatch& batch = *batch_;
   const cpu::KvCacheView& cache = kv_cache_[static_cast<std::size_t>(layer)];
+  const std::int64_t* slots = slot_mapping(layer);
   const std::int64_t q_row = config_.num_attention_heads * config_.head_dim;
   const std::int64_t kv_row = config_.num_key_value_heads * config_.head_dim;
   pool_->parallel_for(batch.num_tokens(), [&](std::int64_t begin, std::int64_t end) {
     cpu::apply_rope(inv_freq.data(), weights_.rope_style, batch.positions.data() + begin,
                     end - begin, a_.q.data() + begin * q_row, config_.num_attention_heads,
                     a_.k.data() + begin * kv_row, config_.num_key_value_heads, config_.head_dim);
-    cpu::write_kv(a_.k.data() + begin * kv_row, a_.v.data() + begin * kv_row,
-                  batch.slot_mapping.data() + begin, end - begin, cache);
+    cpu::write_kv(a_.k.data() + begin * kv_row, a_.v.data() + begin * kv_row, slots + begin,
+                  end - begin, cache);
   });
   return Status::ok_status();
 }
@@ -154,7 +174,7 @@ Status CpuDecoderOps::attention(std::int64_t layer, const AttentionOptions& opti
   const cpu::AttentionBatch attention_batch{
       .query_start_loc = batch.query_start_loc.data(),
       .seq_lens = batch.seq_lens.data(),
-      .block_tables = batch.block_tables.data(),
+      .block_tables = block_tables(layer),
       .num_seqs = batch.num_seqs(),
       .max_blocks_per_seq = batch.max_blocks_per_seq,
   };

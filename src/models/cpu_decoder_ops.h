@@ -39,9 +39,11 @@ class CpuDecoderOps final : public DecoderOps {
   CpuDecoderOps(const ModelConfig& config, LlamaWeights weights, std::int64_t max_tokens);
 
   /// The step the ops run on until the next bind(); `batch` (already validated) and
-  /// `kv_cache` (one view per layer) must outlive it.
+  /// `kv_cache` (one view per layer) must outlive it. `kv_group_of_layer` ([num_layers] or
+  /// empty) picks each layer's block table and slot mapping when the batch has kv_groups.
   void bind(cpu::ThreadPool& pool, const ForwardBatch& batch,
-            std::span<const cpu::KvCacheView> kv_cache);
+            std::span<const cpu::KvCacheView> kv_cache,
+            std::span<const std::int32_t> kv_group_of_layer = {});
 
   Status embed() override;
   Status rms_norm(std::int64_t layer, NormWeight weight) override;
@@ -68,6 +70,11 @@ class CpuDecoderOps final : public DecoderOps {
   cpu::ThreadPool* pool_ = nullptr;
   const ForwardBatch* batch_ = nullptr;
   std::span<const cpu::KvCacheView> kv_cache_;
+  std::span<const std::int32_t> kv_group_of_layer_;
+  // The layer's KV group's tables: group 0's in the batch's own fields, the others' in kv_groups.
+  const std::int64_t* slot_mapping(std::int64_t layer) const;
+  const std::int32_t* block_tables(std::int64_t layer) const;
+  std::int32_t kv_group(std::int64_t layer) const;
 };
 
 }  // namespace pagoda::models

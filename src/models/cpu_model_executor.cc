@@ -1,11 +1,13 @@
 #include "models/cpu_model_executor.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <new>
 #include <string>
 
 #include "models/forward_batch_check.h"
+#include "models/kv_cache_groups.h"
 
 namespace pagoda::models {
 
@@ -57,6 +59,7 @@ StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::finish(
   info.num_layers = c.num_hidden_layers;
   info.num_kv_heads = c.num_key_value_heads;
   info.head_dim = c.head_dim;
+  set_kv_cache_groups(*architecture, c, info);
   return std::unique_ptr<CpuModelExecutor>(
       new CpuModelExecutor(std::move(files), *architecture, std::move(weights), info,
                            options.num_threads, options.kv_cache_dtype));
@@ -78,24 +81,42 @@ std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size)
 }
 
 Status CpuModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
+  std::vector<std::int64_t> own(static_cast<std::size_t>(info_.num_layers));
+  for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) own[layer] = layer;
+  PAGODA_RETURN_IF_ERROR(allocate_pools(num_blocks, block_size, own));
+  shared_pool_ = false;
+  return Status::ok_status();
+}
+
+Status CpuModelExecutor::allocate_kv_cache_groups(std::int64_t num_blocks,
+                                                  std::int64_t block_size) {
+  PAGODA_RETURN_IF_ERROR(allocate_pools(num_blocks, block_size, kv_cache_slots(info_)));
+  shared_pool_ = info_.num_kv_groups() > 1;
+  return Status::ok_status();
+}
+
+Status CpuModelExecutor::allocate_pools(std::int64_t num_blocks, std::int64_t block_size,
+                                        const std::vector<std::int64_t>& kv_slot) {
   PAGODA_RETURN_IF_ERROR(check_kv_cache_shape(num_blocks, block_size));
   kv_storage_.reset();
   kv_views_.clear();
   num_blocks_ = 0;
   block_size_ = 0;
+  const std::int64_t num_slots = *std::max_element(kv_slot.begin(), kv_slot.end()) + 1;
   const std::int64_t bytes_per_pool = num_blocks * block_size * info_.num_kv_heads *
                                       info_.head_dim * cpu::kv_element_bytes(kv_dtype_);
   // 64 spare bytes to start the pools on a cache line (every pool when bytes_per_pool is a
   // multiple of 64): the attention tiles load K/V rows as whole vectors, and rows split across
   // two lines cost decode attention ~20% on AVX-512 (docs/perf/cpu.md, "Session 10").
-  kv_storage_.reset(new (std::nothrow) std::byte[static_cast<std::size_t>(
-      2 * info_.num_layers * bytes_per_pool + kKvAlignment)]);
+  kv_storage_.reset(
+      new (std::nothrow)
+          std::byte[static_cast<std::size_t>(2 * num_slots * bytes_per_pool + kKvAlignment)]);
   if (kv_storage_ == nullptr) {
     return Status(StatusCode::kResourceExhausted,
                   "cannot allocate a KV cache of " + std::to_string(num_blocks) +
                       " blocks; lower --max-model-len or the number of blocks");
   }
-  auto* next = reinterpret_cast<std::byte*>(
+  auto* base = reinterpret_cast<std::byte*>(
       (reinterpret_cast<std::uintptr_t>(kv_storage_.get()) + kKvAlignment - 1) &
       ~std::uintptr_t{kKvAlignment - 1});
   for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) {
@@ -104,6 +125,7 @@ Status CpuModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t
                           .num_kv_heads = info_.num_kv_heads,
                           .head_dim = info_.head_dim,
                           .dtype = kv_dtype_};
+    std::byte* next = base + 2 * kv_slot[static_cast<std::size_t>(layer)] * bytes_per_pool;
     for (bool value : {false, true}) {
       if (kv_dtype_ == cpu::KvDtype::kF16) {
         (value ? view.v_f16 : view.k_f16) = reinterpret_cast<std::uint16_t*>(next);
@@ -116,6 +138,7 @@ Status CpuModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t
   }
   num_blocks_ = num_blocks;
   block_size_ = block_size;
+  group_windows_.assign(info_.kv_group_windows.begin() + 1, info_.kv_group_windows.end());
   return Status::ok_status();
 }
 
@@ -123,13 +146,19 @@ Status CpuModelExecutor::forward(const ForwardBatch& batch, float* logits) {
   if (num_blocks_ == 0) {
     return Status(StatusCode::kFailedPrecondition, "forward() before allocate_kv_cache()");
   }
+  if (batch.kv_groups.empty() && shared_pool_) {
+    return invalid_argument(
+        "forward batch: the KV groups share one pool, so the batch must "
+        "carry each group's block tables (kv_groups)");
+  }
   PAGODA_RETURN_IF_ERROR(
       check_forward_batch(batch, {.vocab_size = info_.vocab_size,
                                   .max_model_len = info_.max_model_len,
                                   .max_num_batched_tokens = info_.max_num_batched_tokens,
                                   .num_blocks = num_blocks_,
-                                  .block_size = block_size_}));
-  ops_.bind(pool_, batch, kv_views_);
+                                  .block_size = block_size_,
+                                  .group_windows = group_windows_}));
+  ops_.bind(pool_, batch, kv_views_, info_.kv_group_of_layer);
   PAGODA_RETURN_IF_ERROR(architecture_.forward(ops_, files_->config));
   ops_.lm_head(logits);
   return Status::ok_status();

@@ -46,6 +46,7 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
   const ModelExecutorInfo& info() const override { return info_; }
   std::int64_t kv_cache_bytes_per_block(std::int64_t block_size) const override;
   Status allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) override;
+  Status allocate_kv_cache_groups(std::int64_t num_blocks, std::int64_t block_size) override;
   std::int64_t num_kv_blocks() const override { return num_blocks_; }
   std::int64_t kv_block_size() const override { return block_size_; }
   Status forward(const ForwardBatch& batch, float* logits) override;
@@ -76,6 +77,14 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
   std::vector<cpu::KvCacheView> kv_views_;  // [num_layers]
   std::int64_t num_blocks_ = 0;
   std::int64_t block_size_ = 0;
+  // The windows of KV groups 1..; with a shared pool (allocate_kv_cache_groups) the layers of
+  // different groups share memory slots, so batches must carry kv_groups.
+  std::vector<std::int64_t> group_windows_;
+  bool shared_pool_ = false;
+  // Allocates one K and V pool of num_blocks per entry of slots and points each layer at
+  // kv_slot[layer]'s.
+  Status allocate_pools(std::int64_t num_blocks, std::int64_t block_size,
+                        const std::vector<std::int64_t>& kv_slot);
 };
 
 }  // namespace pagoda::models

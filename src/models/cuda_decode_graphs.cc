@@ -61,7 +61,8 @@ CudaModelExecutor::LayerShape CudaModelExecutor::graph_shape(std::int64_t num_se
           .decode = true,
           .plan = {.num_splits = num_splits,
                    .partition_size = 0,
-                   .device_partition_size = metadata_.decode_partition_size()}};
+                   .device_partition_size = metadata_.decode_partition_size()},
+          .kv_groups = graphs_use_kv_groups_};
 }
 
 // One graph per padded batch size, smallest first (small batches are where launch overhead
@@ -114,9 +115,11 @@ Status CudaModelExecutor::capture_decode_graphs() {
 
 const CudaModelExecutor::DecodeGraph* CudaModelExecutor::graph_for(
     const ForwardBatch& batch) const {
+  // A graph reads the KV groups' tables for the sliding layers if it was captured so.
   if (!graphs_enabled_ || decode_graphs_.empty() || batch.num_tokens() != batch.num_seqs() ||
       batch.num_seqs() > decode_graphs_.back().num_seqs ||
-      batch.max_blocks_per_seq > metadata_.max_blocks_per_seq()) {
+      batch.max_blocks_per_seq > metadata_.max_blocks_per_seq() ||
+      batch.kv_groups.empty() == graphs_use_kv_groups_) {
     return nullptr;
   }
   for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {

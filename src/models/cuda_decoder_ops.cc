@@ -31,8 +31,28 @@ std::int64_t CudaDecoderOps::qkv_dim() const {
   return (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim;
 }
 
+std::int32_t CudaDecoderOps::kv_group(std::int64_t layer) const {
+  if (!shape_.kv_groups || e_.info_.kv_group_of_layer.empty()) return 0;
+  return e_.info_.kv_group_of_layer[static_cast<std::size_t>(layer)];
+}
+
+// A sliding layer's K/V goes to its group's pool at its group's slots, and its attention reads
+// its group's tables: -1 below each sequence's window, which the kernels never index (the
+// decode kernels start at seq_len - window, the prefill kernel at its tile's first window key).
+const std::int64_t* CudaDecoderOps::slot_mapping(std::int64_t layer) const {
+  const std::int32_t group = kv_group(layer);
+  return group == 0 ? e_.metadata_.slot_mapping()
+                    : e_.metadata_.group_slot_mapping(static_cast<std::size_t>(group - 1));
+}
+
+const std::int32_t* CudaDecoderOps::block_tables(std::int64_t layer) const {
+  const std::int32_t group = kv_group(layer);
+  return group == 0 ? e_.metadata_.block_tables()
+                    : e_.metadata_.group_block_tables(static_cast<std::size_t>(group - 1));
+}
+
 kernels::PagedKvCache CudaDecoderOps::cache(std::int64_t layer) const {
-  const auto i = static_cast<std::size_t>(layer);
+  const auto i = static_cast<std::size_t>(e_.kv_slot_[static_cast<std::size_t>(layer)]);
   return {.k = e_.k_cache_[i].data(),
           .v = e_.v_cache_[i].data(),
           .num_blocks = e_.num_blocks_,
@@ -123,7 +143,7 @@ Status CudaDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table)
   return kernels::launch_rope_kv_cache({.qkv = e_.qkv_.data(),
                                         .qkv_row_stride = qkv_dim(),
                                         .positions = e_.metadata_.positions(),
-                                        .slot_mapping = e_.metadata_.slot_mapping(),
+                                        .slot_mapping = slot_mapping(layer),
                                         .inv_freq = rope_inv_freq(table),
                                         .cache = cache(layer),
                                         .num_tokens = shape_.num_tokens,
@@ -145,7 +165,7 @@ Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& opt
                                              .cache = cache(layer),
                                              .query_start_loc = e_.metadata_.query_start_loc(),
                                              .seq_lens = e_.metadata_.seq_lens(),
-                                             .block_tables = e_.metadata_.block_tables(),
+                                             .block_tables = block_tables(layer),
                                              .num_seqs = shape_.num_seqs,
                                              .max_blocks_per_seq = shape_.block_table_stride,
                                              .num_heads = c.num_attention_heads,

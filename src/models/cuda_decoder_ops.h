@@ -50,6 +50,10 @@ class CudaDecoderOps final : public DecoderOps {
   }
   kernels::PagedKvCache cache(std::int64_t layer) const;
   std::int64_t qkv_dim() const;
+  // The layer's KV group (0 unless the step runs the groups' own tables) and its tables.
+  std::int32_t kv_group(std::int64_t layer) const;
+  const std::int64_t* slot_mapping(std::int64_t layer) const;
+  const std::int32_t* block_tables(std::int64_t layer) const;
 
   CudaModelExecutor& e_;
   const CudaModelExecutor::LayerShape& shape_;

@@ -14,6 +14,7 @@
 #include "kernels/embedding/previous_tokens.h"
 #include "models/cuda_decoder_ops.h"
 #include "models/forward_batch_check.h"
+#include "models/kv_cache_groups.h"
 
 namespace pagoda::models {
 
@@ -95,6 +96,7 @@ StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::finish(
   info.num_layers = c.num_hidden_layers;
   info.num_kv_heads = c.num_key_value_heads;
   info.head_dim = c.head_dim;
+  set_kv_cache_groups(*find_architecture(c.architecture), c, info);
   std::unique_ptr<CudaModelExecutor> executor(
       new CudaModelExecutor(c, std::move(weights), info, options));
   PAGODA_ASSIGN_OR_RETURN(cuda::DeviceProperties props, cuda::current_device_properties());
@@ -165,7 +167,18 @@ std::int64_t CudaModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size
 }
 
 Status CudaModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) {
-  PAGODA_RETURN_IF_ERROR(allocate_cache(num_blocks, block_size));
+  return allocate_and_capture(num_blocks, block_size, /*kv_groups=*/false);
+}
+
+Status CudaModelExecutor::allocate_kv_cache_groups(std::int64_t num_blocks,
+                                                   std::int64_t block_size) {
+  return allocate_and_capture(num_blocks, block_size, /*kv_groups=*/info_.num_kv_groups() > 1);
+}
+
+Status CudaModelExecutor::allocate_and_capture(std::int64_t num_blocks, std::int64_t block_size,
+                                               bool kv_groups) {
+  PAGODA_RETURN_IF_ERROR(allocate_cache(num_blocks, block_size, kv_groups));
+  graphs_use_kv_groups_ = kv_groups;
   if (options_.enforce_eager) return Status::ok_status();
   // The graphs bake in the cache's addresses, so they are captured against this pool.
   PAGODA_RETURN_IF_ERROR(capture_decode_graphs());
@@ -175,7 +188,8 @@ Status CudaModelExecutor::allocate_kv_cache(std::int64_t num_blocks, std::int64_
   return Status::ok_status();
 }
 
-Status CudaModelExecutor::allocate_cache(std::int64_t num_blocks, std::int64_t block_size) {
+Status CudaModelExecutor::allocate_cache(std::int64_t num_blocks, std::int64_t block_size,
+                                         bool kv_groups) {
   PAGODA_RETURN_IF_ERROR(check_kv_cache_shape(num_blocks, block_size));
   decode_graphs_.clear();
   graph_stats_ = {};
@@ -183,9 +197,16 @@ Status CudaModelExecutor::allocate_cache(std::int64_t num_blocks, std::int64_t b
   v_cache_.clear();
   num_blocks_ = 0;
   block_size_ = 0;
+  if (kv_groups) {
+    kv_slot_ = kv_cache_slots(info_);
+  } else {
+    kv_slot_.resize(static_cast<std::size_t>(info_.num_layers));
+    for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) kv_slot_[layer] = layer;
+  }
+  const std::int64_t num_slots = *std::max_element(kv_slot_.begin(), kv_slot_.end()) + 1;
   const auto bytes = static_cast<std::size_t>(num_blocks * block_size * info_.num_kv_heads *
                                               info_.head_dim * kv_cache_element_bytes());
-  for (std::int64_t layer = 0; layer < info_.num_layers; ++layer) {
+  for (std::int64_t slot = 0; slot < num_slots; ++slot) {
     auto k = DeviceBuffer::allocate(bytes);
     auto v = DeviceBuffer::allocate(bytes);
     if (!k.ok() || !v.ok()) {
@@ -200,12 +221,15 @@ Status CudaModelExecutor::allocate_cache(std::int64_t num_blocks, std::int64_t b
     v_cache_.push_back(std::move(*v));
   }
   const std::int64_t max_blocks_per_seq = (info_.max_model_len + block_size - 1) / block_size;
-  PAGODA_ASSIGN_OR_RETURN(metadata_,
-                          CudaStepMetadata::create({.max_tokens = options_.max_num_batched_tokens,
-                                                    .max_seqs = options_.max_num_seqs,
-                                                    .max_blocks_per_seq = max_blocks_per_seq}));
+  PAGODA_ASSIGN_OR_RETURN(
+      metadata_, CudaStepMetadata::create({.max_tokens = options_.max_num_batched_tokens,
+                                           .max_seqs = options_.max_num_seqs,
+                                           .max_blocks_per_seq = max_blocks_per_seq,
+                                           .num_extra_kv_groups = info_.num_kv_groups() - 1}));
   num_blocks_ = num_blocks;
   block_size_ = block_size;
+  group_windows_.assign(info_.kv_group_windows.begin() + 1, info_.kv_group_windows.end());
+  shared_pool_ = kv_groups;
   return Status::ok_status();
 }
 
@@ -214,7 +238,8 @@ StatusOr<std::int64_t> CudaModelExecutor::profile_num_kv_blocks(double gpu_memor
   if (block_size <= 0) return invalid_argument("--block-size must be positive");
   const std::int64_t tokens = std::min(options_.max_num_batched_tokens, info_.max_model_len);
   const std::int64_t blocks = (tokens + block_size - 1) / block_size;
-  PAGODA_RETURN_IF_ERROR(allocate_cache(blocks, block_size));
+  PAGODA_RETURN_IF_ERROR(allocate_cache(blocks, block_size, /*kv_groups=*/false));
+  graphs_use_kv_groups_ = false;
   ForwardBatch batch;
   for (std::int64_t i = 0; i < tokens; ++i) {
     batch.token_ids.push_back(static_cast<std::int32_t>(i % info_.vocab_size));
@@ -256,11 +281,17 @@ Status CudaModelExecutor::check_batch(const ForwardBatch& batch) const {
   if (num_blocks_ == 0) {
     return Status(StatusCode::kFailedPrecondition, "a step before allocate_kv_cache()");
   }
+  if (batch.kv_groups.empty() && shared_pool_) {
+    return invalid_argument(
+        "forward batch: the KV groups share one pool, so the batch must "
+        "carry each group's block tables (kv_groups)");
+  }
   return check_forward_batch(batch, {.vocab_size = info_.vocab_size,
                                      .max_model_len = info_.max_model_len,
                                      .max_num_batched_tokens = info_.max_num_batched_tokens,
                                      .num_blocks = num_blocks_,
-                                     .block_size = block_size_});
+                                     .block_size = block_size_,
+                                     .group_windows = group_windows_});
 }
 
 Status CudaModelExecutor::forward(const ForwardBatch& batch, float* logits) {
@@ -305,7 +336,8 @@ CudaModelExecutor::LayerShape CudaModelExecutor::eager_shape(const ForwardBatch&
   const ModelConfig& c = config_;
   LayerShape shape{.num_tokens = batch.num_tokens(),
                    .num_seqs = batch.num_seqs(),
-                   .block_table_stride = batch.max_blocks_per_seq};
+                   .block_table_stride = batch.max_blocks_per_seq,
+                   .kv_groups = !batch.kv_groups.empty()};
   std::int64_t min_query_len = batch.num_tokens();
   std::int64_t max_seq_len = 0;
   for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {

@@ -77,6 +77,7 @@ class CudaModelExecutor final : public ModelExecutor {
   const ModelExecutorInfo& info() const override { return info_; }
   std::int64_t kv_cache_bytes_per_block(std::int64_t block_size) const override;
   Status allocate_kv_cache(std::int64_t num_blocks, std::int64_t block_size) override;
+  Status allocate_kv_cache_groups(std::int64_t num_blocks, std::int64_t block_size) override;
   std::int64_t num_kv_blocks() const override { return num_blocks_; }
   std::int64_t kv_block_size() const override { return block_size_; }
   Status forward(const ForwardBatch& batch, float* logits) override;
@@ -142,6 +143,9 @@ class CudaModelExecutor final : public ModelExecutor {
     std::int64_t max_query_len = 0;
     bool decode = false;  // every sequence brings one query: the split-K decode kernel
     kernels::DecodeSplitPlan plan;
+    // The layers of KV groups 1.. read their group's tables (the batch carries kv_groups);
+    // otherwise every layer reads group 0's.
+    bool kv_groups = false;
   };
   // One captured decode step for batches of up to num_seqs sequences.
   struct DecodeGraph {
@@ -151,7 +155,12 @@ class CudaModelExecutor final : public ModelExecutor {
   };
 
   Status allocate_activations();
-  Status allocate_cache(std::int64_t num_blocks, std::int64_t block_size);
+  // One K and V pool of num_blocks per memory slot (every layer its own, or with `kv_groups`
+  // the slots of kv_cache_groups.h, shared by the groups' k-th layers).
+  Status allocate_cache(std::int64_t num_blocks, std::int64_t block_size, bool kv_groups);
+  // The pools, then the decode graphs, which bake in the pools' addresses and whether the
+  // sliding layers read their own group's tables.
+  Status allocate_and_capture(std::int64_t num_blocks, std::int64_t block_size, bool kv_groups);
   // Bytes of one cached K or V element: the dtype's, or 1 for an FP8 cache.
   std::int64_t kv_cache_element_bytes() const;
   Status check_batch(const ForwardBatch& batch) const;
@@ -209,10 +218,16 @@ class CudaModelExecutor final : public ModelExecutor {
   cuda::DeviceBuffer decode_partial_lse_;
   std::int64_t decode_workspace_floats_ = 0;
 
-  std::vector<cuda::DeviceBuffer> k_cache_;  // [layers] of [blocks, kv_heads, block, head_dim]
+  std::vector<cuda::DeviceBuffer> k_cache_;  // [slots] of [blocks, kv_heads, block, head_dim]
   std::vector<cuda::DeviceBuffer> v_cache_;
+  std::vector<std::int64_t> kv_slot_;  // [layers]: the slot of each layer's pools
   std::int64_t num_blocks_ = 0;
   std::int64_t block_size_ = 0;
+  std::vector<std::int64_t> group_windows_;  // KV groups 1..
+  // Whether the groups share the pool's slots (batches must then carry kv_groups, and the
+  // decode graphs were captured reading the groups' tables).
+  bool shared_pool_ = false;
+  bool graphs_use_kv_groups_ = false;
 
   std::vector<DecodeGraph> decode_graphs_;  // ascending num_seqs
   bool graphs_enabled_ = true;

@@ -49,10 +49,20 @@ StatusOr<CudaStepMetadata> CudaStepMetadata::create(const Capacity& capacity) {
   offset = aligned(offset + sizeof(std::int32_t));
   m.previous_pairs_ = offset;
   offset = aligned(offset + 2 * tokens * sizeof(std::int32_t));
-  // Last, so that a step copies only the block-table rows it uses.
+  for (std::int64_t g = 0; g < capacity.num_extra_kv_groups; ++g) {
+    m.group_slot_mapping_.push_back(offset);
+    offset = aligned(offset + tokens * sizeof(std::int64_t));
+  }
+  // Last, so that a step copies only the block-table rows it uses (with KV groups, up to the
+  // rows of the last group's tables).
+  const std::size_t table_bytes =
+      seqs * static_cast<std::size_t>(capacity.max_blocks_per_seq) * sizeof(std::int32_t);
   m.block_tables_ = offset;
-  offset = aligned(offset + seqs * static_cast<std::size_t>(capacity.max_blocks_per_seq) *
-                                sizeof(std::int32_t));
+  offset = aligned(offset + table_bytes);
+  for (std::int64_t g = 0; g < capacity.num_extra_kv_groups; ++g) {
+    m.group_block_tables_.push_back(offset);
+    offset = aligned(offset + table_bytes);
+  }
   m.total_ = offset;
   for (cuda::PinnedHostBuffer& pinned : m.pinned_) {
     PAGODA_ASSIGN_OR_RETURN(pinned, cuda::PinnedHostBuffer::allocate(m.total_));
@@ -81,7 +91,16 @@ Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream,
   put(base, query_start_loc_, batch.query_start_loc);
   put(base, seq_lens_, batch.seq_lens);
   put(base, logits_indices_, batch.logits_indices);
-  const std::size_t used = put(base, block_tables_, batch.block_tables);
+  std::size_t used = put(base, block_tables_, batch.block_tables);
+  if (batch.kv_groups.size() > group_block_tables_.size()) {
+    return invalid_argument("forward batch with " + std::to_string(batch.kv_groups.size()) +
+                            " extra KV groups; the executor has " +
+                            std::to_string(group_block_tables_.size()));
+  }
+  for (std::size_t g = 0; g < batch.kv_groups.size(); ++g) {
+    put(base, group_slot_mapping_[g], batch.kv_groups[g].slot_mapping);
+    used = put(base, group_block_tables_[g], batch.kv_groups[g].block_tables);
+  }
   PAGODA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(device_.data(), base, used, cudaMemcpyHostToDevice, stream));
   next_pinned_ = (next_pinned_ + 1) % kPinnedBuffers;
@@ -95,7 +114,8 @@ Status CudaStepMetadata::upload_padded_decode(const ForwardBatch& batch, std::in
   const std::int64_t seqs = batch.num_seqs();
   if (padded_seqs < seqs || padded_seqs > capacity_.max_seqs ||
       padded_seqs > capacity_.max_tokens || batch.num_tokens() != seqs ||
-      batch.max_blocks_per_seq > capacity_.max_blocks_per_seq) {
+      batch.max_blocks_per_seq > capacity_.max_blocks_per_seq ||
+      batch.kv_groups.size() > group_block_tables_.size()) {
     return invalid_argument("padded decode upload of " + std::to_string(seqs) + " sequences to " +
                             std::to_string(padded_seqs) + " exceeds the executor's capacity");
   }
@@ -112,6 +132,12 @@ Status CudaStepMetadata::upload_padded_decode(const ForwardBatch& batch, std::in
   fill(token_ids_, batch.token_ids, 0);
   fill(positions_, batch.positions, 0);
   fill(seq_lens_, batch.seq_lens, 0);
+  // Every group's slots, so a graph's warm-up run over padding alone stores no K/V anywhere.
+  static const std::vector<std::int64_t> kNoSlots;
+  for (std::size_t g = 0; g < group_slot_mapping_.size(); ++g) {
+    fill(group_slot_mapping_[g],
+         g < batch.kv_groups.size() ? batch.kv_groups[g].slot_mapping : kNoSlots, -1);
+  }
   auto* query_start = reinterpret_cast<std::int32_t*>(base + query_start_loc_);
   for (std::int64_t s = 0; s <= padded_seqs; ++s) query_start[s] = static_cast<std::int32_t>(s);
   put(base, logits_indices_, batch.logits_indices);
@@ -119,16 +145,21 @@ Status CudaStepMetadata::upload_padded_decode(const ForwardBatch& batch, std::in
   // Block tables: the batch's rows at the fixed stride; padding rows are never read (seq_len 0).
   const auto stride = static_cast<std::size_t>(capacity_.max_blocks_per_seq) * sizeof(std::int32_t);
   const auto row = static_cast<std::size_t>(batch.max_blocks_per_seq) * sizeof(std::int32_t);
-  for (std::int64_t s = 0; s < seqs; ++s) {
-    std::memcpy(base + block_tables_ + s * stride,
-                batch.block_tables.data() + s * batch.max_blocks_per_seq, row);
-  }
+  const auto copy_tables = [&](std::size_t offset, const std::vector<std::int32_t>& tables) {
+    for (std::int64_t s = 0; s < seqs; ++s) {
+      std::memcpy(base + offset + s * stride, tables.data() + s * batch.max_blocks_per_seq, row);
+    }
+    if (seqs == 0 || row == 0) return cudaSuccess;
+    return cudaMemcpy2DAsync(static_cast<std::uint8_t*>(device_.data()) + offset, stride,
+                             base + offset, stride, row, static_cast<std::size_t>(seqs),
+                             cudaMemcpyHostToDevice, stream);
+  };
   PAGODA_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(device_.data(), base, block_tables_, cudaMemcpyHostToDevice, stream));
-  if (seqs > 0 && row > 0) {
-    PAGODA_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
-        static_cast<std::uint8_t*>(device_.data()) + block_tables_, stride, base + block_tables_,
-        stride, row, static_cast<std::size_t>(seqs), cudaMemcpyHostToDevice, stream));
+  PAGODA_CUDA_RETURN_IF_ERROR(copy_tables(block_tables_, batch.block_tables));
+  for (std::size_t g = 0; g < batch.kv_groups.size(); ++g) {
+    PAGODA_CUDA_RETURN_IF_ERROR(
+        copy_tables(group_block_tables_[g], batch.kv_groups[g].block_tables));
   }
   next_pinned_ = (next_pinned_ + 1) % kPinnedBuffers;
   return Status::ok_status();

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "backend/cuda/device_buffer.h"
 #include "pagoda/forward_batch.h"
@@ -17,7 +18,8 @@
 namespace pagoda::models {
 
 /// Fixed-capacity device copies of token ids, positions, slot mapping, query_start_loc,
-/// seq_lens, block tables and logits indices.
+/// seq_lens, block tables and logits indices, and of the block tables and slot mapping of the
+/// KV groups after the first (ForwardBatch::kv_groups: a model's sliding-window layers).
 class CudaStepMetadata {
  public:
   /// The most any one step may carry.
@@ -25,6 +27,7 @@ class CudaStepMetadata {
     std::int64_t max_tokens = 0;
     std::int64_t max_seqs = 0;
     std::int64_t max_blocks_per_seq = 0;
+    std::int64_t num_extra_kv_groups = 0;  ///< Groups with their own tables besides group 0.
   };
 
   CudaStepMetadata() = default;
@@ -72,6 +75,14 @@ class CudaStepMetadata {
   const std::int32_t* seq_lens() const { return at<std::int32_t>(seq_lens_); }  ///< [num_seqs]
   /// [num_seqs, batch.max_blocks_per_seq], row-major with the batch's own stride.
   const std::int32_t* block_tables() const { return at<std::int32_t>(block_tables_); }
+  /// KV group g + 1's slot mapping, [num_tokens] (batch.kv_groups[g]; g < num_extra_kv_groups).
+  const std::int64_t* group_slot_mapping(std::size_t g) const {
+    return at<std::int64_t>(group_slot_mapping_[g]);
+  }
+  /// KV group g + 1's block tables, laid out as block_tables() (-1 below each window).
+  const std::int32_t* group_block_tables(std::size_t g) const {
+    return at<std::int32_t>(group_block_tables_[g]);
+  }
   const std::int32_t* logits_indices() const {
     return at<std::int32_t>(logits_indices_);
   }  ///< [num_logits]
@@ -89,6 +100,9 @@ class CudaStepMetadata {
   std::size_t slot_mapping_ = 0, token_ids_ = 0, positions_ = 0, query_start_loc_ = 0,
               seq_lens_ = 0, block_tables_ = 0, logits_indices_ = 0, partition_size_ = 0,
               previous_pairs_ = 0, total_ = 0;
+  // Per extra KV group: its slot mapping (before block_tables_, so the fixed-size part of a
+  // padded decode upload carries it) and its block tables (after block_tables_).
+  std::vector<std::size_t> group_slot_mapping_, group_block_tables_;
   std::array<cuda::PinnedHostBuffer, kPinnedBuffers> pinned_;
   int next_pinned_ = 0;  // the staging buffer the next upload packs
   Status put_previous_pairs(std::uint8_t* base, std::span<const std::int32_t> pairs) const;

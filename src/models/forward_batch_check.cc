@@ -1,5 +1,6 @@
 #include "models/forward_batch_check.h"
 
+#include <algorithm>
 #include <string>
 
 namespace pagoda::models {
@@ -76,6 +77,43 @@ Status check_sequence(const ForwardBatch& b, const ForwardBatchLimits& limits, s
   return Status::ok_status();
 }
 
+// A sliding group's table must name a block of its pool from the first query's window on
+// (earlier entries are never read), and its slots must follow the table.
+Status check_group(const ForwardBatch& b, const ForwardBatchLimits& limits, std::size_t g) {
+  const ForwardBatch::KvGroupTables& group = b.kv_groups[g];
+  const std::int64_t window = limits.group_windows[g];
+  const std::int64_t num_blocks = limits.num_blocks;
+  if (static_cast<std::int64_t>(group.block_tables.size()) != b.num_seqs() * b.max_blocks_per_seq ||
+      static_cast<std::int64_t>(group.slot_mapping.size()) != b.num_tokens()) {
+    return bad("KV group " + str(static_cast<std::int64_t>(g) + 1) +
+               " must have block_tables' and slot_mapping's shapes");
+  }
+  const std::int64_t bs = limits.block_size;
+  for (std::int64_t s = 0; s < b.num_seqs(); ++s) {
+    const std::int64_t q_len = b.query_start_loc[s + 1] - b.query_start_loc[s];
+    const std::int64_t first_query = b.seq_lens[s] - q_len;
+    const std::int64_t first = std::max<std::int64_t>(0, first_query - window + 1) / bs;
+    const std::int32_t* table = group.block_tables.data() + s * b.max_blocks_per_seq;
+    for (std::int64_t i = first; i < (b.seq_lens[s] + bs - 1) / bs; ++i) {
+      if (table[i] < 0 || table[i] >= num_blocks) {
+        return bad("block " + str(table[i]) + " of sequence " + str(s) + " in KV group " +
+                   str(static_cast<std::int64_t>(g) + 1) + " is not in its pool of " +
+                   str(num_blocks));
+      }
+    }
+    for (std::int64_t t = b.query_start_loc[s]; t < b.query_start_loc[s + 1]; ++t) {
+      const std::int64_t position = b.positions[t];
+      const std::int64_t expected = std::int64_t{table[position / bs]} * bs + position % bs;
+      if (group.slot_mapping[t] >= 0 && group.slot_mapping[t] != expected) {
+        return bad("token " + str(t) + " has slot " + str(group.slot_mapping[t]) + " in KV group " +
+                   str(static_cast<std::int64_t>(g) + 1) + ", its block table says " +
+                   str(expected));
+      }
+    }
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Status check_forward_batch(const ForwardBatch& b, const ForwardBatchLimits& limits) {
@@ -85,6 +123,16 @@ Status check_forward_batch(const ForwardBatch& b, const ForwardBatchLimits& limi
   }
   for (std::int64_t s = 0; s < b.num_seqs(); ++s) {
     PAGODA_RETURN_IF_ERROR(check_sequence(b, limits, s));
+  }
+  if (!b.kv_groups.empty()) {
+    if (b.kv_groups.size() != limits.group_windows.size()) {
+      return bad(str(static_cast<std::int64_t>(b.kv_groups.size()) + 1) +
+                 " KV groups' tables for an executor of " +
+                 str(static_cast<std::int64_t>(limits.group_windows.size()) + 1));
+    }
+    for (std::size_t g = 0; g < b.kv_groups.size(); ++g) {
+      PAGODA_RETURN_IF_ERROR(check_group(b, limits, g));
+    }
   }
   for (std::int32_t id : b.token_ids) {
     if (id < 0 || id >= limits.vocab_size) {

@@ -1,14 +1,31 @@
 #include "models/single_sequence_batcher.h"
 
+#include <algorithm>
 #include <string>
 
 #include "common/check.h"
 
 namespace pagoda::models {
 
-SingleSequenceBatcher::SingleSequenceBatcher(std::int64_t block_size, std::int64_t num_blocks)
-    : block_size_(block_size), num_blocks_(num_blocks) {
+SingleSequenceBatcher::SingleSequenceBatcher(std::int64_t block_size, std::int64_t num_blocks,
+                                             std::vector<std::int64_t> sliding_windows,
+                                             std::int64_t max_chunk)
+    : block_size_(block_size),
+      num_blocks_(num_blocks),
+      max_chunk_(max_chunk > 0 ? max_chunk : block_size * num_blocks),
+      sliding_windows_(std::move(sliding_windows)) {
   PAGODA_CHECK(block_size > 0 && num_blocks > 0) << block_size << " x " << num_blocks;
+  for (const std::int64_t window : sliding_windows_) {
+    PAGODA_CHECK(window > 0) << "sliding window " << window;
+    ring_blocks_.push_back(
+        std::min(num_blocks_, (max_chunk_ + window - 1 + block_size - 1) / block_size + 1));
+  }
+}
+
+std::int64_t SingleSequenceBatcher::num_pool_blocks() const {
+  std::int64_t blocks = num_blocks_;
+  for (const std::int64_t ring : ring_blocks_) blocks += ring;
+  return blocks;
 }
 
 // Block i of the sequence is pool block i, so position p sits at slot p:
@@ -17,6 +34,10 @@ SingleSequenceBatcher::SingleSequenceBatcher(std::int64_t block_size, std::int64
 Status SingleSequenceBatcher::next(std::span<const std::int32_t> tokens, ForwardBatch& batch) {
   const auto n = static_cast<std::int64_t>(tokens.size());
   if (n == 0) return invalid_argument("no tokens to run");
+  if (n > max_chunk_) {
+    return invalid_argument(std::to_string(n) + " tokens in one step, over the " +
+                            std::to_string(max_chunk_) + " the sliding-window rings hold");
+  }
   if (num_cached_ + n > capacity()) {
     return out_of_range("the sequence would reach " + std::to_string(num_cached_ + n) +
                         " tokens, more than its KV cache holds (" + std::to_string(capacity()) +
@@ -36,6 +57,24 @@ Status SingleSequenceBatcher::next(std::span<const std::int32_t> tokens, Forward
     batch.block_tables.push_back(static_cast<std::int32_t>(b));
   }
   batch.logits_indices = {static_cast<std::int32_t>(n - 1)};
+  batch.kv_groups.resize(sliding_windows_.size());
+  const std::int64_t start = num_cached_ - n;
+  std::int64_t ring_start = num_blocks_;
+  for (std::size_t g = 0; g < sliding_windows_.size(); ++g) {
+    ForwardBatch::KvGroupTables& group = batch.kv_groups[g];
+    const std::int64_t ring = ring_blocks_[g];
+    const std::int64_t first =
+        std::max<std::int64_t>(0, start - sliding_windows_[g] + 1) / block_size_;
+    for (std::int64_t b = 0; b < num_blocks_; ++b) {
+      group.block_tables.push_back(b < first ? -1
+                                             : static_cast<std::int32_t>(ring_start + b % ring));
+    }
+    for (std::int64_t p = start; p < num_cached_; ++p) {
+      group.slot_mapping.push_back((ring_start + (p / block_size_) % ring) * block_size_ +
+                                   p % block_size_);
+    }
+    ring_start += ring;
+  }
   return Status::ok_status();
 }
 

@@ -7,6 +7,10 @@
 //                sandwich norms, GeGLU, scaled embedding, tied.
 // Each of logits.json's sequences is prefilled in chunks of 64 (Gemma's 150-token one crosses the
 // window within and across chunks) and then decoded greedily for 16 steps on both backends.
+// Gemma's two sliding layers run on their own KV groups in the shared pool (SequenceRun: a ring
+// of 6 blocks each for steps of up to 64 tokens, so the 166 tokens reuse blocks their window
+// left, and the table entries below each window are -1) through the eager kernels and the
+// decode graphs.
 //
 //   FP32: the GPU sums in another order (cuBLASLt, no TF32): logits within 1e-4 of the row's
 //         scale, and the argmaxes equal transformers' (every one wins by >= 5e-3).
@@ -59,8 +63,11 @@ void run_against_cpu(const std::string& model, cuda::ScalarType dtype) {
     const auto ids = seq["ids"].get<std::vector<std::int32_t>>();
     SCOPED_TRACE("sequence of " + std::to_string(ids.size()) + " tokens");
     const auto max_len = static_cast<std::int64_t>(ids.size()) + 16;
-    testing::SequenceRun cpu_run(*cpu, 16, max_len);
-    testing::SequenceRun gpu_run(**gpu, 16, max_len);
+    testing::SequenceRun cpu_run(*cpu, 16, max_len, kChunk);
+    testing::SequenceRun gpu_run(**gpu, 16, max_len, kChunk);
+    if (model == "tiny_gemma3" && ids.size() == 150) {
+      EXPECT_EQ(gpu_run.ring_blocks(), (std::vector<std::int64_t>{6, 6}));
+    }
     std::vector<float> want = cpu_run.prefill(ids, kChunk);
     std::vector<float> got = gpu_run.prefill(ids, kChunk);
     EXPECT_EQ(sampling::argmax(want), seq["argmax"].back().get<std::int32_t>());

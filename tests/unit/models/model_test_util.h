@@ -31,16 +31,29 @@ inline std::unique_ptr<CpuModelExecutor> open_executor(const std::string& path,
   return executor.ok() ? std::move(*executor) : nullptr;
 }
 
-/// One sequence fed to an executor (CPU or CUDA) chunk by chunk, with blocks 0..n-1.
+/// One sequence fed to an executor (CPU or CUDA) chunk by chunk, with blocks 0..n-1. A model
+/// with sliding-window layers runs them on their own KV group's ring of blocks
+/// (single_sequence_batcher.h), sized for steps of at most `max_chunk` tokens (0: any), unless
+/// `kv_groups` is false (one table for every layer).
 class SequenceRun {
  public:
-  SequenceRun(ModelExecutor& executor, std::int64_t block_size, std::int64_t max_len)
+  SequenceRun(ModelExecutor& executor, std::int64_t block_size, std::int64_t max_len,
+              std::int64_t max_chunk = 0, bool kv_groups = true)
       : executor_(executor),
-        batcher_(block_size, (max_len + block_size - 1) / block_size),
+        batcher_(block_size, (max_len + block_size - 1) / block_size,
+                 kv_groups ? std::vector<std::int64_t>(executor.info().kv_group_windows.begin() + 1,
+                                                       executor.info().kv_group_windows.end())
+                           : std::vector<std::int64_t>{},
+                 max_chunk),
         logits_(static_cast<std::size_t>(executor.info().vocab_size)) {
-    Status s = executor.allocate_kv_cache((max_len + block_size - 1) / block_size, block_size);
+    Status s = kv_groups && executor.info().num_kv_groups() > 1
+                   ? executor.allocate_kv_cache_groups(batcher_.num_pool_blocks(), block_size)
+                   : executor.allocate_kv_cache(batcher_.num_pool_blocks(), block_size);
     EXPECT_TRUE(s.ok()) << s.to_string();
   }
+
+  /// Each sliding KV group's ring of blocks (empty without groups).
+  const std::vector<std::int64_t>& ring_blocks() const { return batcher_.ring_blocks(); }
 
   /// Runs `tokens` as one step; returns the logits of the rows in `rows` (default: the last),
   /// each [vocab], concatenated.

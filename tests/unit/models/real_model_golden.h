@@ -80,7 +80,8 @@ inline double expect_greedy_and_logprobs_match(ModelExecutor& executor,
   for (const GoldenCase& c : cases) {
     SCOPED_TRACE(c.name);
     const std::vector<std::int32_t>& want = c.greedy_ids;
-    SequenceRun run(executor, 16, static_cast<std::int64_t>(c.prompt_ids.size() + want.size()));
+    SequenceRun run(executor, 16, static_cast<std::int64_t>(c.prompt_ids.size() + want.size()),
+                    chunk);
     std::vector<float> logits = run.prefill(c.prompt_ids, chunk);
     for (std::size_t step = 0; step < want.size(); ++step) {
       EXPECT_EQ(static_cast<std::int64_t>(logits.size()), vocab);

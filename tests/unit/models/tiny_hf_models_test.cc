@@ -71,6 +71,41 @@ TEST_P(TinyHfModelTest, LogitsAndGreedyMatchTransformers) {
   }
 }
 
+// Gemma 3's sliding layers on their own KV groups (one layer each beside the one full layer):
+// 480 tokens in steps of at most 32 keep each sliding layer's K/V in a ring of 4 blocks of the
+// shared pool (single_sequence_batcher.h), where one table for all layers keeps 31; the logits
+// are bit for bit those of one table, since every layer reads the same keys in the same order.
+TEST(TinyGemma3KvGroupsTest, SlidingRingMatchesOneTable) {
+  auto executor = testing::open_executor(kForwardDir + "tiny_gemma3", 64);
+  ASSERT_NE(executor, nullptr);
+  ASSERT_EQ(executor->info().kv_group_windows, (std::vector<std::int64_t>{0, 12, 12}));
+  constexpr std::int64_t kLen = 480;
+  constexpr std::int64_t kChunk = 32;
+  std::vector<std::int32_t> ids(kLen);
+  for (std::int64_t i = 0; i < kLen; ++i) ids[i] = static_cast<std::int32_t>((i * 37 + 11) % 416);
+  std::vector<std::vector<float>> grouped, single;
+  {
+    testing::SequenceRun run(*executor, 16, kLen + 8, kChunk);
+    EXPECT_EQ(run.ring_blocks(), (std::vector<std::int64_t>{4, 4}));
+    grouped.push_back(run.prefill(ids, kChunk));
+    std::vector<float> last = grouped.back();
+    for (int i = 0; i < 8; ++i) {
+      const std::int32_t token = sampling::argmax(last);
+      grouped.push_back(last = run.step(std::span(&token, 1)));
+    }
+  }
+  {
+    testing::SequenceRun run(*executor, 16, kLen + 8, kChunk, /*kv_groups=*/false);
+    single.push_back(run.prefill(ids, kChunk));
+    std::vector<float> last = single.back();
+    for (int i = 0; i < 8; ++i) {
+      const std::int32_t token = sampling::argmax(last);
+      single.push_back(last = run.step(std::span(&token, 1)));
+    }
+  }
+  EXPECT_EQ(grouped, single);
+}
+
 INSTANTIATE_TEST_SUITE_P(Checkpoints, TinyHfModelTest,
                          ::testing::Values("tiny_llama", "tiny_qwen2", "tiny_llama_sharded",
                                            "tiny_qwen3", "tiny_gemma3"));
