@@ -7,7 +7,7 @@
 // Prints (1) the blocks and bytes one request holds after prefilling `--long-tokens` (32,768)
 // tokens in `--chunk` (2,048) token steps and decoding one more, and (2) how many requests of
 // `--concurrent-tokens` (8,192) a KV budget of `--budget-gib` holds at once, each prefilled the
-// same way and one decode step in: the pools sized by kv_cache_sizing.h, requests admitted until
+// same way and one decode step in: the pool sized by kv_cache_sizing.h, requests admitted until
 // the manager refuses one.
 #include <cstdio>
 #include <cstdlib>
@@ -58,15 +58,11 @@ bool run_request(KvCacheManager& kv, Request& request, std::int64_t chunk) {
   return true;
 }
 
-std::int64_t held_bytes(const KvCacheManager& kv, const Request& request,
-                        const ModelExecutorInfo& info, std::int64_t per_block) {
-  if (kv.num_groups() == 1) return kv.num_held_blocks(request, 0) * per_block;
-  std::int64_t bytes = 0;
-  for (std::size_t g = 0; g < kv.num_groups(); ++g) {
-    bytes += kv.num_held_blocks(request, g) *
-             kv_group_block_bytes(info, per_block, static_cast<std::int64_t>(g));
-  }
-  return bytes;
+// Every group's held blocks, each a page of the pool.
+std::int64_t held_blocks(const KvCacheManager& kv, const Request& request) {
+  std::int64_t blocks = 0;
+  for (std::size_t g = 0; g < kv.num_groups(); ++g) blocks += kv.num_held_blocks(request, g);
+  return blocks;
 }
 
 int run(const Options& o) {
@@ -117,11 +113,15 @@ int run(const Options& o) {
       std::fprintf(stderr, "the long request did not fit\n");
       return 1;
     }
-    std::printf("%s  %lld-token request: %lld + %lld blocks held, %.4f GiB of KV\n", name,
-                static_cast<long long>(request.num_tokens()),
-                static_cast<long long>(kv.num_held_blocks(request, 0)),
-                static_cast<long long>(kv.num_groups() > 1 ? kv.num_held_blocks(request, 1) : 0),
-                static_cast<double>(held_bytes(kv, request, info, per_block)) / gib);
+    const std::int64_t page = kv_page_bytes(info, per_block, !groups);
+    std::printf(
+        "%s  %lld-token request: %lld blocks of %lld bytes held (%lld full + %lld "
+        "sliding), %.4f GiB of KV\n",
+        name, static_cast<long long>(request.num_tokens()),
+        static_cast<long long>(held_blocks(kv, request)), static_cast<long long>(page),
+        static_cast<long long>(kv.num_held_blocks(request, 0)),
+        static_cast<long long>(held_blocks(kv, request) - kv.num_held_blocks(request, 0)),
+        static_cast<double>(held_blocks(kv, request) * page) / gib);
     // (2) As many concurrent requests as the budget holds.
     CacheConfig fixed;
     fixed.block_size = o.block_size;
@@ -145,14 +145,12 @@ int run(const Options& o) {
       }
       running.push_back(std::move(r));
     }
-    std::printf("%s  %.2f GiB budget: pools %lld", name, o.budget_gib,
-                static_cast<long long>(fixed.num_blocks));
-    for (const SlidingKvGroup& g : fixed.sliding_groups) {
-      std::printf(" + %lld", static_cast<long long>(g.num_blocks));
-    }
-    std::printf(" blocks (%.3f GiB); %zu concurrent %lld-token requests\n",
-                static_cast<double>(kv_pool_bytes(fixed, per_block, info)) / gib, running.size(),
-                static_cast<long long>(o.concurrent_tokens));
+    std::printf(
+        "%s  %.2f GiB budget: %lld blocks of %lld bytes; %zu concurrent %lld-token "
+        "requests\n",
+        name, o.budget_gib, static_cast<long long>(fixed.num_blocks),
+        static_cast<long long>(kv_page_bytes(info, per_block, !groups)), running.size(),
+        static_cast<long long>(o.concurrent_tokens));
   }
   return 0;
 }
