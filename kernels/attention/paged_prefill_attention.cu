@@ -81,8 +81,9 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   const bool fp8 = c.storage == KvCacheStorage::kFp8E4M3;
   PAGODA_KERNEL_REQUIRE(c.k_scale > 0.0f && c.v_scale > 0.0f, kOp);
   if (kernel == PrefillKernel::kAuto) {
-    // An FP8 cache: the CUDA-core kernel until the tensor-core one's FP8 tiles have run on a
-    // GPU (PrefillKernel::kMma* take FP8 explicitly).
+    // An FP8 cache, head_dim 256 and sliding windows: the CUDA-core kernel until the
+    // tensor-core one's FP8 tiles, 256-wide rows and windows have run on a GPU (the explicit
+    // PrefillKernel::kMma* take them).
     // 32 rows per warp with 64-key tiles (128 x 64) once the prompt is long: 0.427 F against
     // 0.389 F for 32 rows with 32-key tiles and 0.370 F for 16 rows on the G10 shape (H200, run
     // 14; its oracle test passed on hardware in runs 24-25); 16 rows below, where it gives
@@ -108,9 +109,10 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
     return unimplemented(
         "paged prefill attention (mma): needs bf16 or f16 and 16-byte aligned q, out and cache");
   }
-  if (p.cache.head_dim == 256 || p.sliding_window > 0) {
+  if (p.sliding_window > 0 && p.cache.head_dim != 256) {
     return unimplemented(
-        "paged prefill attention (mma): head_dim 256 and sliding windows run the reference kernel");
+        "paged prefill attention (mma): sliding windows only at head_dim 256 (the reference "
+        "kernel takes the others)");
   }
   const int rows_per_warp = kernel == PrefillKernel::kMma16 ? 16 : 32;
   const int keys_per_tile = kernel == PrefillKernel::kMma32Keys64 ? 64 : 32;

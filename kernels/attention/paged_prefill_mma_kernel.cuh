@@ -49,14 +49,16 @@ struct Tile {
   static constexpr int kBlockM = kWarps * 16 * kMTiles;  // queries per CTA
   static constexpr int kChunks = kHeadDim / 8;           // 16-byte chunks per row
   // With one m-tile Q lives in registers, so its staging area is stage 1 of K (same size: 64
-  // rows); with two it is re-read every tile and keeps its own area.
-  static constexpr bool kQInRegisters = kMTiles == 1;
+  // rows); with two, or at head_dim 256 (its O accumulators take 128 registers), it is re-read
+  // every tile and keeps its own area.
+  static constexpr bool kQInRegisters = kMTiles == 1 && kHeadDim <= 128;
   static constexpr int kSharedBytes =
       ((kQInRegisters ? 0 : kBlockM) + 4 * kBlockN) * kHeadDim * 2;  // (Q), 2 x (K, V)
   // 3 CTAs (12 warps) per SM when Q is in registers: 64 KB of shared memory each at d128, and
   // the register cap of 168 that __launch_bounds__(128, 3) implies. The first H100 run at 2 CTAs
   // (252 registers) was latency-bound: 0.56 eligible warps per scheduler, tensor pipe 34% busy.
   static constexpr int kMinBlocks = kQInRegisters ? 3 : 2;
+  static constexpr int kChunksPerRow = kHeadDim / 8;
 };
 
 /// 16 FP8 codes at shared byte `from` -> 16 T (code x scale) at the swizzled chunks `to0`, `to1`.
@@ -78,15 +80,13 @@ __device__ __forceinline__ void fp8_chunk_to_tile(unsigned char* smem, std::uint
 
 template <typename T, typename C, int kHeadDim, int kMTiles, int kBlockN>
 __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::kMinBlocks))
-    paged_prefill_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride,
-                             T* __restrict__ out, const C* __restrict__ k_cache,
-                             const C* __restrict__ v_cache,
-                             const std::int32_t* __restrict__ query_start_loc,
-                             const std::int32_t* __restrict__ seq_lens,
-                             const std::int32_t* __restrict__ block_tables,
-                             std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                             int block_size, int block_shift, float scale_log2, int num_q_tiles,
-                             float k_scale, float v_scale, bool skip_single_query) {
+    paged_prefill_mma_kernel(
+        const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
+        const C* __restrict__ k_cache, const C* __restrict__ v_cache,
+        const std::int32_t* __restrict__ query_start_loc, const std::int32_t* __restrict__ seq_lens,
+        const std::int32_t* __restrict__ block_tables, std::int64_t max_blocks_per_seq,
+        int num_heads, int num_kv_heads, int block_size, int block_shift, float scale_log2,
+        int num_q_tiles, float k_scale, float v_scale, bool skip_single_query, int sliding_window) {
   using Shape = Tile<kHeadDim, kMTiles, kBlockN>;
   constexpr int kBlockM = Shape::kBlockM;
   constexpr int kChunks = Shape::kChunks;
@@ -125,9 +125,16 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   const int seq_len = seq_lens[seq];
   const int context = seq_len - q_len;  // cached tokens before this step's queries
   const int kv_head = head / (num_heads / num_kv_heads);
-  // Keys any query of the tile sees: positions 0 .. context + last query.
+  // Keys any query of the tile sees: positions 0 .. context + last query, or with a sliding
+  // window W from the first query's first visible key (context + q0 - W + 1) on.
   const int key_end = min(seq_len, context + q0 + kBlockM);
   const int num_key_tiles = (key_end + kBlockN - 1) / kBlockN;
+  // Windows are compiled into the head_dim 256 instances only (Gemma 3's): the d64/d128 ones keep
+  // their registers for the common case, and the launcher refuses them a window.
+  constexpr bool kWindowed = kHeadDim == 256;
+  if constexpr (!kWindowed) sliding_window = 0;
+  const int first_key_tile =
+      sliding_window > 0 ? max(0, context + q0 - sliding_window + 1) / kBlockN : 0;
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;
@@ -152,7 +159,10 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   // FP8 codes land unswizzled in their staging area (only the conversion reads them).
   constexpr int kCacheChunks = kHeadDim * static_cast<int>(sizeof(C)) / 16;
   constexpr int kRowsPerPass = kThreads / kCacheChunks;
-  static_assert(kRowsPerPass % 8 == 0 && kBlockN % kRowsPerPass == 0);
+  // Rows a pass apart share their swizzle (row & 7) when a pass spans 8 or more rows (d <= 128);
+  // at d256 each pass's rows are swizzled on their own.
+  constexpr bool kFixedSwizzle = kFp8 || kRowsPerPass % 8 == 0;
+  static_assert(kBlockN % kRowsPerPass == 0);
   const int ld_row = tid / kCacheChunks;
   const int ld_chunk = tid % kCacheChunks;
   const std::uint32_t ld_dst =
@@ -190,7 +200,9 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
       const bool valid = position[i] < key_end;
       const int in_page = position[i] - page[i] * block_size;
       const std::int64_t offset = valid ? entry[i] * block_stride + in_page * kHeadDim : 0;
-      const std::uint32_t row_dst = ld_dst + i * kRowsPerPass * kRowStride;
+      const std::uint32_t row_dst = kFixedSwizzle
+                                        ? ld_dst + i * kRowsPerPass * kRowStride
+                                        : swizzled<kHeadDim>(ld_row + i * kRowsPerPass, ld_chunk);
       if constexpr (kFp8) {
         const std::uint32_t k_dst = codes + stage * 2 * kCodeTileBytes + row_dst;
         cp_async_16(k_dst, k_src + offset, valid);
@@ -209,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
       load_rows(std::false_type{}, key_tile, stage);
     }
   };
-  load_kv(0, 0);
+  load_kv(first_key_tile, 0);
   cp_async_commit();
 
   // This warp's first row in the tile, and the lane's rows within each 16-row slice.
@@ -258,8 +270,8 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   const std::uint32_t v_lane = swizzled<kHeadDim>(v_row, v_chunk);
   std::uint32_t q_lane = swizzled<kHeadDim>(warp_row0 + a_row, a_chunk);
 
-  for (int j = 0; j < num_key_tiles; ++j) {
-    const int stage = j & 1;
+  for (int j = first_key_tile; j < num_key_tiles; ++j) {
+    const int stage = (j - first_key_tile) & 1;
     if (j + 1 < num_key_tiles) {
       load_kv(j + 1, stage ^ 1);
       cp_async_commit();
@@ -294,8 +306,12 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
     // Causal: a key tile that starts past the last query position of this warp is masked whole
     // for its rows (max unchanged, correction 1, P = 0), so the warp skips it and keeps the same
     // bits; only the tiles on the CTA's diagonal can be. The branch is uniform over the warp.
+    // A sliding window likewise leaves out a tile wholly before the window of the warp's first row
+    // (and so of all its rows).
     const int k0 = j * kBlockN;
-    if (k0 <= context + q0 + warp_row0 + 16 * kMTiles - 1) {
+    const int warp_first = context + q0 + warp_row0;
+    if (k0 <= warp_first + 16 * kMTiles - 1 &&
+        (!kWindowed || sliding_window == 0 || k0 + kBlockN - 1 > warp_first - sliding_window)) {
       float s[kMTiles][kNTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
@@ -329,10 +345,13 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
         }
       }
 
-      // Causal mask, only where some key of the tile lies past the tile's first query position.
+      // Causal mask, only where some key of the tile lies past the tile's first query position;
+      // a window's, where some key lies before the last query's window (key <= position - W).
       // Query row r sits at position context + q0 + r; rows past q_len see zero-filled keys only
       // beyond key_end, which keeps their (discarded) results finite.
-      if (k0 + kBlockN - 1 > context + q0) {
+      const bool window_mask =
+          kWindowed && sliding_window > 0 && k0 <= context + q0 + kBlockM - 1 - sliding_window;
+      if (k0 + kBlockN - 1 > context + q0 || window_mask) {
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -341,15 +360,23 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
 #pragma unroll
             for (int nt = 0; nt < kNTiles; ++nt) {
               const int key = k0 + nt * 8 + (lane % 4) * 2;
-              if (key > position) s[mt][nt][2 * h] = -INFINITY;
-              if (key + 1 > position) s[mt][nt][2 * h + 1] = -INFINITY;
+              if constexpr (kWindowed) {
+                const int lowest = window_mask ? position - sliding_window + 1 : 0;
+                if (key > position || key < lowest) s[mt][nt][2 * h] = -INFINITY;
+                if (key + 1 > position || key + 1 < lowest) s[mt][nt][2 * h + 1] = -INFINITY;
+              } else {
+                if (key > position) s[mt][nt][2 * h] = -INFINITY;
+                if (key + 1 > position) s[mt][nt][2 * h + 1] = -INFINITY;
+              }
             }
           }
         }
       }
 
-      // Online softmax. Key 0 is visible to every row and tile 0 comes first, so m is finite
-      // from the first tile on and exp2(-inf) = 0 handles both the first correction and masks.
+      // Online softmax. Without a window key 0 is visible to every row and tile 0 comes first, so
+      // m is finite from the first tile on and exp2(-inf) = 0 handles both the first correction
+      // and masks. With one a row can see no key of its first tiles: its max stays -inf and 0
+      // stands in for it (a finite max is used as is, so no bit changes).
       std::uint32_t p[kMTiles][kPSteps][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
@@ -363,9 +390,10 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
           }
           tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
           tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-          const float correction = fast_exp2((m[mt][h] - tile_max) * scale_log2);
+          const float max_ref = kWindowed && tile_max == -INFINITY ? 0.0f : tile_max;
+          const float correction = fast_exp2((m[mt][h] - max_ref) * scale_log2);
           m[mt][h] = tile_max;
-          const float max_scaled = tile_max * scale_log2;
+          const float max_scaled = max_ref * scale_log2;
           float sum = 0.0f;
 #pragma unroll
           for (int nt = 0; nt < kNTiles; ++nt) {
@@ -464,7 +492,8 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
       static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), block_size, block_shift, p.softmax_scale * kLog2e,
-      static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale, p.skip_single_query);
+      static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale, p.skip_single_query,
+      static_cast<int>(p.sliding_window));
   return cuda::check_launch("paged_prefill_mma_kernel");
 }
 
@@ -489,7 +518,14 @@ Status run_paged_prefill_mma(const PagedAttentionParams& p, std::int64_t max_que
       if (!two) return launch_instance<T, C, 128, 1, 64>(p, max_query_len, stream);
       return keys_per_tile == 64 ? launch_instance<T, C, 128, 2, 64>(p, max_query_len, stream)
                                  : launch_instance<T, C, 128, 2, 32>(p, max_query_len, stream);
-    default: return unimplemented("paged prefill attention (mma): head_dim must be 64 or 128");
+    case 256:
+      // Gemma 3: 64 queries x 32 keys, Q re-read from shared memory (O alone takes 128
+      // registers), 96 KB of shared memory, 2 CTAs per SM.
+      if (two) {
+        return unimplemented("paged prefill attention (mma): head_dim 256 takes 16 rows a warp");
+      }
+      return launch_instance<T, C, 256, 1, 32>(p, max_query_len, stream);
+    default: return unimplemented("paged prefill attention (mma): head_dim must be 64, 128 or 256");
   }
 }
 

@@ -5,8 +5,8 @@
 // query lengths 1, 15, 16, 17, 63, 64, 65, 511, 513, mixed lengths in one batch, cached prefixes
 // (chunked prefill and prefix hits: a chunk's queries start after cached keys, at offsets that
 // are and are not multiples of the 64-key tile), page sizes 8, 16, 64 and 24 (not a power of two),
-// GQA ratios 1, 4 and 8, head dims 64 and 128, bf16 and f16. Each sequence is compared on its
-// own, so a wrong short sequence cannot hide behind a long one.
+// GQA ratios 1, 4 and 8, head dims 64, 128 and 256 (with sliding windows), bf16 and f16. Each
+// sequence is compared on its own, so a wrong short sequence cannot hide behind a long one.
 //
 // Tolerances (u = unit roundoff of the dtype; q, K, V are rounded to the dtype before either side
 // sees them):
@@ -82,6 +82,41 @@ TEST(GpuPagedPrefillMma, MatchesCpuOracleAndReferenceKernel) {
   }
 }
 
+// Gemma 3's shapes: head_dim 256 (16 rows a warp, 32-key tiles, Q re-read from shared memory)
+// with and without a sliding window, whose tiles wholly before a warp's window are skipped and
+// whose rows can see no key of their first tiles. Against the oracle (3u) and the reference
+// kernel (5u), twice for the same bits.
+TEST(GpuPagedPrefillMma, HeadDim256AndSlidingWindows) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(22);
+  const std::vector<AttentionCase> cases = {
+      {{{1, 1}, {17, 17}, {65, 65}}, 256, 4, 1, 16},  {{{100, 600}, {513, 513}}, 256, 8, 2, 16},
+      {{{300, 300}, {40, 1000}}, 256, 4, 1, 16, 12},   // a window smaller than a key tile
+      {{{200, 900}, {600, 600}}, 256, 8, 4, 24, 100},  // pages that tiles straddle
+      {{{70, 70}, {1, 400}}, 256, 4, 4, 64, 512},      // windows longer than some sequences
+  };
+  for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+    const double u = gpu_test::unit_roundoff(type);
+    for (const AttentionCase& c : cases) {
+      const std::string what = gpu_test::describe(c, type);
+      AttentionBatch batch(c, type, rng);
+      std::vector<float> ref, got, again;
+      ASSERT_TRUE(batch.run_prefill(PrefillKernel::kReference, &ref).ok()) << what;
+      const Status s = batch.run_prefill(PrefillKernel::kMma16, &got);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+      EXPECT_LE(batch.worst_error(got, batch.want(), what + " mma16"), 3 * u + 2e-5) << what;
+      EXPECT_LE(batch.worst_error(got, ref, what + " mma16 vs reference"), 5 * u + 4e-5) << what;
+      ASSERT_TRUE(batch.run_prefill(PrefillKernel::kMma16, &again).ok());
+      EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * sizeof(float))) << what;
+      EXPECT_FALSE(batch.run_prefill(PrefillKernel::kMma32, &again).ok()) << what;
+    }
+  }
+  // A window at head_dim 128 stays with the reference kernel.
+  AttentionBatch d128({{{50, 90}}, 128, 8, 2, 16, 30}, ScalarType::kBF16, rng);
+  std::vector<float> out;
+  EXPECT_EQ(d128.run_prefill(PrefillKernel::kMma16, &out).code(), StatusCode::kUnimplemented);
+}
+
 TEST(GpuPagedPrefillMma, AutoDispatch) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(21);
@@ -95,12 +130,13 @@ TEST(GpuPagedPrefillMma, AutoDispatch) {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
   }
   {
-    // A long prompt (512+ queries) at d128: kAuto is 32 rows per warp (kMma32), bit for bit.
+    // A long prompt (512+ queries) at d128: kAuto is 32 rows per warp with 64-key tiles
+    // (kMma32Keys64), bit for bit.
     const AttentionCase long_prompt{{{520, 600}}, 128, 8, 2, 16};
     AttentionBatch batch(long_prompt, ScalarType::kBF16, rng);
     std::vector<float> a, b;
     ASSERT_TRUE(batch.run_prefill(PrefillKernel::kAuto, &a).ok());
-    ASSERT_TRUE(batch.run_prefill(PrefillKernel::kMma32, &b).ok());
+    ASSERT_TRUE(batch.run_prefill(PrefillKernel::kMma32Keys64, &b).ok());
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
     EXPECT_LE(batch.worst_error(a, batch.want(), "bf16 long auto"),
               3 * gpu_test::unit_roundoff(ScalarType::kBF16) + 2e-5);
