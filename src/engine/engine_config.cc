@@ -64,11 +64,18 @@ StatusOr<EngineConfig> resolve_engine_config(EngineConfig config, const ModelExe
     if (config.kv_cache_memory_bytes && *config.kv_cache_memory_bytes <= 0) {
       return invalid_argument("--kv-cache-memory must be a positive number of bytes");
     }
-    const KvSizingLimits limits{.block_size = config.cache.block_size,
-                                .max_model_len = sched.max_model_len,
-                                .max_num_seqs = sched.max_num_seqs,
-                                .max_num_batched_tokens = sched.max_num_batched_tokens,
-                                .single_group = config.disable_hybrid_kv_cache_manager};
+    KvSizingLimits limits{.block_size = config.cache.block_size,
+                          .max_model_len = sched.max_model_len,
+                          .max_num_seqs = sched.max_num_seqs,
+                          .max_num_batched_tokens = sched.max_num_batched_tokens,
+                          .single_group = config.disable_hybrid_kv_cache_manager};
+    // A draft model's pool gets as many blocks as the target's. With KV groups a target block
+    // is a fraction of a one-table block, so the same budget makes several times the blocks:
+    // the draft's then come out of the budget too, or its pool would grow with them.
+    if (config.draft_executor != nullptr && info.num_kv_groups() > 1 && !limits.single_group) {
+      limits.extra_bytes_per_block =
+          config.draft_executor->kv_cache_bytes_per_block(config.cache.block_size);
+    }
     const std::int64_t budget =
         config.kv_cache_memory_bytes.value_or(default_kv_bytes(per_block, info, limits));
     size_kv_groups(budget, per_block, info, limits, config.cache);

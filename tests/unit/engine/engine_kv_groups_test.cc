@@ -210,5 +210,30 @@ TEST(EngineKvGroupsTest, DraftsAndRollbacksKeepTheWindow) {
   EXPECT_EQ(drafted.tokens, single.tokens);
 }
 
+TEST(EngineKvGroupsTest, ADraftModelsPoolComesOutOfTheBudget) {
+  // The draft gets as many blocks as the target: with KV groups the target's blocks are a third
+  // of a one-table block here, so the draft's (a whole tiny Gemma 3's, 96 KiB in fp32) are
+  // counted in the budget rather than tripling the draft's memory beside it.
+  const auto open = [] {
+    auto files = open_model_files(kTinyGemma3);
+    EXPECT_TRUE(files.ok());
+    auto executor = models::CpuModelExecutor::create(
+        std::make_shared<const ModelFiles>(std::move(*files)),
+        {.num_threads = 1, .max_num_batched_tokens = 256, .max_model_len = 512});
+    EXPECT_TRUE(executor.ok());
+    return std::move(*executor);
+  };
+  auto target = open();
+  EngineConfig config;
+  config.scheduler.max_num_batched_tokens = 256;
+  config.scheduler.max_model_len = 512;
+  config.kv_cache_memory_bytes = std::int64_t{16} << 20;
+  config.draft_executor = open();
+  const auto resolved = resolve_engine_config(config, *target);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().to_string();
+  EXPECT_EQ(resolved->cache.sliding_windows.size(), 2u);
+  EXPECT_EQ(resolved->cache.num_blocks, (std::int64_t{16} << 20) / (32768 + 3 * 32768));
+}
+
 }  // namespace
 }  // namespace pagoda::engine
