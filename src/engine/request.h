@@ -139,21 +139,28 @@ class Request {
   /// group `group` (kv_cache_manager.h): entry i holds positions [i * block_size, (i + 1) *
   /// block_size). A sliding-window group's entries below its window are -1 (freed or never held).
   const std::vector<std::int32_t>& block_ids(std::size_t group = 0) const {
-    return group < block_ids_.size() ? block_ids_[group] : kNoBlocks;
+    if (group == 0) return block_ids_;
+    return group - 1 < group_block_ids_.size() ? group_block_ids_[group - 1] : kNoBlocks;
   }
   /// Only the KvCacheManager changes the block tables.
   std::vector<std::int32_t>& mutable_block_ids(std::size_t group = 0) {
-    if (group >= block_ids_.size()) block_ids_.resize(group + 1);
-    return block_ids_[group];
+    if (group == 0) return block_ids_;
+    if (group > group_block_ids_.size()) group_block_ids_.resize(group);
+    return group_block_ids_[group - 1];
   }
   /// Leading blocks of group `group` already registered in the prefix cache (or skipped: -1).
   std::int64_t num_cached_blocks(std::size_t group = 0) const {
-    return group < num_cached_blocks_.size() ? num_cached_blocks_[group] : 0;
+    if (group == 0) return num_cached_blocks_;
+    return group - 1 < group_num_cached_blocks_.size() ? group_num_cached_blocks_[group - 1] : 0;
   }
   /// Set by the KvCacheManager.
   void set_num_cached_blocks(std::int64_t n, std::size_t group = 0) {
-    if (group >= num_cached_blocks_.size()) num_cached_blocks_.resize(group + 1, 0);
-    num_cached_blocks_[group] = n;
+    if (group == 0) {
+      num_cached_blocks_ = n;
+      return;
+    }
+    if (group > group_num_cached_blocks_.size()) group_num_cached_blocks_.resize(group, 0);
+    group_num_cached_blocks_[group - 1] = n;
   }
   /// Prefix-cache keys of the full blocks of token_ids(), extended as tokens arrive.
   const std::vector<BlockHash>& block_hashes() const { return block_hashes_; }
@@ -181,8 +188,11 @@ class Request {
   std::optional<std::int32_t> stop_token_id_;
   std::uint64_t arrival_seq_ = 0;
   static inline const std::vector<std::int32_t> kNoBlocks;
-  std::vector<std::vector<std::int32_t>> block_ids_ = std::vector<std::vector<std::int32_t>>(1);
-  std::vector<std::int64_t> num_cached_blocks_ = std::vector<std::int64_t>(1, 0);
+  // Group 0's table inline (the only one of most models), the other groups' beside it.
+  std::vector<std::int32_t> block_ids_;
+  std::int64_t num_cached_blocks_ = 0;
+  std::vector<std::vector<std::int32_t>> group_block_ids_;  // groups 1..
+  std::vector<std::int64_t> group_num_cached_blocks_;       // groups 1..
   std::vector<BlockHash> block_hashes_;
   std::int64_t num_cached_prompt_tokens_ = 0;
   std::int64_t num_preemptions_ = 0;
