@@ -152,13 +152,19 @@ struct ModelLoader {
     // Bare lines, so scripts can grep '^startup:' and '^cuda graphs:'.
     std::fprintf(stderr, "%s\n", startup.summary().c_str());
     if (startup.graphs) std::fprintf(stderr, "%s\n", startup.graphs_summary().c_str());
+    // With KV groups a block is a page of one group's layers, which every group draws from.
+    const std::size_t num_sliding = resolved.cache.sliding_windows.size();
+    const std::string groups =
+        num_sliding == 0 ? std::string()
+                         : fmt::format(", KV groups: 1 full + {} sliding (window {})", num_sliding,
+                                       resolved.cache.sliding_windows.front());
     spdlog::info(
         "model ready in {:.1f}s on {}: {} KV blocks of {} tokens ({} tokens, sized by {}), "
-        "max_model_len {}, max_num_seqs {}",
+        "max_model_len {}, max_num_seqs {}{}",
         seconds_since(start), cmd.device.label(executor.device), resolved.cache.num_blocks,
         resolved.cache.block_size, resolved.cache.num_blocks * resolved.cache.block_size,
         kv_sizing_rule(cmd, executor), resolved.scheduler.max_model_len,
-        resolved.scheduler.max_num_seqs);
+        resolved.scheduler.max_num_seqs, groups);
     service = std::make_shared<server::OpenAiService>(std::move(model), *engine);
     return Status::ok_status();
   }
