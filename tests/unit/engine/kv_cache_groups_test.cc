@@ -219,6 +219,33 @@ TEST_P(PrefixHitWindowTest, HitNeedsTheWindowInEveryGroup) {
 
 INSTANTIATE_TEST_SUITE_P(Pool, PrefixHitWindowTest, ::testing::Values(64, 12));
 
+TEST(KvCacheGroupsTest, ForkSharesTheWindowOrNothing) {
+  KvCacheManager kv(two_groups(64));
+  const auto prompt = make_prompt(21);
+  auto parent = make_kv_request(kv, "p", prompt);
+  ASSERT_TRUE(kv.allocate_slots(*parent, 21).has_value());
+  parent->set_num_computed_tokens(21);
+  // 5 shared blocks (20 tokens): group 0's 0..4, the sliding group's 3..4 (keys 15..20).
+  auto child = make_kv_request(kv, "c", prompt);
+  EXPECT_EQ(kv.fork(*parent, *child), 20);
+  EXPECT_EQ(child->block_ids(0), std::vector<std::int32_t>(parent->block_ids(0).begin(),
+                                                           parent->block_ids(0).begin() + 5));
+  EXPECT_EQ(child->block_ids(1), (std::vector<std::int32_t>{-1, -1, -1, parent->block_ids(1)[3],
+                                                            parent->block_ids(1)[4]}));
+  EXPECT_EQ(kv.block_pool().ref_count(parent->block_ids(1)[4]), 2);
+  kv.free(*child);
+  // Once the parent's window has moved past them, a fork would need blocks it freed: none.
+  parent->append_output_token(7);
+  kv.update_block_hashes(*parent);
+  while (parent->num_tokens() < 40) decode_one(kv, *parent);
+  auto late = make_kv_request(kv, "l", prompt);
+  EXPECT_EQ(kv.fork(*parent, *late), 0);
+  EXPECT_TRUE(late->block_ids(0).empty());
+  kv.free(*parent);
+  EXPECT_EQ(kv.block_pool().num_used_blocks(), 0);
+  check_pool(kv);
+}
+
 TEST(KvCacheGroupsTest, SizingCountsPagesOfAGroupsLayers) {
   // Gemma 3 270M's shape: 18 layers, every 6th full (3), the 15 sliding ones in 5 groups of 3,
   // window 512; 1 KV head of 256, bf16. A block of the shared pool is a page of 3 layers.
