@@ -136,26 +136,28 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int cp_chunk = lane % kChunks;
   const std::uint32_t ring =
       smem_u32(decode_mma_smem) + static_cast<std::uint32_t>(warp * Shape::kWarpRingBytes);
+  // Tile keys outside [start, end) read the nearest key inside (they are masked): past the end
+  // the last one, before the start the first, since a sliding group's table has no pages (-1)
+  // below the window, which a 16-aligned tile can reach into.
+  const auto clamp_key = [&](int key) { return min(max(key, start), end - 1); };
   const auto fetch_ids = [&](int key0, int(&ids)[kPasses]) {
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
-      // Keys past the end read the last valid row (masked below); keys before the start are
-      // real keys of this sequence.
-      ids[p] = table[min(key0 + cp_row + p * Shape::kRowsPerPass, end - 1) / block_size];
+      ids[p] = table[clamp_key(key0 + cp_row + p * Shape::kRowsPerPass) / block_size];
     }
   };
   const auto issue = [&](int key0, int stage, const int(&ids)[kPasses]) {
     const std::uint32_t k_stage = ring + stage * 2 * kTileBytes;
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
-      const int row = cp_row + p * Shape::kRowsPerPass;
-      const int key = min(key0 + row, end - 1);
+      const int tile_row = cp_row + p * Shape::kRowsPerPass;
+      const int key = clamp_key(key0 + tile_row);
       const std::int64_t offset =
           ((static_cast<std::int64_t>(ids[p]) * num_kv_heads + kv_head) * block_size +
            key % block_size) *
               kHeadDim +
           cp_chunk * 8;
-      const std::uint32_t dst = swizzled<kHeadDim>(row, cp_chunk);
+      const std::uint32_t dst = swizzled<kHeadDim>(tile_row, cp_chunk);
       cp_async_16(k_stage + dst, k_cache + offset, true);
       cp_async_16(k_stage + kTileBytes + dst, v_cache + offset, true);
     }
@@ -299,20 +301,20 @@ __global__ void __launch_bounds__(kThreads, 2)
   __syncthreads();
 
   for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
-    const int row = e / kHeadDim;
+    const int h = e / kHeadDim;  // the q head within the chunk (not `row`, the CTA's place)
     const int d = e % kHeadDim;
     float m_max = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, warp_m[w][row]);
+    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, warp_m[w][h]);
     float l_sum = 0.0f;
     float acc = 0.0f;
     for (int w = 0; w < kWarps; ++w) {
       // A warp that had no tile has m = -inf and weight 0.
       const float weight =
-          warp_m[w][row] == -INFINITY ? 0.0f : fast_exp2((warp_m[w][row] - m_max) * scale_log2);
-      l_sum += warp_l[w][row] * weight;
-      acc += warp_o[w][row][d] * weight;
+          warp_m[w][h] == -INFINITY ? 0.0f : fast_exp2((warp_m[w][h] - m_max) * scale_log2);
+      l_sum += warp_l[w][h] * weight;
+      acc += warp_o[w][h][d] * weight;
     }
-    const int q_head = first_q_head + row;
+    const int q_head = first_q_head + h;
     if (num_splits == 1) {
       out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(acc / l_sum);
     } else {

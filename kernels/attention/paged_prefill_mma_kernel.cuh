@@ -133,8 +133,9 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   // their registers for the common case, and the launcher refuses them a window.
   constexpr bool kWindowed = kHeadDim == 256;
   if constexpr (!kWindowed) sliding_window = 0;
-  const int first_key_tile =
-      sliding_window > 0 ? max(0, context + q0 - sliding_window + 1) / kBlockN : 0;
+  // The first key any query of the tile sees; the tiles start at or before it.
+  const int key_begin = sliding_window > 0 ? max(0, context + q0 - sliding_window + 1) : 0;
+  const int first_key_tile = key_begin / kBlockN;
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;
@@ -192,12 +193,14 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
     std::int32_t entry[kRowsPerThread];
 #pragma unroll
     for (int i = 0; i < kRowsPerThread; ++i) {
-      // Rows past key_end read the sequence's first entry (always there) and copy nothing.
-      entry[i] = table[position[i] < key_end ? page[i] : 0];
+      // Rows past key_end, or before a window's first key (a sliding group's table holds no
+      // page, -1, there), read the table's first entry and copy nothing: zeros, masked anyway.
+      const bool in_window = !kWindowed || position[i] >= key_begin;
+      entry[i] = table[position[i] < key_end && in_window ? page[i] : 0];
     }
 #pragma unroll
     for (int i = 0; i < kRowsPerThread; ++i) {
-      const bool valid = position[i] < key_end;
+      const bool valid = position[i] < key_end && (!kWindowed || position[i] >= key_begin);
       const int in_page = position[i] - page[i] * block_size;
       const std::int64_t offset = valid ? entry[i] * block_stride + in_page * kHeadDim : 0;
       const std::uint32_t row_dst = kFixedSwizzle
