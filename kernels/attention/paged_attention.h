@@ -58,13 +58,13 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& params,
 /// Which prefill kernel runs. kAuto: the tensor-core (FA2-style mma.sync) kernel for bf16 and f16
 /// when q, out and the cache are 16-byte aligned (q_row_stride a multiple of 8), head_dim is 64
 /// or 128 and there is no sliding window, else the CUDA-core reference kernel (always for f32;
-/// and, until they have run on a GPU, for head_dim 256, sliding windows and an FP8 cache, which the
-/// explicit tensor-core choices take: kMma16 at head_dim 256, windows at head_dim 256 only). kMma16
-/// / kMma32: the tensor-core kernel with 16 or 32 query rows per warp (64 or 128 queries per CTA);
-/// unimplemented where it does not apply. kMma32Keys64: 32 rows per warp with 64-key tiles at
-/// head_dim 128 (FA2's 128 x 64; kMma32 takes 32 keys there; at head_dim 64 both take 64), what
-/// kAuto runs for 512+ queries (16 rows below). The explicit choices exist for tests and
-/// benchmarks.
+/// and, until they have passed on a GPU, for head_dim 256 and sliding windows, which the explicit
+/// tensor-core choices take: kMma16 at head_dim 256, windows at head_dim 256 only); an FP8 cache
+/// takes the tensor-core tiles too. kMma16 / kMma32: the tensor-core kernel with 16 or 32 query
+/// rows per warp (64 or 128 queries per CTA); unimplemented where it does not apply. kMma32Keys64:
+/// 32 rows per warp with 64-key tiles at head_dim 128 (FA2's 128 x 64; kMma32 takes 32 keys there;
+/// at head_dim 64 both take 64), what kAuto runs for 512+ queries (16 rows below). The explicit
+/// choices exist for tests and benchmarks.
 enum class PrefillKernel { kAuto, kReference, kMma16, kMma32, kMma32Keys64 };
 Status launch_paged_prefill_attention(const PagedAttentionParams& params,
                                       std::int64_t max_query_len, PrefillKernel kernel,

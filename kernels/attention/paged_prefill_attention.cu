@@ -81,14 +81,15 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   const bool fp8 = c.storage == KvCacheStorage::kFp8E4M3;
   PAGODA_KERNEL_REQUIRE(c.k_scale > 0.0f && c.v_scale > 0.0f, kOp);
   if (kernel == PrefillKernel::kAuto) {
-    // An FP8 cache, head_dim 256 and sliding windows: the CUDA-core kernel until the
-    // tensor-core one's FP8 tiles, 256-wide rows and windows have run on a GPU (the explicit
-    // PrefillKernel::kMma* take them).
+    // head_dim 256 and sliding windows: the CUDA-core kernel until the tensor-core one's
+    // 256-wide rows and windows have passed on a GPU (the explicit PrefillKernel::kMma16 takes
+    // them). An FP8 cache takes the tensor-core tiles (codes converted in shared memory; passed
+    // on the H200, run 27).
     // 32 rows per warp with 64-key tiles (128 x 64) once the prompt is long: 0.427 F against
     // 0.389 F for 32 rows with 32-key tiles and 0.370 F for 16 rows on the G10 shape (H200, run
     // 14; its oracle test passed on hardware in runs 24-25); 16 rows below, where it gives
     // twice the CTAs.
-    kernel = fp8 || !mma_applies(p) || p.cache.head_dim == 256 || p.sliding_window > 0
+    kernel = !mma_applies(p) || p.cache.head_dim == 256 || p.sliding_window > 0
                  ? PrefillKernel::kReference
              : max_query_len >= 512 ? PrefillKernel::kMma32Keys64
                                     : PrefillKernel::kMma16;

@@ -188,12 +188,13 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
       AttentionBatch batch(c, type, rng, 0, scales);
       const std::string what = gpu_test::describe(c, type) + " fp8";
       std::vector<float> out;
-      ASSERT_TRUE(batch.run_prefill(kernels::PrefillKernel::kAuto, &out).ok());
-      gpu_test::expect_close(out, batch.want(), 3.0 * u + 2e-5, what + " prefill");
-      // The tensor-core tiles: code x scale rounded to the dtype in shared memory (exact at scale
-      // 1, one more rounding here), P rounded as always: 4u.
-      for (const auto kernel : {kernels::PrefillKernel::kMma16, kernels::PrefillKernel::kMma32,
-                                kernels::PrefillKernel::kMma32Keys64}) {
+      ASSERT_TRUE(batch.run_prefill(kernels::PrefillKernel::kReference, &out).ok());
+      gpu_test::expect_close(out, batch.want(), 3.0 * u + 2e-5, what + " prefill reference");
+      // The tensor-core tiles (kAuto's): code x scale rounded to the dtype in shared memory
+      // (exact at scale 1, one more rounding here), P rounded as always: 4u.
+      for (const auto kernel :
+           {kernels::PrefillKernel::kAuto, kernels::PrefillKernel::kMma16,
+            kernels::PrefillKernel::kMma32, kernels::PrefillKernel::kMma32Keys64}) {
         ASSERT_TRUE(batch.run_prefill(kernel, &out).ok());
         gpu_test::expect_close(out, batch.want(), 4.0 * u + 2e-5,
                                what + " prefill mma " + std::to_string(static_cast<int>(kernel)));
