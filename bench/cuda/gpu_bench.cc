@@ -248,38 +248,37 @@ void bench_prefill_attention(const Ceilings& ceil) {
   const double tflops = flops / (ms * 1e-3) / 1e12;
   result("G10 prefill attention causal 4k d128 bf16", tflops, "TFLOP/s", tflops / ceil.tflops,
          ">= 0.40 F (FA2) / 0.70 F (FA3)");
-  // Each prefill kernel on its own (kAuto above picks one of them).
+  // Each prefill kernel on its own (kAuto above picks one of them), and over an FP8 cache (the
+  // bf16 buffers' first halves as codes): the 128 x 64 tiles converting the codes in shared
+  // memory, and the CUDA-core kernel.
   using kernels::PrefillKernel;
-  const std::pair<PrefillKernel, const char*> variants[] = {
-      {PrefillKernel::kReference, "G10 variant: CUDA-core reference"},
-      {PrefillKernel::kMma16, "G10 variant: mma.sync 16 rows/warp"},
-      {PrefillKernel::kMma32, "G10 variant: mma.sync 32 rows/warp"},
-      {PrefillKernel::kMma32Keys64, "G10 variant: mma.sync 32 rows/warp, 64 keys"}};
-  for (const auto& [kernel, name] : variants) {
-    const bool slow = kernel == PrefillKernel::kReference;
+  kernels::PagedAttentionParams p8 = p;
+  p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
+  struct Variant {
+    const kernels::PagedAttentionParams* params;
+    PrefillKernel kernel;
+    const char* name;
+    const char* goal;
+  };
+  const Variant variants[] = {
+      {&p, PrefillKernel::kReference, "G10 variant: CUDA-core reference", "(G10 variant)"},
+      {&p, PrefillKernel::kMma16, "G10 variant: mma.sync 16 rows/warp", "(G10 variant)"},
+      {&p, PrefillKernel::kMma32, "G10 variant: mma.sync 32 rows/warp", "(G10 variant)"},
+      {&p, PrefillKernel::kMma32Keys64, "G10 variant: mma.sync 32 rows/warp, 64 keys",
+       "(G10 variant)"},
+      {&p8, PrefillKernel::kMma32Keys64, "G10 fp8 cache: mma.sync 32 rows/warp, 64 keys",
+       "(info: FP8 KV)"},
+      {&p8, PrefillKernel::kReference, "G10 fp8 cache: CUDA-core reference", "(info: FP8 KV)"}};
+  for (const Variant& v : variants) {
+    const bool slow = v.kernel == PrefillKernel::kReference;
     const double variant_ms = median_ms(
         [&](int) {
-          check(kernels::launch_paged_prefill_attention(p, len, kernel, nullptr), "prefill");
+          check(kernels::launch_paged_prefill_attention(*v.params, len, v.kernel, nullptr),
+                "prefill");
         },
         slow ? 1 : 3, slow ? 3 : 20);
     const double variant_tflops = flops / (variant_ms * 1e-3) / 1e12;
-    result(name, variant_tflops, "TFLOP/s", variant_tflops / ceil.tflops, "(G10 variant)");
-  }
-  // Over an FP8 cache (the bf16 buffers' first halves as codes): 128 x 64 tiles with the codes
-  // converted in shared memory, and the CUDA-core kernel kAuto runs for FP8 until measured.
-  kernels::PagedAttentionParams p8 = p;
-  p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
-  for (const auto& [kernel, name] :
-       {std::pair{PrefillKernel::kMma32Keys64, "G10 fp8 cache: mma.sync 32 rows/warp, 64 keys"},
-        std::pair{PrefillKernel::kReference, "G10 fp8 cache: CUDA-core reference"}}) {
-    const bool slow = kernel == PrefillKernel::kReference;
-    const double fp8_ms = median_ms(
-        [&](int) {
-          check(kernels::launch_paged_prefill_attention(p8, len, kernel, nullptr), "prefill fp8");
-        },
-        slow ? 1 : 3, slow ? 3 : 20);
-    const double fp8_tflops = flops / (fp8_ms * 1e-3) / 1e12;
-    result(name, fp8_tflops, "TFLOP/s", fp8_tflops / ceil.tflops, "(info: FP8 KV)");
+    result(v.name, variant_tflops, "TFLOP/s", variant_tflops / ceil.tflops, v.goal);
   }
 }
 

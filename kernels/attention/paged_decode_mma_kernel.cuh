@@ -32,6 +32,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/attention/paged_decode_cta.cuh"
 #include "kernels/common/async_copy.cuh"
 #include "kernels/common/device_types.cuh"
 #include "kernels/common/mma.cuh"
@@ -82,41 +83,16 @@ __global__ void __launch_bounds__(kThreads, 2)
   extern __shared__ __align__(128) unsigned char decode_mma_smem[];
 
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
-  const int row = blockIdx.x;  // the CTA's place in the grid and the split partials
-  const int seq = seq_ids != nullptr ? seq_ids[row] : row;
-  const int group_size = num_heads / num_kv_heads;
-  const int chunks_per_kv_head = (group_size + kMaxRows - 1) / kMaxRows;
-  const int kv_head = blockIdx.y / chunks_per_kv_head;
-  const int first_q_head = kv_head * group_size + (blockIdx.y % chunks_per_kv_head) * kMaxRows;
-  const int num_q = min(kMaxRows, kv_head * group_size + group_size - first_q_head);
-  const int split = blockIdx.z;
-  const int seq_len = seq_lens[seq];
-  const std::int64_t token_row = query_start_loc[seq];
-  const int split_start = split * partition_size;
-  const int window_start = sliding_window > 0 ? max(0, seq_len - sliding_window) : 0;
-  const int start = max(split_start, window_start);
-  const int end = min(seq_len, split_start + partition_size);
+  const decode::DecodeCta cta = decode::decode_cta<kMaxRows>(
+      seq_ids, seq_lens, query_start_loc, num_heads, num_kv_heads, sliding_window, partition_size);
+  const int row = cta.row, seq = cta.seq, kv_head = cta.kv_head, first_q_head = cta.first_q_head;
+  const int num_q = cta.num_q, split = cta.split, start = cta.start, end = cta.end;
+  const std::int64_t token_row = cta.token_row;
   // Launched with PDL: q (the QKV projection's output) and out are touched only after this.
   pdl_wait();
-
   if (start >= end) {
-    // No keys in this split: the CUDA-core kernel's rules (a zero-length sequence's output is 0;
-    // a split the merge reads gets an empty partial).
-    if (seq_len == 0 && split == 0 && num_splits == 1) {
-      for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
-        out[(token_row * num_heads + first_q_head) * kHeadDim + e] = from_float<T>(0.0f);
-      }
-    }
-    if (num_splits > 1 && split_start < seq_len) {
-      for (int e = threadIdx.x; e < num_q * kHeadDim; e += kThreads) {
-        const std::int64_t slot =
-            (static_cast<std::int64_t>(row) * num_heads + first_q_head + e / kHeadDim) *
-                num_splits +
-            split;
-        partial_out[slot * kHeadDim + e % kHeadDim] = 0.0f;
-        if (e % kHeadDim == 0) partial_lse[slot] = -INFINITY;
-      }
-    }
+    decode::write_empty_split<T, kHeadDim, kThreads>(cta, out, partial_out, partial_lse, num_heads,
+                                                     num_splits);
     return;
   }
 

@@ -203,15 +203,6 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
   }
 }
 
-double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    norm += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
 TEST(GpuFp8KvCache, ExecutorWithAnFp8CacheStaysNearTheBf16One) {
   PAGODA_SKIP_WITHOUT_GPU();
   const std::string dir =
@@ -243,7 +234,7 @@ TEST(GpuFp8KvCache, ExecutorWithAnFp8CacheStaysNearTheBf16One) {
   // K and V rounded to e4m3 (2^-4 relative) instead of bf16 (2^-8): twice that bounds the logits'
   // drift here; a cache read wrongly drifts by ~1.
   for (int step = 0; step < 12; ++step) {
-    EXPECT_LE(relative_l2(got, want), 0.125) << "step " << step;
+    gpu_test::expect_close(got, want, 0.125, "fp8 cache, step " + std::to_string(step));
     const std::int32_t token = sampling::argmax(want);  // both follow the bf16 run's tokens
     want = bf16_run.step(std::span(&token, 1));
     got = fp8_run.step(std::span(&token, 1));

@@ -34,15 +34,6 @@ using gpu_test::env_or;
 
 constexpr std::int64_t kChunk = 64;
 
-double relative_l2(const std::vector<float>& got, const std::vector<float>& want) {
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    norm += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
 void run_against_cpu(const std::string& model, cuda::ScalarType dtype) {
   PAGODA_SKIP_WITHOUT_GPU();
   const std::string dir = env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA_DIR) + "/forward/" + model;
@@ -83,7 +74,7 @@ void run_against_cpu(const std::string& model, cuda::ScalarType dtype) {
         EXPECT_LE(worst, 1e-4 * scale);
         EXPECT_EQ(sampling::argmax(got), sampling::argmax(want));
       } else {
-        EXPECT_LE(relative_l2(got, want), 5e-2);
+        gpu_test::expect_close(got, want, 5e-2, "bf16 logits");
       }
       // Both sides continue with the CPU's token, so a bf16 near tie cannot fork the runs.
       const std::int32_t token = sampling::argmax(want);
