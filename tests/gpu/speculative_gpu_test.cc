@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,11 @@ struct Subject {
   bool has_tokenizer = true;  // else SmolLM2's tokenizer.json, and only random-id prompts
   double min_ngram_acceptance = 0.0;
 };
+
+// gtest prints a parameter in the test's listing: the model's name, not the struct's bytes.
+void PrintTo(const Subject& subject, std::ostream* out) {
+  *out << subject.name;
+}
 
 std::vector<Subject> subjects() {
   const std::string forward = test_data_dir() + "/forward/";
