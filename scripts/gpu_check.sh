@@ -10,6 +10,8 @@
 #                                  # full logs under $OUT (default: build-gpu-check/gpu-check-out)
 #   scripts/gpu_check.sh build-run # where every dependency is installed: build here, then run
 #   PAGODA_GPU_BUILD_DIR=build-x scripts/gpu_check.sh bundle   # bundle an existing CUDA build
+#   GPU_CHECK_BINARIES="gpu_bench gpu_fp8_kv_cache_test" scripts/gpu_check.sh bundle
+#                                  # only those binaries (the full set is ~48 MB compressed)
 #   scripts/gpu_check.sh exec CMD [ARGS...]   # on the GPU machine: unpack the bundle, put its
 #                                  # binaries on PATH and its libraries on LD_LIBRARY_PATH, run CMD
 #                                  # (e.g. gpu_bench kernels, or one test with --gtest_filter)
@@ -52,9 +54,21 @@ bundle() {
   local staging="$BUILD_DIR/gpu-bundle-staging"
   rm -rf "$staging" "$BUNDLE" && mkdir -p "$staging/bin" "$staging/lib" "$BUNDLE" || return 1
   local bins=("$BUILD_DIR/gpu_bench")
-  for t in "${TESTS[@]}"; do bins+=("$BUILD_DIR/tests/gpu/$t"); done
-  # The CLI travels when the build has it (`ninja pagoda`): generate/serve/bench on the GPU.
-  [[ -x "$BUILD_DIR/pagoda" ]] && bins+=("$BUILD_DIR/pagoda")
+  # GPU_CHECK_BINARIES="gpu_bench gpu_paged_attention_test ...": only these (each test binary
+  # links every kernel, so the whole set plus the tree can pass the device tool's 64 MiB carry).
+  local wanted=(${GPU_CHECK_BINARIES:-})
+  local tests=("${TESTS[@]}")
+  if ((${#wanted[@]} > 0)); then
+    bins=()
+    tests=()
+    for b in "${wanted[@]}"; do
+      if [[ "$b" == gpu_bench || "$b" == pagoda ]]; then bins+=("$BUILD_DIR/$b"); else tests+=("$b"); fi
+    done
+  fi
+  for t in "${tests[@]}"; do bins+=("$BUILD_DIR/tests/gpu/$t"); done
+  # The CLI travels when the build has it (`ninja pagoda`) and no list leaves it out:
+  # generate/serve/bench on the GPU.
+  if ((${#wanted[@]} == 0)) && [[ -x "$BUILD_DIR/pagoda" ]]; then bins+=("$BUILD_DIR/pagoda"); fi
   cp "${bins[@]}" "$staging/bin/" || return 1
   # Every shared library outside glibc, the C++ runtime (the GPU image's is newer) and CUDA
   # (the GPU machine has its own CUDA 13) travels.
