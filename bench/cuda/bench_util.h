@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cuda/blas_lt.h"
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/random_fill.h"
@@ -71,6 +72,28 @@ inline void result(const char* name, double value, const char* unit, double rati
                    const char* goal) {
   std::printf("RESULT %-44s %12.3f %-8s %7.3f  %s\n", name, value, unit, ratio, goal);
   std::fflush(stdout);
+}
+
+/// The same-run ceilings every kernel figure is a ratio to (gpu_bench kernels measures them).
+struct Ceilings {
+  double bandwidth_gbs = 0.0;  // B
+  double tflops = 0.0;         // F
+};
+
+// y [m, n] = x [m, k] w [n, k]^T in BF16 through cuBLASLt: the baseline every GEMM figure is
+// a ratio to.
+inline void bf16_linear(cuda::BlasLt& blas, const void* x, const void* w, void* y, std::int64_t m,
+                        std::int64_t n, std::int64_t k, const char* what) {
+  check(blas.linear({.x = x,
+                     .w = w,
+                     .y = y,
+                     .m = m,
+                     .n = n,
+                     .k = k,
+                     .input_type = ScalarType::kBF16,
+                     .output_type = ScalarType::kBF16},
+                    nullptr),
+        what);
 }
 
 }  // namespace pagoda::bench
