@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "model/architecture_config.h"
+
 namespace pagoda {
 
 namespace {
@@ -94,17 +96,20 @@ StatusOr<RopeScaling> read_rope_scaling(const GgufFile& file, const GgufKeys& ke
   return scaling;
 }
 
-// Gemma 3's interleaved attention. Its GGUF stores only the window; llama.cpp fixes the rest for
-// the architecture (5 sliding layers then 1 full, local RoPE base 10000, scores scaled by
-// head_dim^-1/2 except in the 62-layer 27B), and so do we, reading the keys newer files carry.
-Status read_gemma3_attention(const GgufFile& file, const GgufKeys& keys, ModelConfig& config) {
+// Interleaved sliding-window and full layers (Gemma 3). The GGUF stores only the window;
+// llama.cpp fixes the rest by architecture (Gemma 3: 5 sliding layers then 1 full, local RoPE base
+// 10000, its score scale from the shape), and so do we from the registry, reading the keys newer
+// files carry.
+Status read_interleaved_attention(const GgufFile& file, const GgufKeys& keys,
+                                  const InterleavedAttentionDefaults& defaults,
+                                  ModelConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> window,
                           keys.optional_int(keys.key("attention.sliding_window")));
   if (!window) return keys.missing(keys.key("attention.sliding_window"));
   config.sliding_window = *window;
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> pattern,
                           keys.optional_int(keys.key("attention.sliding_window_pattern")));
-  const std::int64_t every = pattern.value_or(6);
+  const std::int64_t every = pattern.value_or(defaults.sliding_window_pattern);
   if (every <= 0) {
     return invalid_argument(
         file.path() + ": metadata key " + keys.key("attention.sliding_window_pattern") +
@@ -118,23 +123,17 @@ Status read_gemma3_attention(const GgufFile& file, const GgufKeys& keys, ModelCo
   }
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> local_theta,
                           keys.optional_float(keys.key("rope.freq_base_swa")));
-  config.rope_local_theta = local_theta.value_or(10000.0);
-  config.query_pre_attn_scalar = static_cast<double>(
-      config.num_hidden_layers == 62 ? config.hidden_size / config.num_attention_heads
-                                     : config.head_dim);
+  config.rope_local_theta = local_theta.value_or(defaults.rope_local_theta);
+  config.query_pre_attn_scalar = defaults.gguf_query_pre_attn_scalar(config);
   return {};
 }
 
-// Gemma's chat turns end with <end_of_turn>, which its GGUF files do not list as EOS
-// (tokenizer.ggml.eos_token_id is <eos> only): the instruction-tuned checkpoints' own
-// generation_config.json stops on both (eos_token_id [1, 106]), which is what vLLM stops on,
-// and llama.cpp adds the token to its end-of-generation set by its text. The id, when the
-// vocabulary has the token.
-std::optional<std::int64_t> gemma_end_of_turn_id(const GgufFile& file) {
+// The id of `token` in the GGUF vocabulary, if it has the token.
+std::optional<std::int64_t> token_id(const GgufFile& file, std::string_view token) {
   const GgufValue* tokens = file.find("tokenizer.ggml.tokens");
   if (tokens == nullptr || !tokens->is_array()) return std::nullopt;
   for (std::size_t i = 0; i < tokens->array_size(); ++i) {
-    if (tokens->element(i).as_string() == std::optional<std::string_view>("<end_of_turn>")) {
+    if (tokens->element(i).as_string() == std::optional<std::string_view>(token)) {
       return static_cast<std::int64_t>(i);
     }
   }
@@ -152,6 +151,7 @@ StatusOr<ModelConfig> model_config_from_gguf(const GgufFile& file) {
                             "a GGUF model");
   }
   config.architecture = *arch;
+  const ArchitectureConfig& arch_config = architecture_config(*arch);
   const GgufKeys keys(file, *arch);
   PAGODA_ASSIGN_OR_RETURN(config.num_hidden_layers, keys.required_int(keys.key("block_count")));
   PAGODA_ASSIGN_OR_RETURN(config.hidden_size, keys.required_int(keys.key("embedding_length")));
@@ -200,7 +200,10 @@ StatusOr<ModelConfig> model_config_from_gguf(const GgufFile& file) {
                           keys.optional_float(keys.key("rope.freq_base")));
   config.rope_theta = theta.value_or(10000.0);
   PAGODA_ASSIGN_OR_RETURN(config.rope_scaling, read_rope_scaling(file, keys));
-  if (*arch == "gemma3") PAGODA_RETURN_IF_ERROR(read_gemma3_attention(file, keys, config));
+  if (arch_config.interleaved_attention) {
+    PAGODA_RETURN_IF_ERROR(
+        read_interleaved_attention(file, keys, *arch_config.interleaved_attention, config));
+  }
 
   config.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
   config.attention_bias = file.find_tensor("blk.0.attn_q.bias") != nullptr;
@@ -213,8 +216,13 @@ StatusOr<ModelConfig> model_config_from_gguf(const GgufFile& file) {
       config.eos_token_ids.push_back(*id);
     }
   }
-  if (*arch == "gemma3") {
-    const std::optional<std::int64_t> end_of_turn = gemma_end_of_turn_id(file);
+  // Gemma's chat turns end with <end_of_turn>, which its GGUF files do not list as EOS
+  // (tokenizer.ggml.eos_token_id is <eos> only): the instruction-tuned checkpoints' own
+  // generation_config.json stops on both (eos_token_id [1, 106]), which is what vLLM stops on,
+  // and llama.cpp adds the token to its end-of-generation set by its text.
+  if (!arch_config.gguf_end_of_turn_token.empty()) {
+    const std::optional<std::int64_t> end_of_turn =
+        token_id(file, arch_config.gguf_end_of_turn_token);
     if (end_of_turn && std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(),
                                  *end_of_turn) == config.eos_token_ids.end()) {
       config.eos_token_ids.push_back(*end_of_turn);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "model/architecture_config.h"
 #include "model/json_fields.h"
 
 namespace pagoda {
@@ -43,8 +44,10 @@ void add_unique(std::vector<std::int64_t>& ids, const std::vector<std::int64_t>&
 }
 
 // transformers 4.x writes `rope_scaling` {"rope_type" or "type", "factor", ...} beside
-// `rope_theta`; 5.x writes `rope_parameters` {"rope_type", "rope_theta", ...}.
-Status read_rope(const json& root, const std::string& path, ModelConfig& config) {
+// `rope_theta`; 5.x writes `rope_parameters` {"rope_type", "rope_theta", ...}. `default_theta`:
+// the architecture's, when neither says.
+Status read_rope(const json& root, const std::string& path, double default_theta,
+                 ModelConfig& config) {
   const HfFields fields(root, path);
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> theta, fields.optional_float("rope_theta"));
   const json* params = fields.find("rope_parameters");
@@ -86,22 +89,24 @@ Status read_rope(const json& root, const std::string& path, ModelConfig& config)
       scaling.original_max_position_embeddings = original.value_or(0);
     }
   }
-  config.rope_theta = theta.value_or(10000.0);
+  config.rope_theta = theta.value_or(default_theta);
   return {};
 }
 
-// Gemma 3 (model_type gemma3_text, or gemma3 when a text config is read alone): interleaved
-// sliding-window and full layers, each kind with its own RoPE, and Gemma's score scale. Absent
-// keys take Gemma3TextConfig's defaults. transformers 5 writes `layer_types` and
+// Interleaved sliding-window and full layers, each kind with its own RoPE, and a score scale of
+// their own (Gemma 3: model_type gemma3_text, or gemma3 when a text config is read alone). Absent
+// keys take the architecture's defaults. transformers 5 writes `layer_types` and
 // `rope_parameters` per layer type ({"full_attention": {...}, "sliding_attention": {...}});
 // 4.x wrote `sliding_window_pattern`, `rope_theta` + `rope_scaling` (the full layers') and
 // `rope_local_base_freq`.
-Status read_gemma3(const json& root, const std::string& path, ModelConfig& config) {
+Status read_interleaved_attention(const json& root, const std::string& path,
+                                  const ArchitectureConfig& arch, ModelConfig& config) {
+  const InterleavedAttentionDefaults& defaults = *arch.interleaved_attention;
   const HfFields f(root, path);
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> window, f.optional_int("sliding_window"));
-  config.sliding_window = window.value_or(4096);
+  config.sliding_window = window.value_or(defaults.sliding_window);
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> scalar, f.optional_float("query_pre_attn_scalar"));
-  config.query_pre_attn_scalar = scalar.value_or(256.0);
+  config.query_pre_attn_scalar = scalar.value_or(defaults.query_pre_attn_scalar);
   PAGODA_ASSIGN_OR_RETURN(config.attn_logit_softcapping,
                           f.optional_float("attn_logit_softcapping"));
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> final_cap,
@@ -125,7 +130,7 @@ Status read_gemma3(const json& root, const std::string& path, ModelConfig& confi
   } else {
     PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> pattern,
                             f.optional_int("sliding_window_pattern"));
-    const std::int64_t every = pattern.value_or(6);
+    const std::int64_t every = pattern.value_or(defaults.sliding_window_pattern);
     if (every <= 0) return invalid_argument(path + ": sliding_window_pattern must be positive");
     for (std::int64_t i = 0; i < config.num_hidden_layers; ++i) {
       config.layer_types.push_back((i + 1) % every == 0 ? AttentionType::kFull
@@ -136,7 +141,7 @@ Status read_gemma3(const json& root, const std::string& path, ModelConfig& confi
   if (params != nullptr && params->is_object() && params->contains("full_attention")) {
     json full = json::object();
     full["rope_parameters"] = (*params)["full_attention"];
-    PAGODA_RETURN_IF_ERROR(read_rope(full, path, config));
+    PAGODA_RETURN_IF_ERROR(read_rope(full, path, arch.rope_theta, config));
     const json& local = (*params).value("sliding_attention", json::object());
     const HfFields local_fields(local, path);
     PAGODA_ASSIGN_OR_RETURN(std::optional<double> local_theta,
@@ -147,12 +152,12 @@ Status read_gemma3(const json& root, const std::string& path, ModelConfig& confi
       return unimplemented(path + ": rope_type \"" + *local_type +
                            "\" on sliding layers is not supported (default is)");
     }
-    config.rope_local_theta = local_theta.value_or(10000.0);
+    config.rope_local_theta = local_theta.value_or(defaults.rope_local_theta);
     return {};
   }
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> local_theta,
                           f.optional_float("rope_local_base_freq"));
-  config.rope_local_theta = local_theta.value_or(10000.0);
+  config.rope_local_theta = local_theta.value_or(defaults.rope_local_theta);
   return {};
 }
 
@@ -165,6 +170,8 @@ StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> model_type, f.optional_string("model_type"));
   if (!model_type) return f.missing("model_type");
   config.architecture = *model_type;
+  // What the file leaves out, the architecture's transformers config class decides.
+  const ArchitectureConfig& arch = architecture_config(*model_type);
   PAGODA_ASSIGN_OR_RETURN(config.num_hidden_layers, f.required_int("num_hidden_layers"));
   PAGODA_ASSIGN_OR_RETURN(config.hidden_size, f.required_int("hidden_size"));
   PAGODA_ASSIGN_OR_RETURN(config.intermediate_size, f.required_int("intermediate_size"));
@@ -173,6 +180,7 @@ StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std
                           f.optional_int("num_key_value_heads"));
   config.num_key_value_heads = kv_heads.value_or(config.num_attention_heads);
   PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> head_dim, f.optional_int("head_dim"));
+  if (!head_dim) head_dim = arch.head_dim;
   if (head_dim) {
     config.head_dim = *head_dim;
   } else if (config.num_attention_heads > 0) {
@@ -183,20 +191,15 @@ StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std
                           f.required_int("max_position_embeddings"));
   PAGODA_ASSIGN_OR_RETURN(std::optional<double> eps, f.optional_float("rms_norm_eps"));
   config.rms_norm_eps = eps.value_or(1e-6);
-  PAGODA_RETURN_IF_ERROR(read_rope(root, path, config));
-  if (*model_type == "gemma3_text" || *model_type == "gemma3") {
-    PAGODA_RETURN_IF_ERROR(read_gemma3(root, path, config));
+  PAGODA_RETURN_IF_ERROR(read_rope(root, path, arch.rope_theta, config));
+  if (arch.interleaved_attention) {
+    PAGODA_RETURN_IF_ERROR(read_interleaved_attention(root, path, arch, config));
   }
 
-  // transformers' PretrainedConfig ties embeddings by default; LlamaConfig, MistralConfig and
-  // Qwen2Config override that default to untied.
-  const bool untied_by_default =
-      *model_type == "llama" || *model_type == "mistral" || *model_type == "qwen2";
   PAGODA_ASSIGN_OR_RETURN(std::optional<bool> tie, f.optional_bool("tie_word_embeddings"));
-  config.tie_word_embeddings = tie.value_or(!untied_by_default);
-  // Qwen2's attention always has QKV biases; Llama's only when attention_bias says so.
+  config.tie_word_embeddings = tie.value_or(arch.tie_word_embeddings);
   PAGODA_ASSIGN_OR_RETURN(std::optional<bool> bias, f.optional_bool("attention_bias"));
-  config.attention_bias = *model_type == "qwen2" || bias.value_or(false);
+  config.attention_bias = arch.qkv_bias_always || bias.value_or(false);
 
   PAGODA_ASSIGN_OR_RETURN(config.bos_token_id, f.optional_int("bos_token_id"));
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::int64_t> eos, f.int_or_list("eos_token_id"));

@@ -1,5 +1,6 @@
 // ModelConfig and GenerationDefaults from a Hugging Face checkpoint's config.json and
-// generation_config.json (Llama, Mistral and Qwen2 key sets, transformers 4.x and 5.x spellings).
+// generation_config.json (transformers 4.x and 5.x spellings). Keys the file leaves out take
+// the defaults of the architecture's transformers config class (architecture_config.h).
 #pragma once
 
 #include <string>

@@ -1,6 +1,9 @@
 // The architecture registry: one entry per architecture Pagoda runs, the one allowlist. An
 // entry says what the config and the weight files cannot: which layer loop runs the model,
 // which optional weights its layers carry, and how llama.cpp's converter left its RoPE pairs.
+// Its config half, the defaults the config readers apply (transformers' per-class defaults,
+// what llama.cpp fixes by architecture), is the entry of the same name in
+// src/model/architecture_config.cc: the readers sit in the model library below this one.
 // HF and GGUF tensor names are in one table (weight_names.cc); the weights are found by HF name
 // (llama_weights.cc) and each backend groups them the way it fuses them.
 #pragma once

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/architecture_config.h"
 #include "models/gemma3.h"
 #include "models/llama.h"
 #include "models/llama_weights.h"
@@ -49,6 +50,23 @@ TEST(ArchitectureRegistry, Gemma3UnderBothNames) {
   }
   EXPECT_FALSE(find_architecture("qwen3")->sandwich_norms);
   EXPECT_EQ(find_architecture("llama")->hf_norm_weight_offset, 0.0f);
+}
+
+// The registry's config half (src/model/architecture_config.cc, below the loaders) names the
+// same architectures: adding one to either list and not the other fails here.
+TEST(ArchitectureRegistry, EveryEntryHasItsConfigHalfAndNoOther) {
+  std::string config_names;
+  for (const ArchitectureConfig& c : architecture_configs()) {
+    if (!config_names.empty()) config_names += ", ";
+    config_names += c.name;
+    EXPECT_NE(find_architecture(c.name), nullptr) << c.name;
+  }
+  EXPECT_EQ(config_names, supported_architecture_names());
+  // The entries that need interleaved-attention keys are the ones whose loop applies windows.
+  for (const ArchitectureConfig& c : architecture_configs()) {
+    EXPECT_EQ(c.interleaved_attention.has_value(), find_architecture(c.name)->sliding_window_layers)
+        << c.name;
+  }
 }
 
 TEST(ArchitectureRegistry, AnUnknownArchitectureIsRefusedEverywhereWithTheList) {
