@@ -41,6 +41,9 @@ struct PagedAttentionParams {
   /// 0: every earlier position. Else a sliding window (Gemma 3's local layers): the query at
   /// position p attends to positions max(0, p - sliding_window + 1) .. p only.
   std::int64_t sliding_window = 0;
+  /// 0: none. Else the attention logit soft-cap (Gemma 2): each score s = softmax_scale * q.k
+  /// becomes logit_softcap * tanh(s / logit_softcap) before the softmax, as on the CPU.
+  float logit_softcap = 0.0f;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< q, out and the cache
   /// A mixed step (some sequences decode, some prefill) runs both kernels over one batch:
   /// decode: when set, only these num_seqs sequences (device indices into the batch's arrays;
@@ -63,8 +66,9 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& params,
 /// takes the tensor-core tiles too. kMma16 / kMma32: the tensor-core kernel with 16 or 32 query
 /// rows per warp (64 or 128 queries per CTA); unimplemented where it does not apply. kMma32Keys64:
 /// 32 rows per warp with 64-key tiles at head_dim 128 (FA2's 128 x 64; kMma32 takes 32 keys there;
-/// at head_dim 64 both take 64), what kAuto runs for 512+ queries (16 rows below). The explicit
-/// choices exist for tests and benchmarks.
+/// at head_dim 64 both take 64), what kAuto runs for 512+ queries (16 rows below; with a
+/// logit_softcap at head_dim 128, kMma32: the 128 x 64 tile there has no soft-cap, its registers
+/// being spent). The explicit choices exist for tests and benchmarks.
 enum class PrefillKernel { kAuto, kReference, kMma16, kMma32, kMma32Keys64 };
 Status launch_paged_prefill_attention(const PagedAttentionParams& params,
                                       std::int64_t max_query_len, PrefillKernel kernel,

@@ -185,6 +185,7 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
   PAGODA_KERNEL_REQUIRE(plan.num_splits >= 1 && plan.num_splits <= 65535, kOp);
   PAGODA_KERNEL_REQUIRE(plan.partition_size >= 1 || plan.device_partition_size != nullptr, kOp);
   PAGODA_KERNEL_REQUIRE(p.softmax_scale > 0.0f, kOp);
+  PAGODA_KERNEL_REQUIRE(p.logit_softcap >= 0.0f && std::isfinite(p.logit_softcap), kOp);
   PAGODA_KERNEL_REQUIRE(c.k_scale > 0.0f && c.v_scale > 0.0f, kOp);
   PAGODA_KERNEL_REQUIRE(p.num_heads <= 65535, kOp);  // bounds grid.y
   if (p.num_seqs == 0) return Status::ok_status();

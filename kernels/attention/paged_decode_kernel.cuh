@@ -36,7 +36,8 @@
 //
 // Each token group keeps its own online softmax (m, l, acc) per q head in registers, updated once
 // per tile (one rescale per kUnroll tokens); at the end the groups merge through shared memory
-// once. Scores use exp2 with q pre-scaled by softmax_scale * log2(e).
+// once. Scores use exp2 with q pre-scaled by softmax_scale * log2(e); a soft-cap (soft_cap.cuh)
+// applies to the lane-summed scores before the mask.
 #pragma once
 
 #include <cmath>
@@ -45,6 +46,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/attention/paged_decode_cta.cuh"
+#include "kernels/attention/soft_cap.cuh"
 #include "kernels/common/async_copy.cuh"
 #include "kernels/common/device_types.cuh"
 #include "kernels/common/pdl.cuh"
@@ -121,8 +123,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
                         const std::int32_t* __restrict__ seq_lens,
                         const std::int32_t* __restrict__ block_tables,
                         std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                        int block_size, float scale_log2, float out_scale, int sliding_window,
-                        int num_splits, int partition_size,
+                        int block_size, float scale_log2, float out_scale, float softcap,
+                        float inv_softcap, int sliding_window, int num_splits, int partition_size,
                         const std::int32_t* __restrict__ device_partition_size,
                         float* __restrict__ partial_out, float* __restrict__ partial_lse,
                         const std::int32_t* __restrict__ seq_ids) {
@@ -299,6 +301,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
         for (int u = 0; u < kUnroll; ++u) s[g][u] += __shfl_xor_sync(0xffffffffu, s[g][u], offset);
       }
     }
+    if (softcap != 0.0f) {  // uniform: a kernel parameter (in the scores' log2 units)
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) s[g][u] = apply_soft_cap(s[g][u], softcap, inv_softcap);
+      }
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (base + u * kGroups + token_group >= end) {
@@ -408,15 +417,17 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
   constexpr bool kFp8 = !std::is_same_v<C, T>;
   const float scale_log2 = p.softmax_scale * kLog2e * (kFp8 ? p.cache.k_scale : 1.0f);
   const float out_scale = kFp8 ? p.cache.v_scale : 1.0f;
+  // The scores are q.k * softmax_scale * log2(e) (the k_scale makes FP8 codes true keys).
+  const SoftCap cap = soft_cap_in_units(p.logit_softcap, kLog2e);
   return launch_pdl(paged_decode_kernel<T, C, kHeadDim, kMaxGroup, kStages>, grid, dim3(kThreads),
                     kSharedBytes, stream, "paged_decode_kernel", static_cast<const T*>(p.q),
                     p.q_row_stride, static_cast<T*>(p.out), static_cast<const C*>(p.cache.k),
                     static_cast<const C*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-                    scale_log2, out_scale, static_cast<int>(p.sliding_window), plan.num_splits,
-                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse,
-                    p.decode_seq_ids);
+                    scale_log2, out_scale, cap.cap, cap.inv_cap, static_cast<int>(p.sliding_window),
+                    plan.num_splits, plan.partition_size, plan.device_partition_size, w.partial_out,
+                    w.partial_lse, p.decode_seq_ids);
 }
 
 // Register arrays are sized by kMaxGroup, so the group chunk is the smallest instance that

@@ -33,6 +33,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/attention/paged_decode_cta.cuh"
+#include "kernels/attention/soft_cap.cuh"
 #include "kernels/common/async_copy.cuh"
 #include "kernels/common/device_types.cuh"
 #include "kernels/common/mma.cuh"
@@ -68,8 +69,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                             const std::int32_t* __restrict__ seq_lens,
                             const std::int32_t* __restrict__ block_tables,
                             std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                            int block_size, float scale_log2, int sliding_window, int num_splits,
-                            int partition_size,
+                            int block_size, float scale_log2, float softcap, float inv_softcap,
+                            int sliding_window, int num_splits, int partition_size,
                             const std::int32_t* __restrict__ device_partition_size,
                             float* __restrict__ partial_out, float* __restrict__ partial_lse,
                             const std::int32_t* __restrict__ seq_ids) {
@@ -202,6 +203,15 @@ __global__ void __launch_bounds__(kThreads, 2)
       mma_16816<T>(s[1], qa[kk], b[2], b[3]);
     }
 
+    // Soft-cap in the raw q.k units of s (uniform: a kernel parameter), before the mask; only
+    // row g's two scores per 8-key tile are used (rows 8-15, j = 2 and 3, are the zero rows).
+    if (softcap != 0.0f) {
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) s[nt][j] = apply_soft_cap(s[nt][j], softcap, inv_softcap);
+      }
+    }
     // Row g's 4 scores in this lane: keys key0 + 8 nt + 2t + j. Masked keys score -inf.
     const int key0 = tile_key(i);
     float tile_max = m;
@@ -313,15 +323,16 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
   const dim3 grid(static_cast<unsigned>(p.num_seqs),
                   static_cast<unsigned>(p.cache.num_kv_heads * chunks),
                   static_cast<unsigned>(plan.num_splits));
+  const SoftCap cap = soft_cap_in_units(p.logit_softcap, 1.0f / p.softmax_scale);  // raw q.k
   return launch_pdl(paged_decode_mma_kernel<T, kHeadDim>, grid, dim3(kThreads), kShared, stream,
                     "paged_decode_mma_kernel", static_cast<const T*>(p.q), p.q_row_stride,
                     static_cast<T*>(p.out), static_cast<const T*>(p.cache.k),
                     static_cast<const T*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-                    p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window), plan.num_splits,
-                    plan.partition_size, plan.device_partition_size, w.partial_out, w.partial_lse,
-                    p.decode_seq_ids);
+                    p.softmax_scale * kLog2e, cap.cap, cap.inv_cap,
+                    static_cast<int>(p.sliding_window), plan.num_splits, plan.partition_size,
+                    plan.device_partition_size, w.partial_out, w.partial_lse, p.decode_seq_ids);
 }
 
 /// The entry for one dtype (bf16 or f16), head_dim 64 or 128; instantiated in

@@ -1,5 +1,6 @@
 #include <cuda_fp8.h>
 
+#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -72,6 +73,7 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
   PAGODA_KERNEL_REQUIRE(c.block_size > 0 && c.num_blocks > 0, kOp);
   PAGODA_KERNEL_REQUIRE(p.q_row_stride >= p.num_heads * c.head_dim, kOp);
   PAGODA_KERNEL_REQUIRE(p.softmax_scale > 0.0f, kOp);
+  PAGODA_KERNEL_REQUIRE(p.logit_softcap >= 0.0f && std::isfinite(p.logit_softcap), kOp);
   PAGODA_KERNEL_REQUIRE(max_query_len >= 0 && max_query_len <= 0x7fffffff / 64, kOp);
   if (p.num_seqs == 0 || max_query_len == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(p.q != nullptr && p.out != nullptr && c.k != nullptr && c.v != nullptr,
@@ -89,10 +91,14 @@ Status launch_paged_prefill_attention(const PagedAttentionParams& p, std::int64_
     // 0.389 F for 32 rows with 32-key tiles and 0.370 F for 16 rows on the G10 shape (H200, run
     // 14; its oracle test passed on hardware in runs 24-25); 16 rows below, where it gives
     // twice the CTAs.
+    // A soft-cap at head_dim 128 takes 128 x 32 for long prompts (the 128 x 64 tile has no
+    // registers left for it: paged_prefill_mma_kernel.cuh).
+    const bool no_keys64 = p.logit_softcap != 0.0f && p.cache.head_dim == 128;
     kernel = !mma_applies(p) || p.cache.head_dim == 256 || p.sliding_window > 0
                  ? PrefillKernel::kReference
-             : max_query_len >= 512 ? PrefillKernel::kMma32Keys64
-                                    : PrefillKernel::kMma16;
+             : max_query_len >= 512
+                 ? (no_keys64 ? PrefillKernel::kMma32 : PrefillKernel::kMma32Keys64)
+                 : PrefillKernel::kMma16;
   }
   if (kernel == PrefillKernel::kReference) {
     return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {

@@ -21,6 +21,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/attention/soft_cap.cuh"
 #include "kernels/common/device_types.cuh"
 
 namespace pagoda::kernels::prefill {
@@ -47,8 +48,8 @@ __global__ void __launch_bounds__(kThreads)
                          const std::int32_t* __restrict__ seq_lens,
                          const std::int32_t* __restrict__ block_tables,
                          std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
-                         int block_size, float scale_log2, int sliding_window, float k_scale,
-                         float v_scale, bool skip_single_query) {
+                         int block_size, float scale_log2, float softcap, float inv_softcap,
+                         int sliding_window, float k_scale, float v_scale, bool skip_single_query) {
   constexpr int kQStride = kHeadDim + 1;
   constexpr int kKStride = kHeadDim + 1;
   constexpr int kPStride = kBlockN + 1;
@@ -142,6 +143,10 @@ __global__ void __launch_bounds__(kThreads)
         s[j] += qd * k_tile[(quarter + 4 * j) * kKStride + d];
       }
     }
+    if (softcap != 0.0f) {  // uniform: a kernel parameter (in the scores' log2 units)
+#pragma unroll
+      for (int j = 0; j < kColsPerThread; ++j) s[j] = apply_soft_cap(s[j], softcap, inv_softcap);
+    }
     float tile_max = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kColsPerThread; ++j) {
@@ -200,13 +205,14 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
   auto* kernel = paged_prefill_kernel<T, C, kHeadDim>;
   PAGODA_RETURN_IF_ERROR(
       (cuda::opt_in_shared_memory<paged_prefill_kernel<T, C, kHeadDim>, kShared>()));
+  const SoftCap cap = soft_cap_in_units(p.logit_softcap, kLog2e);  // q is pre-scaled
   kernel<<<grid, kThreads, kShared, stream>>>(
       static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
       static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-      p.softmax_scale * kLog2e, static_cast<int>(p.sliding_window), p.cache.k_scale,
-      p.cache.v_scale, p.skip_single_query);
+      p.softmax_scale * kLog2e, cap.cap, cap.inv_cap, static_cast<int>(p.sliding_window),
+      p.cache.k_scale, p.cache.v_scale, p.skip_single_query);
   return cuda::check_launch("paged_prefill_kernel");
 }
 

@@ -35,6 +35,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
+#include "kernels/attention/soft_cap.cuh"
 #include "kernels/common/async_copy.cuh"
 #include "kernels/common/mma.cuh"
 
@@ -59,6 +60,11 @@ struct Tile {
   // (252 registers) was latency-bound: 0.56 eligible warps per scheduler, tensor pipe 34% busy.
   static constexpr int kMinBlocks = kQInRegisters ? 3 : 2;
   static constexpr int kChunksPerRow = kHeadDim / 8;
+  // The logit soft-cap is compiled into every tile but 128 x 64 at d128: that one sits at the
+  // 255-register cap of 2 CTAs per SM, and the tanh's temporaries raise its spills from 12 to 68
+  // bytes (84 with an FP8 cache) even when the cap is 0 (CUDA 13's ptxas). kAuto gives a
+  // soft-capped 512+ prompt 128 x 32 instead.
+  static constexpr bool kSoftCap = !(kHeadDim == 128 && kMTiles == 2 && kBlockN == 64);
 };
 
 /// 16 FP8 codes at shared byte `from` -> 16 T (code x scale) at the swizzled chunks `to0`, `to1`.
@@ -80,13 +86,16 @@ __device__ __forceinline__ void fp8_chunk_to_tile(unsigned char* smem, std::uint
 
 template <typename T, typename C, int kHeadDim, int kMTiles, int kBlockN>
 __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::kMinBlocks))
-    paged_prefill_mma_kernel(
-        const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
-        const C* __restrict__ k_cache, const C* __restrict__ v_cache,
-        const std::int32_t* __restrict__ query_start_loc, const std::int32_t* __restrict__ seq_lens,
-        const std::int32_t* __restrict__ block_tables, std::int64_t max_blocks_per_seq,
-        int num_heads, int num_kv_heads, int block_size, int block_shift, float scale_log2,
-        int num_q_tiles, float k_scale, float v_scale, bool skip_single_query, int sliding_window) {
+    paged_prefill_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride,
+                             T* __restrict__ out, const C* __restrict__ k_cache,
+                             const C* __restrict__ v_cache,
+                             const std::int32_t* __restrict__ query_start_loc,
+                             const std::int32_t* __restrict__ seq_lens,
+                             const std::int32_t* __restrict__ block_tables,
+                             std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
+                             int block_size, int block_shift, float scale_log2, float softcap,
+                             float inv_softcap, int num_q_tiles, float k_scale, float v_scale,
+                             bool skip_single_query, int sliding_window) {
   using Shape = Tile<kHeadDim, kMTiles, kBlockN>;
   constexpr int kBlockM = Shape::kBlockM;
   constexpr int kChunks = Shape::kChunks;
@@ -348,6 +357,20 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
         }
       }
 
+      // Soft-cap in the raw q.k units of s (uniform: a kernel parameter), before the masks.
+      if (Shape::kSoftCap && softcap != 0.0f) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              s[mt][nt][i] = apply_soft_cap(s[mt][nt][i], softcap, inv_softcap);
+            }
+          }
+        }
+      }
+
       // Causal mask, only where some key of the tile lies past the tile's first query position;
       // a window's, where some key lies before the last query's window (key <= position - W).
       // Query row r sits at position context + q0 + r; rows past q_len see zero-filled keys only
@@ -490,13 +513,19 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
   PAGODA_RETURN_IF_ERROR(
       (cuda::opt_in_shared_memory<paged_prefill_mma_kernel<T, C, kHeadDim, kMTiles, kBlockN>,
                                   kShared>()));
+  if (!Shape::kSoftCap && p.logit_softcap != 0.0f) {
+    return unimplemented(
+        "paged prefill attention (mma): no soft-cap in the 128 x 64 tile at head_dim 128 (kMma32 "
+        "and kMma16 have it)");
+  }
+  const SoftCap cap = soft_cap_in_units(p.logit_softcap, 1.0f / p.softmax_scale);  // raw q.k
   kernel<<<grid, kThreads, kShared, stream>>>(
       static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
       static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
       p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
       static_cast<int>(p.cache.num_kv_heads), block_size, block_shift, p.softmax_scale * kLog2e,
-      static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale, p.skip_single_query,
-      static_cast<int>(p.sliding_window));
+      cap.cap, cap.inv_cap, static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale,
+      p.skip_single_query, static_cast<int>(p.sliding_window));
   return cuda::check_launch("paged_prefill_mma_kernel");
 }
 

@@ -39,13 +39,15 @@ struct AttentionCase {
   std::int64_t num_kv_heads;
   std::int64_t block_size;
   std::int64_t sliding_window = 0;  ///< 0: full causal context (Gemma 3's local layers: > 0)
+  float logit_softcap = 0.0f;       ///< 0: none; else scores = cap * tanh(scores / cap)
 };
 
 inline std::string describe(const AttentionCase& c, ScalarType type) {
-  std::string s = std::string(gpu_test::name_of(type)) + " d" + std::to_string(c.head_dim) +
-                  " heads " + std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) +
-                  " page " + std::to_string(c.block_size) + " window " +
-                  std::to_string(c.sliding_window) + " seqs";
+  std::string s =
+      std::string(gpu_test::name_of(type)) + " d" + std::to_string(c.head_dim) + " heads " +
+      std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) + " page " +
+      std::to_string(c.block_size) + " window " + std::to_string(c.sliding_window) +
+      (c.logit_softcap != 0.0f ? " softcap " + std::to_string(c.logit_softcap) : "") + " seqs";
   for (const Sequence& q : c.seqs) {
     s += " (" + std::to_string(q.q_len) + "/" + std::to_string(q.seq_len) + ")";
   }
@@ -144,10 +146,11 @@ class AttentionBatch {
                                     .block_tables = block_tables_.data(),
                                     .num_seqs = static_cast<std::int64_t>(c.seqs.size()),
                                     .max_blocks_per_seq = max_blocks_};
-    if (c.sliding_window > 0) {
-      cpu::windowed_attention_reference(q_.data(), c.num_heads, view, batch,
-                                        {.scale = scale_, .sliding_window = c.sliding_window},
-                                        want_.data());
+    if (c.sliding_window > 0 || c.logit_softcap != 0.0f) {
+      cpu::windowed_attention_reference(
+          q_.data(), c.num_heads, view, batch,
+          {.scale = scale_, .sliding_window = c.sliding_window, .logit_softcap = c.logit_softcap},
+          want_.data());
     } else {
       cpu::paged_attention_reference(q_.data(), c.num_heads, view, batch, want_.data());
     }
@@ -198,6 +201,7 @@ class AttentionBatch {
             .num_heads = c_.num_heads,
             .softmax_scale = scale_,
             .sliding_window = c_.sliding_window,
+            .logit_softcap = c_.logit_softcap,
             .dtype = type_};
   }
 
