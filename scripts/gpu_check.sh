@@ -34,12 +34,14 @@ TARGETS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kern
          gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
          gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test
          gpu_fp8_gemm_test gpu_tiny_hf_models_test gpu_quantized_executor_test
-         gpu_gemma3_kernels_test gpu_gemma3_golden_test gpu_fp8_kv_cache_test gpu_bench)
+         gpu_gemma3_kernels_test gpu_gemma3_golden_test gpu_fp8_kv_cache_test
+         gpu_mixed_step_test gpu_bench)
 TESTS=(gpu_elementwise_kernels_test gpu_paged_attention_test gpu_sampling_kernel_test
        gpu_cuda_model_executor_test gpu_smollm2_golden_test gpu_skinny_gemm_test
        gpu_speculative_test gpu_dummy_weights_test gpu_w4a16_gemm_test
        gpu_fp8_gemm_test gpu_tiny_hf_models_test gpu_quantized_executor_test
-       gpu_gemma3_kernels_test gpu_gemma3_golden_test gpu_fp8_kv_cache_test)
+       gpu_gemma3_kernels_test gpu_gemma3_golden_test gpu_fp8_kv_cache_test
+       gpu_mixed_step_test)
 
 build() {
   local jobs="$1"
@@ -159,6 +161,7 @@ run_all() {
                 "gpu_cuda_model_executor_test:GpuCudaModelExecutor.LlamaFp32MatchesCpu:GpuCudaModelExecutor.GraphReplayMatchesEagerFp32" \
                 "gpu_paged_attention_test:GpuPagedAttention.DecodeMatchesCpuOracleWithOneAndManySplits" \
                 "gpu_paged_attention_test:GpuPagedPrefillMma.AutoDispatch" \
+                "gpu_mixed_step_test:GpuMixedStep.TinyQwen3Bf16MatchesCpu:GpuMixedStep.TinyGemma3WindowsAndKvGroupsBf16MatchCpu" \
                 "gpu_skinny_gemm_test:GpuSkinnyGemm.*" \
                 "gpu_w4a16_gemm_test:GpuW4A16Gemm.DequantizeIsExactThenRoundedOnce:GpuW4A16Gemm.GatherColumnsFollowsThePermutation:GpuW4A16Gemm.GgufFormDequantizeAndLayerDispatch" \
                 "gpu_fp8_gemm_test:GpuFp8.QuantizeRowsIsTheHostRuleBitForBit:GpuFp8.RmsNormFusedOutputEqualsQuantizingItsOutput"; do

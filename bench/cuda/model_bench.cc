@@ -232,8 +232,10 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     }
     // A mixed step: the batch's decodes beside a 512-token prompt chunk of one more sequence
     // (slot `batch`, its own blocks), eager with PDL, against the chunk alone and the decodes
-    // alone. A mixed step runs every sequence's attention through the prefill kernel, so the
-    // decodes' share of it over their own step says what that costs them.
+    // alone; the decodes' share of it over their own step says what mixing costs them. Timed
+    // both ways on one executor: split (the prefill kernel skips the one-query sequences, the
+    // decode kernel runs them: what the executor does) and unsplit (every sequence's attention
+    // through the prefill kernel, as in run 27: 3.3x at b256 on the H200).
     {
       kernels::set_pdl_enabled(true);
       kernels::set_default_decode_kernel(kernels::DecodeKernel::kAuto);
@@ -254,7 +256,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
           b.block_tables.push_back(static_cast<std::int32_t>(extra * blocks_per_seq + j));
         b.logits_indices.push_back(static_cast<std::int32_t>(b.token_ids.size()) - 1);
       };
-      enum class Part { kDecodes, kChunk, kMixed };
+      enum class Part { kDecodes, kChunk, kMixed, kMixedUnsplit };
       const auto time_part = [&](Part part) {
         std::vector<double> part_ms;
         for (int step = first; step < first + steps; ++step) {
@@ -279,6 +281,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
             for (int s = 0; s < batch; ++s) row(s);
           }
           if (part != Part::kDecodes) row(extra);
+          (*exec)->set_split_mixed_steps(part != Part::kMixedUnsplit);
           cudaDeviceSynchronize();
           const auto t0 = std::chrono::steady_clock::now();
           check((*exec)->execute(b, sampling, out), "mixed");
@@ -290,17 +293,35 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
       };
       const double decodes_ms = time_part(Part::kDecodes);
       const double chunk_ms = time_part(Part::kChunk);
+      const std::int64_t mixed_before = (*exec)->attention_path_counts().mixed;
       const double mixed_ms = time_part(Part::kMixed);
+      const std::int64_t mixed_launches = (*exec)->attention_path_counts().mixed - mixed_before;
+      const double unsplit_ms = time_part(Part::kMixedUnsplit);
+      (*exec)->set_split_mixed_steps(true);
       first += steps;
+      if (mixed_launches != static_cast<std::int64_t>(steps) * c.num_hidden_layers) {
+        std::fprintf(stderr,
+                     "gpu_bench: the mixed steps took the split attention path %lld times, "
+                     "not %lld\n",
+                     static_cast<long long>(mixed_launches),
+                     static_cast<long long>(steps) * c.num_hidden_layers);
+      }
       (*exec)->close_sampling_slot(extra);
       char label[96];
       std::snprintf(label, sizeof(label), "decodes alone b%d (eager + PDL)", batch);
       result(label, decodes_ms, "ms", 0.0, "(info)");
       std::snprintf(label, sizeof(label), "a 512-token prompt chunk alone (eager + PDL)");
       result(label, chunk_ms, "ms", 0.0, "(info)");
-      std::snprintf(label, sizeof(label), "mixed: b%d decodes + the chunk in one step", batch);
+      std::snprintf(label, sizeof(label), "mixed: b%d decodes + the chunk in one step (split)",
+                    batch);
       result(label, mixed_ms, "ms", (mixed_ms - chunk_ms) / decodes_ms,
              "ratio: (mixed - chunk) / decodes alone");
+      std::snprintf(label, sizeof(label), "mixed unsplit: all through the prefill kernel b%d",
+                    batch);
+      result(label, unsplit_ms, "ms", (unsplit_ms - chunk_ms) / decodes_ms,
+             "ratio: (mixed - chunk) / decodes alone");
+      std::snprintf(label, sizeof(label), "mixed step b%d: unsplit / split", batch);
+      result(label, mixed_ms, "ms", unsplit_ms / mixed_ms, "ratio: the split's speed-up");
     }
 
     // Back to what the executor runs by default, for the next batch size.

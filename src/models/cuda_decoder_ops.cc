@@ -153,33 +153,51 @@ Status CudaDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table)
                                        e_.stream_.get());
 }
 
+// Pure prefill steps run the prefill kernel, pure decode steps the split-K decode kernel. A mixed
+// step runs both over the one batch and the one output: the prefill kernel skips the sequences
+// that bring one query, and the decode kernel (and its split merge) runs only those, listed in
+// the step metadata; each writes its own sequences' rows of attn_. Windows, soft-cap, the FP8
+// cache and a KV group's tables (block_tables(layer), read by sequence index) are the same
+// parameters for both.
 Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& options) {
-  if (options.logit_softcap != 0.0f) return unimplemented("attention: soft-cap on CUDA");
   const ModelConfig& c = e_.config_;
   const float scale = options.softmax_scale != 0.0f
                           ? options.softmax_scale
                           : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const kernels::PagedAttentionParams params{.q = e_.qkv_.data(),
-                                             .q_row_stride = qkv_dim(),
-                                             .out = e_.attn_.data(),
-                                             .cache = cache(layer),
-                                             .query_start_loc = e_.metadata_.query_start_loc(),
-                                             .seq_lens = e_.metadata_.seq_lens(),
-                                             .block_tables = block_tables(layer),
-                                             .num_seqs = shape_.num_seqs,
-                                             .max_blocks_per_seq = shape_.block_table_stride,
-                                             .num_heads = c.num_attention_heads,
-                                             .softmax_scale = scale,
-                                             .sliding_window = options.sliding_window,
-                                             .dtype = e_.options_.dtype};
-  if (!shape_.decode) {
+  kernels::PagedAttentionParams params{.q = e_.qkv_.data(),
+                                       .q_row_stride = qkv_dim(),
+                                       .out = e_.attn_.data(),
+                                       .cache = cache(layer),
+                                       .query_start_loc = e_.metadata_.query_start_loc(),
+                                       .seq_lens = e_.metadata_.seq_lens(),
+                                       .block_tables = block_tables(layer),
+                                       .num_seqs = shape_.num_seqs,
+                                       .max_blocks_per_seq = shape_.block_table_stride,
+                                       .num_heads = c.num_attention_heads,
+                                       .softmax_scale = scale,
+                                       .sliding_window = options.sliding_window,
+                                       .logit_softcap = options.logit_softcap,
+                                       .dtype = e_.options_.dtype};
+  const kernels::DecodeWorkspace workspace{.partial_out = e_.decode_partial_out_.as<float>(),
+                                           .partial_lse = e_.decode_partial_lse_.as<float>(),
+                                           .capacity_floats = e_.decode_workspace_floats_};
+  CudaModelExecutor::AttentionPathCounts& paths = e_.attention_paths_;
+  if (shape_.decode) {
+    ++paths.decode;
+    return kernels::launch_paged_decode_attention(params, shape_.plan, workspace, e_.stream_.get());
+  }
+  if (!shape_.mixed) {
+    ++paths.prefill;
     return kernels::launch_paged_prefill_attention(params, shape_.max_query_len, e_.stream_.get());
   }
-  return kernels::launch_paged_decode_attention(params, shape_.plan,
-                                                {.partial_out = e_.decode_partial_out_.as<float>(),
-                                                 .partial_lse = e_.decode_partial_lse_.as<float>(),
-                                                 .capacity_floats = e_.decode_workspace_floats_},
-                                                e_.stream_.get());
+  ++paths.mixed;
+  params.skip_single_query = true;
+  PAGODA_RETURN_IF_ERROR(
+      kernels::launch_paged_prefill_attention(params, shape_.max_query_len, e_.stream_.get()));
+  params.skip_single_query = false;
+  params.num_seqs = shape_.num_decode_seqs;
+  params.decode_seq_ids = e_.metadata_.decode_seq_ids();
+  return kernels::launch_paged_decode_attention(params, shape_.plan, workspace, e_.stream_.get());
 }
 
 Status CudaDecoderOps::output_projection(std::int64_t layer) {

@@ -38,9 +38,6 @@ Status check_supported(const ModelConfig& c) {
     return unimplemented("the CUDA backend runs head_dim 64, 128 and 256, this model has " +
                          std::to_string(c.head_dim) + "; use --device cpu");
   }
-  if (c.attn_logit_softcapping) {
-    return unimplemented("the CUDA backend has no attention logit soft-cap yet; use --device cpu");
-  }
   return Status::ok_status();
 }
 
@@ -316,8 +313,11 @@ Status CudaModelExecutor::run_model(const ForwardBatch& batch,
     PAGODA_RETURN_IF_ERROR(metadata_.upload_padded_decode(batch, graph->num_seqs,
                                                           graph_partition_size(*graph, max_seq_len),
                                                           stream_.get(), previous_pairs));
-  } else {
-    PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get(), previous_pairs));
+  }
+  LayerShape shape;
+  if (graph == nullptr) {
+    shape = eager_shape(batch, decode_seq_ids_);
+    PAGODA_RETURN_IF_ERROR(metadata_.upload(batch, stream_.get(), previous_pairs, decode_seq_ids_));
   }
   // Input ids the host does not know yet: from the previous step's sampled tokens, still on
   // the device (this step's sampling has not run, so they are intact).
@@ -328,37 +328,55 @@ Status CudaModelExecutor::run_model(const ForwardBatch& batch,
        .num_pairs = static_cast<std::int64_t>(previous_pairs.size() / 2)},
       stream_.get()));
   if (graph != nullptr) return graph->exec.launch(stream_.get());
-  return run_layers(eager_shape(batch));
+  return run_layers(shape);
 }
 
-// Host-side planning from the batch the host already holds: no device reads.
-CudaModelExecutor::LayerShape CudaModelExecutor::eager_shape(const ForwardBatch& batch) const {
-  const ModelConfig& c = config_;
+// Host-side planning from the batch the host already holds: no device reads. The decode kernel
+// writes one row per sequence, so it takes a sequence only if it brings exactly one query:
+//
+//   q_len per sequence   1 1 1 1    -> decode: the decode kernel over all
+//                        1 1 512 1  -> mixed: prefill skips the 1s, decode runs seqs {0,1,3}
+//                        7 512      -> prefill over all
+CudaModelExecutor::LayerShape CudaModelExecutor::eager_shape(
+    const ForwardBatch& batch, std::vector<std::int32_t>& decode_seq_ids) const {
   LayerShape shape{.num_tokens = batch.num_tokens(),
                    .num_seqs = batch.num_seqs(),
                    .block_table_stride = batch.max_blocks_per_seq,
                    .kv_groups = !batch.kv_groups.empty()};
-  std::int64_t min_query_len = batch.num_tokens();
-  std::int64_t max_seq_len = 0;
+  decode_seq_ids.clear();
+  std::int64_t max_decode_seq_len = 0;
   for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {
     const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
     shape.max_query_len = std::max(shape.max_query_len, q_len);
-    min_query_len = std::min(min_query_len, q_len);
-    max_seq_len = std::max<std::int64_t>(max_seq_len, batch.seq_lens[s]);
+    if (q_len == 1) {
+      decode_seq_ids.push_back(static_cast<std::int32_t>(s));
+      max_decode_seq_len = std::max<std::int64_t>(max_decode_seq_len, batch.seq_lens[s]);
+    }
   }
-  // The decode kernel writes one row per sequence, so every sequence must bring exactly one.
-  shape.decode = shape.max_query_len == 1 && min_query_len == 1;
-  if (!shape.decode) return shape;
-  kernels::DecodeSplitPlan& plan = shape.plan;
-  plan = kernels::plan_decode_splits(batch.num_seqs(), c.num_key_value_heads, c.num_attention_heads,
-                                     max_seq_len, num_sms_, options_.max_decode_splits);
+  const auto num_single = static_cast<std::int64_t>(decode_seq_ids.size());
+  shape.decode = num_single > 0 && num_single == batch.num_seqs();
+  shape.mixed = split_mixed_steps_ && num_single > 0 && num_single < batch.num_seqs();
+  // Only a mixed step reads the list (a pure decode runs every sequence in order).
+  if (!shape.mixed) decode_seq_ids.clear();
+  if (!shape.decode && !shape.mixed) return shape;
+  shape.num_decode_seqs = num_single;
+  shape.plan = eager_decode_plan(num_single, max_decode_seq_len);
+  return shape;
+}
+
+kernels::DecodeSplitPlan CudaModelExecutor::eager_decode_plan(std::int64_t num_seqs,
+                                                              std::int64_t max_seq_len) const {
+  const ModelConfig& c = config_;
+  kernels::DecodeSplitPlan plan =
+      kernels::plan_decode_splits(num_seqs, c.num_key_value_heads, c.num_attention_heads,
+                                  max_seq_len, num_sms_, options_.max_decode_splits);
   while (plan.num_splits > 1 &&
-         kernels::decode_workspace_floats(batch.num_seqs(), c.num_attention_heads, c.head_dim,
-                                          plan) > decode_workspace_floats_) {
+         kernels::decode_workspace_floats(num_seqs, c.num_attention_heads, c.head_dim, plan) >
+             decode_workspace_floats_) {
     plan.num_splits = std::max(1, plan.num_splits / 2);
     plan.partition_size = static_cast<int>((max_seq_len + plan.num_splits - 1) / plan.num_splits);
   }
-  return shape;
+  return plan;
 }
 
 Status CudaModelExecutor::open_sampling_slot(std::int32_t slot, const SlotSamplingConfig& config) {

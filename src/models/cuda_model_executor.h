@@ -119,6 +119,18 @@ class CudaModelExecutor final : public ModelExecutor {
   /// Captures the decode graphs again against the current pool (benchmarks: after
   /// kernels::set_pdl_enabled, whose setting a graph keeps).
   Status capture_decode_graphs();
+  /// Which attention path each layer's attention() took, counted since creation (eager steps
+  /// and graph captures; a graph replay runs no op): tests check that a mixed batch really
+  /// split between the kernels, benchmarks say which path they timed.
+  struct AttentionPathCounts {
+    std::int64_t prefill = 0;  ///< the prefill kernel over every sequence
+    std::int64_t decode = 0;   ///< the decode kernel over every sequence
+    std::int64_t mixed = 0;    ///< prefill (skipping one-query sequences) + decode over those
+  };
+  const AttentionPathCounts& attention_path_counts() const { return attention_paths_; }
+  /// false: a mixed step runs every sequence's attention through the prefill kernel, as before
+  /// the split (benchmarks time both ways on one executor). Default true.
+  void set_split_mixed_steps(bool split) { split_mixed_steps_ = split; }
   /// Device bytes profile_num_kv_blocks held back from the KV budget for the graphs.
   std::int64_t graph_memory_reserve() const { return graph_memory_reserve_; }
   /// "28 w4a16 linear layers, 0.07 GiB of weights": the form the weights took on the device.
@@ -142,7 +154,13 @@ class CudaModelExecutor final : public ModelExecutor {
     std::int64_t block_table_stride = 0;
     std::int64_t max_query_len = 0;
     bool decode = false;  // every sequence brings one query: the split-K decode kernel
-    kernels::DecodeSplitPlan plan;
+    // Some sequences bring one query and some more (decodes beside a prompt chunk): the
+    // prefill kernel skips the one-query sequences (skip_single_query) and the decode kernel
+    // runs them alone (the metadata's decode_seq_ids, num_decode_seqs of them).
+    bool mixed = false;
+    std::int64_t num_decode_seqs = 0;
+    kernels::DecodeSplitPlan plan;  // the decode kernel's: every sequence, or a mixed step's
+                                    // one-query ones
     // The layers of KV groups 1.. read their group's tables (the batch carries kv_groups);
     // otherwise every layer reads group 0's.
     bool kv_groups = false;
@@ -167,7 +185,12 @@ class CudaModelExecutor final : public ModelExecutor {
   // Uploads the batch's metadata and runs the layers: a graph replay for a decode batch that
   // fits one, eager otherwise.
   Status run_model(const ForwardBatch& batch, std::span<const std::int32_t> previous_pairs);
-  LayerShape eager_shape(const ForwardBatch& batch) const;
+  // The shape of an eager step; a mixed step's one-query sequences go to `decode_seq_ids`.
+  LayerShape eager_shape(const ForwardBatch& batch,
+                         std::vector<std::int32_t>& decode_seq_ids) const;
+  // The decode kernel's split plan for num_seqs sequences of up to max_seq_len tokens, halved
+  // until its partials fit the workspace.
+  kernels::DecodeSplitPlan eager_decode_plan(std::int64_t num_seqs, std::int64_t max_seq_len) const;
   const DecodeGraph* graph_for(const ForwardBatch& batch) const;
   // The split count a graph of num_seqs keeps, and a step's partition size under it.
   int graph_num_splits(std::int64_t num_seqs) const;
@@ -229,6 +252,9 @@ class CudaModelExecutor final : public ModelExecutor {
   bool shared_pool_ = false;
   bool graphs_use_kv_groups_ = false;
 
+  std::vector<std::int32_t> decode_seq_ids_;  // a mixed step's, host side (reused)
+  AttentionPathCounts attention_paths_;
+  bool split_mixed_steps_ = true;
   std::vector<DecodeGraph> decode_graphs_;  // ascending num_seqs
   bool graphs_enabled_ = true;
   DecodeGraphStats graph_stats_;

@@ -47,6 +47,8 @@ StatusOr<CudaStepMetadata> CudaStepMetadata::create(const Capacity& capacity) {
   offset = aligned(offset + tokens * sizeof(std::int32_t));
   m.partition_size_ = offset;
   offset = aligned(offset + sizeof(std::int32_t));
+  m.decode_seq_ids_ = offset;
+  offset = aligned(offset + seqs * sizeof(std::int32_t));
   m.previous_pairs_ = offset;
   offset = aligned(offset + 2 * tokens * sizeof(std::int32_t));
   for (std::int64_t g = 0; g < capacity.num_extra_kv_groups; ++g) {
@@ -72,8 +74,10 @@ StatusOr<CudaStepMetadata> CudaStepMetadata::create(const Capacity& capacity) {
 }
 
 Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream,
-                                std::span<const std::int32_t> previous_pairs) {
+                                std::span<const std::int32_t> previous_pairs,
+                                std::span<const std::int32_t> decode_seq_ids) {
   if (batch.num_tokens() > capacity_.max_tokens || batch.num_seqs() > capacity_.max_seqs ||
+      static_cast<std::int64_t>(decode_seq_ids.size()) > batch.num_seqs() ||
       batch.num_logits() > capacity_.max_tokens ||
       batch.num_seqs() * batch.max_blocks_per_seq >
           capacity_.max_seqs * capacity_.max_blocks_per_seq) {
@@ -91,6 +95,9 @@ Status CudaStepMetadata::upload(const ForwardBatch& batch, cudaStream_t stream,
   put(base, query_start_loc_, batch.query_start_loc);
   put(base, seq_lens_, batch.seq_lens);
   put(base, logits_indices_, batch.logits_indices);
+  if (!decode_seq_ids.empty()) {
+    std::memcpy(base + decode_seq_ids_, decode_seq_ids.data(), decode_seq_ids.size_bytes());
+  }
   std::size_t used = put(base, block_tables_, batch.block_tables);
   if (batch.kv_groups.size() > group_block_tables_.size()) {
     return invalid_argument("forward batch with " + std::to_string(batch.kv_groups.size()) +

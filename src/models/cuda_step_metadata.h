@@ -40,8 +40,11 @@ class CudaStepMetadata {
   /// `previous_pairs`: the (token row, previous step's sampling row) pairs of tokens the host
   /// does not know yet, flattened; their ids come from the previous step's sampled tokens on
   /// the device (kernels::launch_gather_previous_tokens over previous_token_pairs()).
+  /// `decode_seq_ids`: a mixed step's sequences that bring one query (indices into the batch),
+  /// for the decode kernel (decode_seq_ids()); they travel in the same copy.
   Status upload(const ForwardBatch& batch, cudaStream_t stream,
-                std::span<const std::int32_t> previous_pairs = {});
+                std::span<const std::int32_t> previous_pairs = {},
+                std::span<const std::int32_t> decode_seq_ids = {});
 
   /// Like upload(), for a decode batch (one token per sequence) replayed by the CUDA graph of
   /// `padded_seqs` >= batch.num_seqs() sequences: the rows past the batch are padding (token 0,
@@ -88,6 +91,8 @@ class CudaStepMetadata {
   }  ///< [num_logits]
   /// One int: the decode partition size of the last upload_padded_decode.
   const std::int32_t* decode_partition_size() const { return at<std::int32_t>(partition_size_); }
+  /// [n]: the decode_seq_ids of the last upload (a mixed step's one-query sequences).
+  const std::int32_t* decode_seq_ids() const { return at<std::int32_t>(decode_seq_ids_); }
 
  private:
   template <typename T>
@@ -99,7 +104,7 @@ class CudaStepMetadata {
   // Byte offsets of each array inside both buffers (the same layout host and device).
   std::size_t slot_mapping_ = 0, token_ids_ = 0, positions_ = 0, query_start_loc_ = 0,
               seq_lens_ = 0, block_tables_ = 0, logits_indices_ = 0, partition_size_ = 0,
-              previous_pairs_ = 0, total_ = 0;
+              decode_seq_ids_ = 0, previous_pairs_ = 0, total_ = 0;
   // Per extra KV group: its slot mapping (before block_tables_, so the fixed-size part of a
   // padded decode upload carries it) and its block tables (after block_tables_).
   std::vector<std::size_t> group_slot_mapping_, group_block_tables_;

@@ -1,6 +1,7 @@
 // The CUDA executor against the CPU op set on the same host weights: one schedule of mixed
-// steps (chunked prefill beside a decode, then pure decode steps that replay the decode CUDA
-// graphs), both sides fed the CPU's greedy tokens. Shared by the dense and the quantized
+// steps (chunked prefill beside a decode, which the executor splits between the prefill and
+// decode kernels, then pure decode steps that replay the decode CUDA graphs), both sides fed the
+// CPU's greedy tokens. Shared by the dense and the quantized
 // executor tests.
 #pragma once
 
@@ -79,6 +80,7 @@ inline void run_against_cpu(const ModelConfig& c, const models::LlamaWeights& we
       {{prompt_a.begin(), prompt_a.begin() + 20}, prompt_b},
       {{prompt_a.begin() + 20, prompt_a.end()}, {}}};
   std::vector<std::int32_t> next(2, -1);
+  const std::int64_t mixed_before = (*gpu)->attention_path_counts().mixed;
   for (int step = 0; step < 14; ++step) {
     std::vector<std::vector<std::int32_t>> tokens;
     if (step < 2) {
@@ -124,6 +126,9 @@ inline void run_against_cpu(const ModelConfig& c, const models::LlamaWeights& we
       if (prompt_done) next[owner[r]] = cpu_token;
     }
   }
+  // Step 1 (A's chunk beside B's decode) split between the prefill and the decode kernel.
+  EXPECT_EQ((*gpu)->attention_path_counts().mixed - mixed_before, c.num_hidden_layers)
+      << label << ": the mixed step did not take the split attention path";
 }
 
 }  // namespace pagoda::gpu_test
