@@ -18,7 +18,9 @@
 #
 # `run` takes GPU_CHECK_SANITIZER=0 (skip compute-sanitizer), GPU_CHECK_KERNEL_GROUPS (e.g.
 # "prefill elementwise": only those gpu_bench kernels groups), GPU_CHECK_MODEL_BATCHES (1,64,128)
-# and GPU_CHECK_MODEL_STEPS (24) for the Llama-3-8B dummy decode benchmark, to fit a short lease.
+# and GPU_CHECK_MODEL_STEPS (24) for the Llama-3-8B dummy decode benchmark, to fit a short lease;
+# GPU_CHECK_MODEL_QUANTIZATIONS="fp8 int4" adds its batch-1 run with the dummy weights quantized
+# at load (each loads 8B weights through the host quantizer: tens of seconds), off by default.
 #
 # PAGODA_GPU_BUNDLE=.gpu-bundle-x keeps a second bundle beside the default one (each helper or
 # experiment its own); name the same folder in the device call's carry.
@@ -181,6 +183,14 @@ run_all() {
   timeout 200 "$bin/gpu_bench" model --config "$config" --batch "${GPU_CHECK_MODEL_BATCHES:-1,64,128}" \
     --context 512 --steps "${GPU_CHECK_MODEL_STEPS:-24}" \
     >>"$bench_log" 2>&1 || echo "gpu_bench model failed rc=$?" >>"$bench_log"
+  # Batch-1 decode with the dummy weights quantized at load (issue 28: FP8 and INT4 against
+  # their weight-bytes roofline, the "decode b1 fp8-w weight bytes / step" lines' ratio to B).
+  local q
+  for q in ${GPU_CHECK_MODEL_QUANTIZATIONS:-}; do
+    timeout 240 "$bin/gpu_bench" model --config "$config" --batch 1 --context 512 \
+      --steps "${GPU_CHECK_MODEL_STEPS:-24}" --quantization "$q" \
+      >>"$bench_log" 2>&1 || echo "gpu_bench model --quantization $q failed rc=$?" >>"$bench_log"
+  done
 
   local sampler_lines='^RESULT (sampler |G13 |d2h bytes|decode .*execute)'
   {

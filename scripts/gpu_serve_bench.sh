@@ -15,7 +15,12 @@
 # Environment: CONFIG (configs/models/llama-3.1-8b.json), NUM_PROMPTS (512), CONCURRENCY (256),
 # INPUT_LEN (1000), OUTPUT_LEN (1000), MAX_MODEL_LEN (4096), PORT (8123), READY_TIMEOUT (300 s),
 # SPEC_PROMPTS (32), SERVE_ARGS (extra flags for every serve), SKIP_SPEC (1: no speculation runs),
-# SKIP_SYNC (1: only the --async-scheduling pass).
+# SKIP_SYNC (1: only the --async-scheduling pass), QUANTIZATION (none; fp8 or int4: the dummy
+# weights quantized at load into FP8 W8A8 / W4A16 layers), KV_CACHE_DTYPE (auto; fp8: e4m3
+# cache), FP8 (1: QUANTIZATION=fp8 and KV_CACHE_DTYPE=fp8, issue 28's FP8 serving case, goal
+# >= 16,000 output tok/s on one H100 at 1,000 in / 1,000 out, 256 concurrent):
+#
+#   FP8=1 SKIP_SPEC=1 scripts/gpu_check.sh exec bash scripts/gpu_serve_bench.sh TOKENIZER
 set -uo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -35,6 +40,18 @@ PORT=${PORT:-8123}
 READY_TIMEOUT=${READY_TIMEOUT:-300}
 SPEC_PROMPTS=${SPEC_PROMPTS:-32}
 SERVE_ARGS=${SERVE_ARGS:-}
+if [[ "${FP8:-0}" == 1 ]]; then
+  QUANTIZATION=${QUANTIZATION:-fp8}
+  KV_CACHE_DTYPE=${KV_CACHE_DTYPE:-fp8}
+fi
+QUANTIZATION=${QUANTIZATION:-none}
+KV_CACHE_DTYPE=${KV_CACHE_DTYPE:-auto}
+# The serve runs' names say what the weights and cache were: sync, fp8-w-fp8-kv.async, ...
+PRECISION=""
+[[ "$QUANTIZATION" == none ]] || PRECISION="$QUANTIZATION-w-"
+[[ "$KV_CACHE_DTYPE" == auto ]] || PRECISION="${PRECISION}$KV_CACHE_DTYPE-kv-"
+PRECISION=${PRECISION%-}
+[[ -z "$PRECISION" ]] || PRECISION="$PRECISION."
 if [[ -n "${OUT:-}" ]]; then LOGS="$OUT/serve_bench"; else LOGS=$(mktemp -d); fi
 mkdir -p "$LOGS"
 SUMMARY="$LOGS/summary.txt"
@@ -52,6 +69,7 @@ serve_run() {
   # shellcheck disable=SC2086
   pagoda serve "$CONFIG" --load-format dummy --tokenizer "$TOKENIZER" --device cuda \
     --max-num-seqs "$CONCURRENCY" --max-model-len "$MAX_MODEL_LEN" --port "$PORT" \
+    --quantization "$QUANTIZATION" --kv-cache-dtype "$KV_CACHE_DTYPE" \
     --disable-log-requests $SERVE_ARGS "$@" >"$log" 2>&1 &
   local pid=$!
   local ready=0
@@ -74,7 +92,8 @@ serve_run() {
     return 1
   fi
   say "$name: ready in $(python3 -c "print(f'{$t1 - $t0:.2f}')") s (launch to /health)"
-  grep -iE '^startup|graphs|kv cache' "$log" | head -5 | sed "s/^/$name: /" | tee -a "$SUMMARY"
+  grep -iE '^startup|^weights|graphs|kv cache' "$log" | head -6 | sed "s/^/$name: /" |
+    tee -a "$SUMMARY"
   python3 "$ROOT/bench/serve/serve_bench.py" --base-url "http://127.0.0.1:$PORT" \
     --num-prompts "$NUM_PROMPTS" --concurrency "$CONCURRENCY" --input-len "$INPUT_LEN" \
     --output-len "$OUTPUT_LEN" --ignore-eos --warmup 4 --token-id-range 1000 40000 \
@@ -98,12 +117,12 @@ EOF
   return $rc
 }
 
-say "== gpu_serve_bench $(date -u +%Y-%m-%dT%H:%M:%SZ): $(basename "$CONFIG") dummy, $NUM_PROMPTS prompts x ($INPUT_LEN in + $OUTPUT_LEN out), concurrency $CONCURRENCY"
-[[ "${SKIP_SYNC:-0}" == 1 ]] || serve_run sync
+say "== gpu_serve_bench $(date -u +%Y-%m-%dT%H:%M:%SZ): $(basename "$CONFIG") dummy, --quantization $QUANTIZATION, --kv-cache-dtype $KV_CACHE_DTYPE, $NUM_PROMPTS prompts x ($INPUT_LEN in + $OUTPUT_LEN out), concurrency $CONCURRENCY"
+[[ "${SKIP_SYNC:-0}" == 1 ]] || serve_run "${PRECISION}sync"
 # (Not `pagoda serve --help | grep -q`: with pipefail, grep's early exit fails the pipeline.)
 serve_help=$(pagoda serve --help 2>&1)
 if [[ "$serve_help" == *--async-scheduling* ]]; then
-  serve_run async --async-scheduling
+  serve_run "${PRECISION}async" --async-scheduling
 fi
 
 if [[ "${SKIP_SPEC:-0}" != 1 ]]; then

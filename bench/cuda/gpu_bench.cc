@@ -7,7 +7,8 @@
 //                                         execute() per batch x vocab ("sampler ..." lines)
 //   gpu_bench kernels [GROUP...]          GROUP: decode, prefill, elementwise, sampler, skinny,
 //                                         w4a16, gguf, fp8
-//   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy)
+//   gpu_bench model --config FILE.json    decode tokens/s with random weights (--load-format dummy;
+//                                         --quantization fp8|int4, --kv-cache-dtype fp8)
 //                   [--dtype bf16] [--batch 1,64,128] [--context 512] [--steps 32]
 //                                         through forward() and through execute(), and the bytes
 //                                         execute() copies to the host per decode step
@@ -52,6 +53,7 @@
 #include "models/cuda_model_executor.h"
 #include "pagoda/step_sampling.h"
 #include "quant/fp8_channel_layout.h"
+#include "quant/load_time_quantization.h"
 
 namespace pagoda::bench {
 namespace {
@@ -369,6 +371,8 @@ int main(int argc, char** argv) {
     std::string batches = "1,64,128";
     int context = 512;
     int steps = 32;
+    std::string quantization_name = "none";
+    std::string kv_cache_dtype = "auto";
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i];
       const std::string value = argv[i + 1];
@@ -382,16 +386,23 @@ int main(int argc, char** argv) {
         context = std::stoi(value);
       else if (flag == "--steps")
         steps = std::stoi(value);
+      else if (flag == "--quantization")
+        quantization_name = value;
+      else if (flag == "--kv-cache-dtype")
+        kv_cache_dtype = value;
     }
     cuda::ScalarType dtype;
+    const auto quantization = quant::parse_load_time_quantization(quantization_name);
     if (config.empty() || !cuda::parse_scalar_type(dtype_name, &dtype) || context < 1 ||
-        steps < 2) {
+        steps < 2 || !quantization.ok() || (kv_cache_dtype != "auto" && kv_cache_dtype != "fp8")) {
       std::fprintf(stderr,
                    "usage: gpu_bench model --config FILE.json [--dtype bf16] "
-                   "[--batch 1,64,128] [--context 512] [--steps 32]\n");
+                   "[--batch 1,64,128] [--context 512] [--steps 32] [--quantization none|fp8|int4] "
+                   "[--kv-cache-dtype auto|fp8]\n");
       return 2;
     }
-    return bench::run_model(config, dtype, bench::parse_list(batches), context, steps);
+    return bench::run_model(config, dtype, bench::parse_list(batches), context, steps,
+                            *quantization, kv_cache_dtype == "fp8");
   }
   std::fprintf(stderr, "usage: gpu_bench kernels | gpu_bench model --config FILE.json ...\n");
   return 2;

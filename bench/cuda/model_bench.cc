@@ -24,7 +24,7 @@ namespace pagoda::bench {
 // Decode throughput of a whole model with random weights: prefill `context` tokens for each of
 // `batch` sequences, then time decode steps (one token per sequence each).
 int run_model(const std::string& config_path, ScalarType dtype, const std::vector<int>& batches,
-              int context, int steps) {
+              int context, int steps, quant::LoadTimeQuantization quantization, bool fp8_kv_cache) {
   std::ifstream in(config_path);
   if (!in) {
     std::fprintf(stderr, "gpu_bench: cannot read %s\n", config_path.c_str());
@@ -52,12 +52,16 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     result("B: device copy (1 GiB, read+write)", copy_gbs, "GB/s", 1.0, "ceiling");
   }
   const auto created = std::chrono::steady_clock::now();
-  auto exec = models::CudaModelExecutor::create_dummy(*config,
-                                                      {.dtype = dtype,
-                                                       .max_num_batched_tokens = chunk,
-                                                       .max_num_seqs = max_batch + 1,
-                                                       .max_model_len = max_len},
-                                                      1234);
+  auto exec = models::CudaModelExecutor::create_dummy(
+      *config,
+      {.dtype = dtype,
+       .max_num_batched_tokens = chunk,
+       .max_num_seqs = max_batch + 1,
+       .max_model_len = max_len,
+       .quantization = quantization,
+       .kv_cache_storage = fp8_kv_cache ? kernels::KvCacheStorage::kFp8E4M3
+                                        : kernels::KvCacheStorage::kActivations},
+      1234);
   if (!exec.ok()) die(exec.status(), "executor");
   const double create_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - created).count();
@@ -66,21 +70,27 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   {
     const models::DecodeGraphStats& g = (*exec)->decode_graph_stats();
     char label[96];
-    std::snprintf(label, sizeof(label), "startup: dummy weights + buffers (s)");
-    result(label, create_s, "s", 0.0, "(info)");
+    std::snprintf(label, sizeof(label), "startup: dummy weights%s + buffers (s)",
+                  quantization == quant::LoadTimeQuantization::kNone ? "" : ", quantized at load");
+    const std::string weights = "ratio: GiB of weights (" + (*exec)->weights_summary() + ")";
+    result(label, create_s, "s", (*exec)->weight_bytes() / 1073741824.0, weights.c_str());
     std::snprintf(label, sizeof(label), "startup: %d decode graphs up to b%lld (s)", g.count,
                   static_cast<long long>(g.max_num_seqs));
     result(label, g.capture_seconds, "s", g.device_bytes / 1048576.0, "ratio: MiB they hold");
   }
-  double weight_bytes = 0.0;
-  {
-    const ModelConfig& c = *config;
-    const double q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
-    const double per_layer = c.hidden_size * (q + 2 * kv) + q * c.hidden_size +
-                             3.0 * c.hidden_size * c.intermediate_size;
-    weight_bytes = (per_layer * c.num_hidden_layers + double(c.vocab_size) * c.hidden_size) *
-                   cuda::scalar_type_size(dtype);
+  // The bytes a decode step streams: every weight on the device as it is stored there (bf16,
+  // FP8 codes and row scales, W4A16 nibbles and group scales), less the embedding when it is not
+  // also the LM head (a step reads one row of it).
+  double weight_bytes = static_cast<double>((*exec)->weight_bytes());
+  if (!config->tie_word_embeddings) {
+    weight_bytes -=
+        double(config->vocab_size) * config->hidden_size * cuda::scalar_type_size(dtype);
   }
+  std::string precision;
+  if (quantization != quant::LoadTimeQuantization::kNone) {
+    precision += " " + std::string(quant::load_time_quantization_name(quantization)) + "-w";
+  }
+  if (fp8_kv_cache) precision += " fp8-kv";
   std::vector<float> logits(static_cast<std::size_t>(max_batch) * config->vocab_size);
   for (int batch : batches) {
     // Prefill every sequence's context in chunks of whole sequences.
@@ -132,11 +142,11 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     const std::string name = config_path.substr(config_path.find_last_of('/') + 1);
     const auto report = [&](const char* how, double ms, int first_step) {
       const double kv_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim *
-                              cuda::scalar_type_size(dtype) * batch *
+                              (fp8_kv_cache ? 1 : cuda::scalar_type_size(dtype)) * batch *
                               (context + first_step + steps / 2);
-      char label[96];
-      std::snprintf(label, sizeof(label), "decode %s b%d ctx%d (%s)", name.c_str(), batch, context,
-                    how);
+      char label[128];
+      std::snprintf(label, sizeof(label), "decode %s%s b%d ctx%d (%s)", name.c_str(),
+                    precision.c_str(), batch, context, how);
       result(label, batch * 1e3 / ms, "tok/s", (weight_bytes + kv_bytes) / (ms * 1e-3) / 1e9,
              "ratio: (weights+KV) GB/s; compare with B");
     };
@@ -217,7 +227,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
       const double ms = median_step_ms(step_ms);
       report(v.name, ms, first);
       first += steps;
-      char label[96];
+      char label[128];
       if (baseline_ms == 0.0) {
         baseline_ms = ms;
       } else {
@@ -225,7 +235,8 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
         result(label, ms, "ms", baseline_ms / ms, "ratio: eager step time / this one");
       }
       if (batch == 1) {
-        std::snprintf(label, sizeof(label), "decode b1 weight bytes / step (%s)", v.name + 9);
+        std::snprintf(label, sizeof(label), "decode b1%s weight bytes / step (%s)",
+                      precision.c_str(), v.name + 9);
         const double gbs = weight_bytes / (ms * 1e-3) / 1e9;
         result(label, gbs, "GB/s", gbs / copy_gbs, ">= 0.85 B (graphs + PDL)");
       }

@@ -343,6 +343,7 @@ int BenchCommand::run(const char* argv0) const {
   auto client = engine::open_engine(options);
   if (!client.ok()) return report_error(client.status());
   std::fprintf(stderr, "%s\n", startup.summary().c_str());
+  if (!startup.weights.empty()) std::fprintf(stderr, "weights: %s\n", startup.weights.c_str());
   if (startup.graphs) std::fprintf(stderr, "%s\n", startup.graphs_summary().c_str());
   // With speculation, the baseline is the same engine without it, run beside it.
   std::unique_ptr<engine::EngineClient> baseline;

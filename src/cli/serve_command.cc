@@ -151,6 +151,7 @@ struct ModelLoader {
     }
     // Bare lines, so scripts can grep '^startup:' and '^cuda graphs:'.
     std::fprintf(stderr, "%s\n", startup.summary().c_str());
+    if (!startup.weights.empty()) std::fprintf(stderr, "weights: %s\n", startup.weights.c_str());
     if (startup.graphs) std::fprintf(stderr, "%s\n", startup.graphs_summary().c_str());
     // With KV groups a block is a page of one group's layers, which every group draws from.
     const std::size_t num_sliding = resolved.cache.sliding_windows.size();

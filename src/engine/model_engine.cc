@@ -76,7 +76,7 @@ StatusOr<LoadedExecutor> load_cuda_executor(std::shared_ptr<const ModelFiles> fi
   LoadedExecutor out;
   out.cuda = executor.get();
   out.description = "cuda, " + std::string(cuda::scalar_type_name(options.dtype)) + ", " +
-                    executor->weights_summary();
+                    executor->weights_summary() + (options.fp8_kv_cache ? ", fp8 kv cache" : "");
   out.executor = std::move(executor);
   return out;
 }
@@ -233,16 +233,27 @@ Status check_device_support(const ExecutorOptions& options) {
     return unimplemented(flag + " on CUDA needs --dtype bf16 or f16 (its kernels take 16-bit " +
                          "activations); drop --dtype f32, or add --device cpu");
   }
-  if (options.load_format == LoadFormat::kDummy) {
-    return unimplemented(flag + " does not apply to --load-format dummy weights (they are drawn " +
-                         "on the device in --dtype); drop one of the two");
+  return Status::ok_status();
+}
+
+Status resolve_kv_cache_dtype(const ModelFiles& files, ExecutorOptions& options) {
+  const bool is_auto = !options.fp8_kv_cache && options.kv_cache_dtype == cpu::KvDtype::kF32;
+  if (!files.quantization.fp8_kv_cache || !is_auto) return Status::ok_status();
+  if (options.device == Device::kCpu) {
+    return unimplemented(files.path +
+                         " calibrated an FP8 KV cache (quantization_config.kv_cache_scheme), "
+                         "which --kv-cache-dtype auto selects, but the CPU backend keeps its KV "
+                         "cache in fp32 or fp16: pass --kv-cache-dtype fp16 (the checkpoint's "
+                         "k_scale / v_scale are then unused) or run it on CUDA");
   }
+  options.fp8_kv_cache = true;
   return Status::ok_status();
 }
 
 StatusOr<OpenedExecutor> open_executor(std::shared_ptr<const ModelFiles> files,
-                                       const ExecutorOptions& options,
-                                       const ExecutorLimits& limits) {
+                                       const ExecutorOptions& given, const ExecutorLimits& limits) {
+  ExecutorOptions options = given;
+  PAGODA_RETURN_IF_ERROR(resolve_kv_cache_dtype(*files, options));
   PAGODA_ASSIGN_OR_RETURN(LoadedExecutor loaded, load_executor(std::move(files), options, limits));
   OpenedExecutor out;
 #if PAGODA_HAVE_CUDA
@@ -273,6 +284,7 @@ StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
   }
   EngineConfig& config = options.engine;
   // Refused before the tokenizer (when not given) and the weights load.
+  PAGODA_RETURN_IF_ERROR(resolve_kv_cache_dtype(*files, options.executor));
   PAGODA_RETURN_IF_ERROR(check_device_support(options.executor));
   std::shared_ptr<const Tokenizer> tokenizer = std::move(options.tokenizer);
   if (tokenizer == nullptr) {
@@ -298,6 +310,7 @@ StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
                      .max_model_len = config.scheduler.max_model_len,
                      .block_size = config.cache.block_size}));
   end_phase("weights");
+  startup.weights = target.description;
   LoadedExecutor draft;
   if (config.speculative && config.speculative->method == spec::SpeculativeMethod::kDraftModel) {
     // The draft runs on its own executor and cache, loaded before the target's profiling pass

@@ -59,7 +59,8 @@ struct ExecutorOptions {
   /// `--quantization`, quantize unquantized linear weights at load (CUDA: as FP8 or W4A16
   /// layers, with --dtype bf16 or f16).
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
-  /// CPU: `--kv-cache-dtype` (fp32, or fp16 for half the cache memory).
+  /// CPU: `--kv-cache-dtype` (fp32, or fp16 for half the cache memory). kF32 with
+  /// fp8_kv_cache false is `auto` (resolve_kv_cache_dtype).
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::kF32;
   /// CUDA: `--kv-cache-dtype fp8` (e4m3 codes: half a 16-bit cache's bytes per token).
   bool fp8_kv_cache = false;
@@ -85,6 +86,9 @@ struct StartupReport {
   std::vector<std::pair<std::string, double>> phases;
   /// Set on CUDA: the target's graphs (count 0 with --enforce-eager).
   std::optional<Graphs> graphs;
+  /// What the target's weights became (OpenedExecutor::description): on CUDA "cuda, bf16, 128
+  /// fp8 linear layers, 8.50 GiB of weights, fp8 kv cache".
+  std::string weights;
 
   void add(std::string phase, double seconds) { phases.emplace_back(std::move(phase), seconds); }
   /// "startup: tokenizer 0.05 s, weights 3.1 s, ..., total 5.3 s".
@@ -113,10 +117,19 @@ struct OpenedExecutor {
 };
 
 /// UNIMPLEMENTED, naming the flags and what to change, for what the CUDA executor cannot run:
-/// --quantization with --dtype f32 (the 4-bit and FP8 layers take 16-bit activations) or with
-/// --load-format dummy. OK on the CPU, and for quantized checkpoints (GPTQ, AWQ, act-order
-/// included, FP8), which load quantized on CUDA without any flag.
+/// --quantization or an FP8 KV cache with --dtype f32 (the 4-bit and FP8 kernels take 16-bit
+/// activations). OK on the CPU, and for quantized checkpoints (GPTQ, AWQ, act-order included,
+/// FP8), which load quantized on CUDA without any flag; --load-format dummy with --quantization
+/// quantizes the drawn weights as it would a checkpoint's.
 Status check_device_support(const ExecutorOptions& options);
+
+/// `--kv-cache-dtype auto` for a checkpoint whose quantization_config has a kv_cache_scheme
+/// (an FP8 cache calibrated by llm-compressor, k_scale / v_scale per layer): on CUDA sets
+/// fp8_kv_cache, as vLLM's auto does for a checkpoint that names its KV cache quantization; on
+/// the CPU, which has no FP8 cache, UNIMPLEMENTED saying what to pass instead. Unchanged for an
+/// explicit --kv-cache-dtype or a checkpoint without the scheme. open_engine and open_executor
+/// call it.
+Status resolve_kv_cache_dtype(const ModelFiles& files, ExecutorOptions& options);
 
 /// Builds the executor for `files` on options.device (weights loaded, or drawn for
 /// --load-format dummy; no KV cache yet).

@@ -179,6 +179,34 @@ Status read_fp8(const JsonFields& f, QuantizationConfig& q) {
   return {};
 }
 
+// `kv_cache_scheme`: {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false}.
+// Per-head scales ("attn_head") and dynamic ones have no CUDA kernel path yet.
+Status read_kv_cache_scheme(const json& scheme, const std::string& path, const std::string& key,
+                            QuantizationConfig& q) {
+  if (scheme.is_null()) return {};
+  if (!scheme.is_object()) {
+    return invalid_argument(path + ": \"" + key + "kv_cache_scheme\" must be an object");
+  }
+  const JsonFields f(scheme, path, key + "kv_cache_scheme.");
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> bits, f.optional_int("num_bits"));
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> type, f.optional_string("type"));
+  if (bits.value_or(0) != 8 || type.value_or("") != "float") {
+    return f.unsupported(
+        "num_bits", std::to_string(bits.value_or(0)) + " with type \"" + type.value_or("") + "\"",
+        "an 8-bit float (FP8 E4M3) KV cache only");
+  }
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::string> strategy, f.optional_string("strategy"));
+  if (strategy.value_or("tensor") != "tensor") {
+    return f.unsupported("strategy", "\"" + *strategy + "\"", "per-tensor KV cache scales only");
+  }
+  PAGODA_ASSIGN_OR_RETURN(std::optional<bool> dynamic, f.optional_bool("dynamic"));
+  if (dynamic.value_or(false)) {
+    return f.unsupported("dynamic", "true", "static (calibrated) KV cache scales only");
+  }
+  q.fp8_kv_cache = true;
+  return {};
+}
+
 }  // namespace
 
 std::string_view quantization_method_name(QuantizationMethod method) {
@@ -193,6 +221,11 @@ std::string_view quantization_method_name(QuantizationMethod method) {
 }
 
 std::string QuantizationConfig::summary() const {
+  if (fp8_kv_cache) return weights_summary() + ", FP8 KV cache (per-tensor scales)";
+  return weights_summary();
+}
+
+std::string QuantizationConfig::weights_summary() const {
   std::string out(quantization_method_name(method));
   if (method == QuantizationMethod::kNone) return out;
   if (bits == 4) {
@@ -243,6 +276,9 @@ StatusOr<QuantizationConfig> quantization_config_from_hf_json(std::string_view t
   } else {
     return f.unsupported("quant_method", "\"" + method.value_or("") + "\"",
                          "gptq, awq, compressed-tensors (FP8) and fp8");
+  }
+  if (const json* scheme = f.find("kv_cache_scheme")) {
+    PAGODA_RETURN_IF_ERROR(read_kv_cache_scheme(*scheme, path, key + ".", q));
   }
   return q;
 }

@@ -53,9 +53,15 @@ struct QuantizationConfig {
   /// them (`ignore`, `modules_to_not_convert`); informational, the loader goes by the tensors
   /// each module actually stores.
   std::vector<std::string> ignored_modules;
+  /// `kv_cache_scheme` (compressed-tensors, as llm-compressor writes it: 8-bit float, static,
+  /// per tensor): the checkpoint calibrated an FP8 KV cache, and each attention block stores its
+  /// `k_scale` / `v_scale`. With `--kv-cache-dtype auto` the CUDA backend then holds an FP8 cache.
+  bool fp8_kv_cache = false;
 
   /// One line for `pagoda inspect`: "gptq 4-bit, group 128, asym, act-order".
   std::string summary() const;
+  /// summary() without the KV cache: "compressed-tensors E4M3, per-channel scales".
+  std::string weights_summary() const;
 };
 
 /// Reads `quantization_config` (or compressed-tensors' older `compression_config`) from

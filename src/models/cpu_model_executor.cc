@@ -28,10 +28,7 @@ StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create(
 StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::create_dummy(
     std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options,
     std::uint64_t seed) {
-  if (options.quantization != quant::LoadTimeQuantization::kNone) {
-    return invalid_argument("--quantization does not apply to --load-format dummy weights");
-  }
-  auto weights = dummy_llama_weights(files->config, seed);
+  auto weights = dummy_llama_weights(files->config, seed, options.quantization);
   if (!weights.ok()) {
     return Status(weights.status().code(), files->path + ": " + weights.status().message());
   }

@@ -38,7 +38,8 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
   static StatusOr<std::unique_ptr<CpuModelExecutor>> create(std::shared_ptr<const ModelFiles> files,
                                                             const CpuExecutorOptions& options);
   /// Random weights of `files`' config (--load-format dummy; dummy_llama_weights), its tensors
-  /// unused. options.quantization must be none.
+  /// unused; options.quantization quantizes the decoder layers' linear weights as it would a
+  /// checkpoint's.
   static StatusOr<std::unique_ptr<CpuModelExecutor>> create_dummy(
       std::shared_ptr<const ModelFiles> files, const CpuExecutorOptions& options,
       std::uint64_t seed);

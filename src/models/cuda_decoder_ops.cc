@@ -53,13 +53,17 @@ const std::int32_t* CudaDecoderOps::block_tables(std::int64_t layer) const {
 
 kernels::PagedKvCache CudaDecoderOps::cache(std::int64_t layer) const {
   const auto i = static_cast<std::size_t>(e_.kv_slot_[static_cast<std::size_t>(layer)]);
+  // The checkpoint's per-layer scales (or 1) apply to FP8 codes only.
+  const bool fp8 = e_.options_.kv_cache_storage == kernels::KvCacheStorage::kFp8E4M3;
   return {.k = e_.k_cache_[i].data(),
           .v = e_.v_cache_[i].data(),
           .num_blocks = e_.num_blocks_,
           .block_size = e_.block_size_,
           .num_kv_heads = e_.config_.num_key_value_heads,
           .head_dim = e_.config_.head_dim,
-          .storage = e_.options_.kv_cache_storage};
+          .storage = e_.options_.kv_cache_storage,
+          .k_scale = fp8 ? layer_weights(layer).k_cache_scale : 1.0f,
+          .v_scale = fp8 ? layer_weights(layer).v_cache_scale : 1.0f};
 }
 
 Status CudaDecoderOps::embed() {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <span>
 
 #include "backend/cpu/rope.h"
@@ -211,6 +212,8 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
     const cpu::TensorView gate_up[] = {h.gate_proj, h.up_proj};
     PAGODA_ASSIGN_OR_RETURN(d.gate_up_proj, upload_linear(gate_up, dtype, up));
     PAGODA_ASSIGN_OR_RETURN(d.down_proj, upload_linear(std::span(&h.down_proj, 1), dtype, up));
+    d.k_cache_scale = h.k_scale;
+    d.v_cache_scale = h.v_scale;
   }
   PAGODA_RETURN_IF_ERROR(up.vector(host.norm, w.norm, 0, dtype));
   if (separate_lm_head) PAGODA_RETURN_IF_ERROR(up.matrix(host.lm_head, w.lm_head, 0));
@@ -223,36 +226,56 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
 }
 
 StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType dtype,
-                                               std::uint64_t seed) {
+                                               std::uint64_t seed,
+                                               quant::LoadTimeQuantization quantization) {
   PAGODA_RETURN_IF_ERROR(c.validate());
   PAGODA_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(c));
   const Shapes s = shapes_of(c);
-  PAGODA_ASSIGN_OR_RETURN(
-      CudaLlamaWeights w,
-      allocate_weights(c, dtype, c.attention_bias, arch->qk_norm, !c.tie_word_embeddings, true));
+  const bool quantized = quantization != quant::LoadTimeQuantization::kNone;
+  PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w,
+                          allocate_weights(c, dtype, c.attention_bias, arch->qk_norm,
+                                           !c.tie_word_embeddings, /*dense_linears=*/!quantized));
+  std::optional<Uploader> up;
+  if (quantized) {
+    PAGODA_ASSIGN_OR_RETURN(up, Uploader::create(dtype));
+  }
   std::uint64_t next_seed = seed;
   auto fill = [&](DeviceBuffer& buffer, std::int64_t n, float low, float high) {
     return cuda::fill_uniform(buffer.data(), n, dtype, low, high, next_seed++, nullptr);
   };
-  auto fill_matrix = [&](CudaLinearLayer& layer, std::int64_t rows, std::int64_t cols) {
+  // A linear layer of row blocks `rows`: drawn in place on the device, or drawn and quantized on
+  // the host as the CPU executor's and uploaded in its quantized form (one layer's worth of
+  // host memory at a time).
+  auto fill_linear = [&](CudaLinearLayer& layer, std::initializer_list<std::int64_t> rows,
+                         std::int64_t cols) -> Status {
+    if (quantized) {
+      const std::vector<std::int64_t> sizes(rows);
+      PAGODA_ASSIGN_OR_RETURN(const QuantizedDummyLinear q,
+                              quantized_dummy_linear(next_seed++, sizes, cols, quantization));
+      PAGODA_ASSIGN_OR_RETURN(layer, upload_linear(q.parts, dtype, *up));
+      return Status::ok_status();
+    }
+    std::int64_t total = 0;
+    for (const std::int64_t r : rows) total += r;
     const float bound = 1.0f / std::sqrt(static_cast<float>(cols));
-    return cuda::fill_uniform(layer.dense_weight(), rows * cols, dtype, -bound, bound, next_seed++,
+    return cuda::fill_uniform(layer.dense_weight(), total * cols, dtype, -bound, bound, next_seed++,
                               nullptr);
   };
   PAGODA_RETURN_IF_ERROR(fill(w.embed_tokens, s.vocab * s.hidden, -1.0f, 1.0f));
   for (CudaLayerWeights& layer : w.layers) {
     PAGODA_RETURN_IF_ERROR(fill(layer.input_layernorm, s.hidden, 0.9f, 1.1f));
-    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.qkv_proj, s.qkv_rows, s.hidden));
+    PAGODA_RETURN_IF_ERROR(fill_linear(layer.qkv_proj, {s.q_dim, s.kv_dim, s.kv_dim}, s.hidden));
     if (c.attention_bias) PAGODA_RETURN_IF_ERROR(fill(layer.qkv_bias, s.qkv_rows, -0.1f, 0.1f));
     // The host's dummy_llama_weights draws them here too, so both sides get the same values.
     if (arch->qk_norm) {
       PAGODA_RETURN_IF_ERROR(fill(layer.q_norm, c.head_dim, 0.9f, 1.1f));
       PAGODA_RETURN_IF_ERROR(fill(layer.k_norm, c.head_dim, 0.9f, 1.1f));
     }
-    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.o_proj, s.hidden, s.q_dim));
+    PAGODA_RETURN_IF_ERROR(fill_linear(layer.o_proj, {s.hidden}, s.q_dim));
     PAGODA_RETURN_IF_ERROR(fill(layer.post_attention_layernorm, s.hidden, 0.9f, 1.1f));
-    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.gate_up_proj, 2 * s.intermediate, s.hidden));
-    PAGODA_RETURN_IF_ERROR(fill_matrix(layer.down_proj, s.hidden, s.intermediate));
+    PAGODA_RETURN_IF_ERROR(
+        fill_linear(layer.gate_up_proj, {s.intermediate, s.intermediate}, s.hidden));
+    PAGODA_RETURN_IF_ERROR(fill_linear(layer.down_proj, {s.hidden}, s.intermediate));
   }
   PAGODA_RETURN_IF_ERROR(fill(w.norm, s.hidden, 0.9f, 1.1f));
   if (!c.tie_word_embeddings) {

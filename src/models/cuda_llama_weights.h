@@ -19,6 +19,7 @@
 #include "models/llama_weights.h"
 #include "pagoda/model_config.h"
 #include "pagoda/status.h"
+#include "quant/load_time_quantization.h"
 
 namespace pagoda::models {
 
@@ -33,6 +34,10 @@ struct CudaLayerWeights {
   cuda::DeviceBuffer post_attention_layernorm;  ///< [hidden]
   CudaLinearLayer gate_up_proj;                 ///< [2 * intermediate, hidden]: gate rows, up rows
   CudaLinearLayer down_proj;                    ///< [hidden, intermediate]
+  /// An FP8 KV cache holds e4m3(k / k_cache_scale) and e4m3(v / v_cache_scale) for this layer
+  /// (LlamaLayerWeights::k_scale, v_scale: the checkpoint's, or 1).
+  float k_cache_scale = 1.0f;
+  float v_cache_scale = 1.0f;
 
   /// The layer's linear layers, for sizing and reporting.
   std::vector<const CudaLinearLayer*> linear_layers() const {
@@ -68,8 +73,12 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& config,
                                                 cuda::ScalarType dtype);
 
 /// Random weights of the config's real shapes, made on the device (`--load-format dummy`):
-/// matrices uniform in +-1/sqrt(fan_in), norm weights near 1, biases small.
-StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& config, cuda::ScalarType dtype,
-                                               std::uint64_t seed);
+/// matrices uniform in +-1/sqrt(fan_in), norm weights near 1, biases small. With
+/// `quantization` fp8 or int4 the decoder layers' linear layers are instead the host's
+/// quantized_dummy_linear (the CPU executor's very weights), drawn, quantized and uploaded one
+/// layer at a time as FP8 W8A8 / W4A16 layers, so no bf16 copy of them is ever on the device.
+StatusOr<CudaLlamaWeights> dummy_llama_weights(
+    const ModelConfig& config, cuda::ScalarType dtype, std::uint64_t seed,
+    quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone);
 
 }  // namespace pagoda::models

@@ -62,12 +62,9 @@ StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create_from_weig
 StatusOr<std::unique_ptr<CudaModelExecutor>> CudaModelExecutor::create_dummy(
     const ModelConfig& config, const CudaExecutorOptions& options, std::uint64_t seed) {
   PAGODA_RETURN_IF_ERROR(check_supported(config));
-  if (options.quantization != quant::LoadTimeQuantization::kNone) {
-    return invalid_argument("--quantization does not apply to --load-format dummy weights");
-  }
   if (cuda::cuda_device_count() == 0) return Status(StatusCode::kUnavailable, "no CUDA device");
   PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights device,
-                          dummy_llama_weights(config, options.dtype, seed));
+                          dummy_llama_weights(config, options.dtype, seed, options.quantization));
   return finish(config, std::move(device), options);
 }
 

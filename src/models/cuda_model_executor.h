@@ -42,10 +42,12 @@ struct CudaExecutorOptions {
   /// Capture stops at the next size once this many seconds have gone; larger batches run eager.
   double graph_capture_time_limit_s = 30.0;
   /// `--quantization`: unquantized linear weights quantized at load (fp8 -> FP8 W8A8, int4 ->
-  /// W4A16 with bf16/f16 activations). Not with dummy weights.
+  /// W4A16 with bf16/f16 activations); with dummy weights, the drawn ones quantized layer by
+  /// layer (dummy_llama_weights).
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
-  /// `--kv-cache-dtype fp8`: K and V as e4m3 codes (per-tensor scales 1), half the bytes per
-  /// block of a 16-bit cache; bf16/f16 only.
+  /// `--kv-cache-dtype fp8`: K and V as e4m3 codes with each layer's per-tensor scales (the
+  /// checkpoint's k_scale / v_scale, else 1), half the bytes per block of a 16-bit cache;
+  /// bf16/f16 only.
   kernels::KvCacheStorage kv_cache_storage = kernels::KvCacheStorage::kActivations;
 };
 

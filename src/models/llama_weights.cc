@@ -1,14 +1,21 @@
 #include "models/llama_weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
+#include <span>
 #include <string>
+#include <thread>
 
 #include "backend/random_fill_draw.h"
+#include "model/dequantize.h"
 #include "models/architecture.h"
 #include "models/linear_weights.h"
 #include "models/weights.h"
+#include "quant/fp8_weights.h"
+#include "quant/int4_rtn.h"
 
 namespace pagoda::models {
 
@@ -33,6 +40,38 @@ StatusOr<std::vector<float>> get_vector(const Weights& w, std::string_view name,
   return w.get_f32(name, {static_cast<std::uint64_t>(size)});
 }
 
+// A one-element scale tensor (shape [] or [1]) as fp32; nullopt when `name` is absent.
+StatusOr<std::optional<float>> get_scalar(const Weights& w, const std::string& name) {
+  const ModelTensor* t = w.find(name);
+  if (t == nullptr) return std::optional<float>();
+  float value = 0.0f;
+  if (t->num_elements() != 1 || !dequantize(t->dtype, t->data, std::span<float>(&value, 1)).ok()) {
+    return invalid_argument(w.full_name(name) + " must be one F32, BF16 or F16 scale");
+  }
+  if (!(value > 0.0f) || !std::isfinite(value)) {
+    return invalid_argument(w.full_name(name) + " is " + std::to_string(value) +
+                            "; a KV cache scale must be positive and finite");
+  }
+  return std::optional<float>(value);
+}
+
+// The FP8 KV cache scales of one attention block, under the names vLLM reads: k_scale /
+// v_scale (compressed-tensors, llm-compressor), the older k_proj.output_scale /
+// v_proj.output_scale, or one kv_scale for both.
+Status load_kv_scales(const Weights& attn, LlamaLayerWeights& layer) {
+  PAGODA_ASSIGN_OR_RETURN(std::optional<float> shared, get_scalar(attn, "kv_scale"));
+  for (const bool value : {false, true}) {
+    const std::string kv = value ? "v" : "k";
+    PAGODA_ASSIGN_OR_RETURN(std::optional<float> scale, get_scalar(attn, kv + "_scale"));
+    if (!scale) {
+      PAGODA_ASSIGN_OR_RETURN(scale, get_scalar(attn, kv + "_proj.output_scale"));
+    }
+    if (!scale) scale = shared;
+    (value ? layer.v_scale : layer.k_scale) = scale.value_or(1.0f);
+  }
+  return Status::ok_status();
+}
+
 StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c,
                                        const Architecture& arch, LinearWeightLoader& linear) {
   const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
@@ -54,6 +93,7 @@ StatusOr<LlamaLayerWeights> load_layer(const Weights& w, const ModelConfig& c,
     PAGODA_ASSIGN_OR_RETURN(layer.k_norm, get_vector(attn, "k_norm.weight", c.head_dim));
   }
   PAGODA_ASSIGN_OR_RETURN(layer.o_proj, linear.load(attn, "o_proj", c.hidden_size, q_dim));
+  PAGODA_RETURN_IF_ERROR(load_kv_scales(attn, layer));
   PAGODA_ASSIGN_OR_RETURN(layer.post_attention_layernorm,
                           get_vector(w, "post_attention_layernorm.weight", c.hidden_size));
   const Weights mlp = w.pp("mlp");
@@ -197,13 +237,49 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
 
 namespace {
 
+std::uint16_t to_bf16(float value) {  // round to nearest even; values are finite
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+float from_bf16(std::uint16_t value) {
+  const std::uint32_t bits = std::uint32_t{value} << 16;
+  float out = 0.0f;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
+// out[i] = bf16(random_fill_value(seed, i, low, high - low)): an 8B model's 7.5 billion weights
+// take a while on one core, and every element is independent.
+void draw_bf16(std::uint64_t seed, float low, float high, std::span<std::uint16_t> out) {
+  const std::size_t n = out.size();
+  const auto draw_range = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      out[i] = to_bf16(random_fill_value(seed, static_cast<std::uint64_t>(i), low, high - low));
+    }
+  };
+  constexpr std::size_t kMinPerThread = std::size_t{1} << 20;
+  const std::size_t threads = std::min<std::size_t>(
+      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u), n / kMinPerThread + 1);
+  std::vector<std::thread> workers;
+  const std::size_t per = n / threads + 1;
+  for (std::size_t t = 1; t < threads; ++t) {
+    workers.emplace_back(draw_range, std::min(n, t * per), std::min(n, (t + 1) * per));
+  }
+  draw_range(0, std::min(n, per));
+  for (std::thread& worker : workers) worker.join();
+}
+
 // The CUDA executor's dummy draw (models/cuda_llama_weights.cc) on the host: one seed per
 // device tensor in its order (fused QKV and gate/up included), each element from
 // random_fill_value, rounded to bf16 as the device's default dtype is. The CPU then computes in
 // fp32 with the very weights a bf16 GPU run has.
 class DummyDraws {
  public:
-  explicit DummyDraws(std::uint64_t seed, LlamaWeights& w) : next_seed_(seed), w_(w) {}
+  DummyDraws(std::uint64_t seed, quant::LoadTimeQuantization quantization, LlamaWeights& w)
+      : next_seed_(seed), quantization_(quantization), w_(w) {}
 
   // `n` values in [low, high), bf16-rounded, as fp32 (norm weights, biases).
   std::vector<float> vector(std::int64_t n, float low, float high) {
@@ -229,6 +305,17 @@ class DummyDraws {
     return views;
   }
   cpu::TensorView matrix(std::int64_t rows, std::int64_t cols) { return matrices({rows}, cols)[0]; }
+  // A decoder layer's linear layer: matrices(), quantized as --quantization says (the bf16 draw
+  // is not kept).
+  StatusOr<std::vector<cpu::TensorView>> linear(std::initializer_list<std::int64_t> rows,
+                                                std::int64_t cols) {
+    if (quantization_ == quant::LoadTimeQuantization::kNone) return matrices(rows, cols);
+    const std::vector<std::int64_t> sizes(rows);
+    PAGODA_ASSIGN_OR_RETURN(QuantizedDummyLinear q,
+                            quantized_dummy_linear(next_seed_++, sizes, cols, quantization_));
+    for (auto& m : q.storage) w_.repacked.push_back(std::move(m));
+    return std::move(q.parts);
+  }
   // The embedding: uniform in [-1, 1).
   cpu::TensorView embedding(std::int64_t rows, std::int64_t cols) {
     return cpu::dense_view(draw(rows * cols, -1.0f, 1.0f), DType::kBF16, rows, cols);
@@ -236,35 +323,56 @@ class DummyDraws {
 
  private:
   const std::uint16_t* draw(std::int64_t n, float low, float high) {
-    const std::uint64_t seed = next_seed_++;
     auto stored = std::make_shared<std::vector<std::uint16_t>>(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
-      (*stored)[static_cast<std::size_t>(i)] =
-          to_bf16(random_fill_value(seed, static_cast<std::uint64_t>(i), low, high - low));
-    }
+    draw_bf16(next_seed_++, low, high, *stored);
     w_.dummy_storage.push_back(stored);
     return stored->data();
   }
-  static std::uint16_t to_bf16(float value) {  // round to nearest even; values are finite
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits += 0x7FFFu + ((bits >> 16) & 1u);
-    return static_cast<std::uint16_t>(bits >> 16);
-  }
-  static float from_bf16(std::uint16_t value) {
-    const std::uint32_t bits = std::uint32_t{value} << 16;
-    float out = 0.0f;
-    std::memcpy(&out, &bits, sizeof(out));
-    return out;
-  }
 
   std::uint64_t next_seed_;
+  quant::LoadTimeQuantization quantization_;
   LlamaWeights& w_;
 };
 
 }  // namespace
 
-StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t seed) {
+StatusOr<QuantizedDummyLinear> quantized_dummy_linear(std::uint64_t seed,
+                                                      std::span<const std::int64_t> rows,
+                                                      std::int64_t cols,
+                                                      quant::LoadTimeQuantization quantization) {
+  if (quantization == quant::LoadTimeQuantization::kNone) {
+    return invalid_argument("quantized_dummy_linear: no quantization given");
+  }
+  std::int64_t total = 0;
+  for (const std::int64_t r : rows) total += r;
+  std::vector<std::uint16_t> bits(static_cast<std::size_t>(total * cols));
+  const float bound = 1.0f / std::sqrt(static_cast<float>(cols));
+  draw_bf16(seed, -bound, bound, bits);
+  QuantizedDummyLinear out;
+  std::int64_t first_row = 0;
+  for (const std::int64_t r : rows) {
+    ModelTensor tensor;
+    tensor.name = "--load-format dummy linear weight [" + std::to_string(r) + ", " +
+                  std::to_string(cols) + "]";
+    tensor.dtype = DType::kBF16;
+    tensor.shape = {static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(cols)};
+    tensor.data = std::span(reinterpret_cast<const std::uint8_t*>(bits.data() + first_row * cols),
+                            static_cast<std::size_t>(r * cols) * sizeof(std::uint16_t));
+    first_row += r;
+    StatusOr<quant::QuantizedMatrix> m =
+        quantization == quant::LoadTimeQuantization::kFp8
+            ? quant::quantize_fp8_per_channel(tensor.name, tensor, r, cols)
+            : quant::quantize_int4_rtn(tensor.name, tensor, r, cols);
+    if (!m.ok()) return m.status();
+    auto owned = std::make_shared<const quant::QuantizedMatrix>(std::move(*m));
+    out.parts.push_back(cpu::dense_view(owned->bytes.data(), owned->dtype, r, cols));
+    out.storage.push_back(std::move(owned));
+  }
+  return out;
+}
+
+StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t seed,
+                                           quant::LoadTimeQuantization quantization) {
   PAGODA_RETURN_IF_ERROR(c.validate());
   PAGODA_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(c));
   if (c.rope_scaling.type == RopeScalingType::kYarn) {
@@ -278,12 +386,13 @@ StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t s
   const std::int64_t q_dim = c.num_attention_heads * c.head_dim;
   const std::int64_t kv_dim = c.num_key_value_heads * c.head_dim;
   LlamaWeights w;
-  DummyDraws draw(seed, w);
+  DummyDraws draw(seed, quantization, w);
   w.embed_tokens = draw.embedding(c.vocab_size, hidden);
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     LlamaLayerWeights layer;
     layer.input_layernorm = draw.vector(hidden, 0.9f, 1.1f);
-    const auto qkv = draw.matrices({q_dim, kv_dim, kv_dim}, hidden);
+    PAGODA_ASSIGN_OR_RETURN(const std::vector<cpu::TensorView> qkv,
+                            draw.linear({q_dim, kv_dim, kv_dim}, hidden));
     layer.q_proj = qkv[0];
     layer.k_proj = qkv[1];
     layer.v_proj = qkv[2];
@@ -297,12 +406,17 @@ StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& c, std::uint64_t s
       layer.q_norm = draw.vector(c.head_dim, 0.9f, 1.1f);
       layer.k_norm = draw.vector(c.head_dim, 0.9f, 1.1f);
     }
-    layer.o_proj = draw.matrix(hidden, q_dim);
+    PAGODA_ASSIGN_OR_RETURN(const std::vector<cpu::TensorView> o_proj,
+                            draw.linear({hidden}, q_dim));
+    layer.o_proj = o_proj[0];
     layer.post_attention_layernorm = draw.vector(hidden, 0.9f, 1.1f);
-    const auto gate_up = draw.matrices({c.intermediate_size, c.intermediate_size}, hidden);
+    PAGODA_ASSIGN_OR_RETURN(const std::vector<cpu::TensorView> gate_up,
+                            draw.linear({c.intermediate_size, c.intermediate_size}, hidden));
     layer.gate_proj = gate_up[0];
     layer.up_proj = gate_up[1];
-    layer.down_proj = draw.matrix(hidden, c.intermediate_size);
+    PAGODA_ASSIGN_OR_RETURN(const std::vector<cpu::TensorView> down_proj,
+                            draw.linear({hidden}, c.intermediate_size));
+    layer.down_proj = down_proj[0];
     w.layers.push_back(std::move(layer));
   }
   w.norm = draw.vector(hidden, 0.9f, 1.1f);

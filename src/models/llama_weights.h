@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/rope.h"
@@ -39,6 +41,12 @@ struct LlamaLayerWeights {
   /// post_attention_layernorm norms the attention output and these the MLP's input and output).
   std::vector<float> pre_feedforward_layernorm;
   std::vector<float> post_feedforward_layernorm;
+  /// The FP8 KV cache's per-tensor scales for this layer (the cache holds e4m3(k / k_scale) and
+  /// e4m3(v / v_scale)): a checkpoint's `self_attn.k_scale` / `v_scale` (or the older
+  /// `k_proj.output_scale` / `v_proj.output_scale`, or one `kv_scale` for both), 1 otherwise
+  /// (vLLM's default without calibrated scales). Only an FP8 cache uses them.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 /// The whole model, plus how its RoPE is applied.
@@ -77,6 +85,27 @@ StatusOr<LlamaWeights> load_llama_weights(const ModelFiles& files,
 /// one seed per device tensor in the same order): matrices uniform in +-1/sqrt(columns), the
 /// embedding in [-1, 1), norm weights in [0.9, 1.1), biases in +-0.1, all bf16-rounded; HF
 /// rotate-half RoPE with the config's scaling.
-StatusOr<LlamaWeights> dummy_llama_weights(const ModelConfig& config, std::uint64_t seed);
+/// With `quantization` fp8 or int4 the decoder layers' linear weights are those bf16 draws
+/// quantized as `--quantization` quantizes a checkpoint's weights (quantize_fp8_per_channel,
+/// quantize_int4_rtn: F8_S and Q4_Z views), one layer at a time, so the bf16 copy of only one
+/// matrix is held at once; the embedding and the LM head stay bf16, as with a checkpoint.
+StatusOr<LlamaWeights> dummy_llama_weights(
+    const ModelConfig& config, std::uint64_t seed,
+    quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone);
+
+/// One dummy linear layer quantized at load: the views and the matrices they point into.
+struct QuantizedDummyLinear {
+  std::vector<cpu::TensorView> parts;  ///< one per row block, F8_S or Q4_Z
+  std::vector<std::shared_ptr<const quant::QuantizedMatrix>> storage;
+};
+
+/// The bf16 tensor [sum(rows), cols] that dummy_llama_weights draws with `seed` (uniform in
+/// +-1/sqrt(cols)), cut into row blocks of `rows` (q/k/v, gate/up), each quantized as
+/// `quantization` (fp8 or int4) quantizes a checkpoint's weight of that shape. The draw runs on
+/// the machine's cores. The CUDA executor's quantized dummy weights are these, layer by layer.
+StatusOr<QuantizedDummyLinear> quantized_dummy_linear(std::uint64_t seed,
+                                                      std::span<const std::int64_t> rows,
+                                                      std::int64_t cols,
+                                                      quant::LoadTimeQuantization quantization);
 
 }  // namespace pagoda::models

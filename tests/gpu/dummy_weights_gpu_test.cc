@@ -1,8 +1,11 @@
 // --load-format dummy gives both executors the same weights: the CUDA executor's bf16 tensors,
 // drawn on the device, against the CPU's (models/llama_weights.h), drawn on the host from the
 // same seed with the same per-element hash (backend/random_fill_draw.h). Bit for bit, fused
-// QKV and gate/up included, so a CPU run of a dummy config is the oracle of the GPU's.
+// QKV and gate/up included, so a CPU run of a dummy config is the oracle of the GPU's. With
+// --quantization fp8 / int4 the linear layers are the host's quantized draws on both sides, and
+// the CUDA executor (FP8 W8A8 / W4A16 layers) is held to the CPU executor on them.
 #include <cuda_runtime_api.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,9 +14,13 @@
 #include <vector>
 
 #include "model/hf_config.h"
+#include "models/cpu_model_executor.h"
 #include "models/cuda_llama_weights.h"
+#include "models/cuda_model_executor.h"
 #include "models/llama_weights.h"
+#include "sampling/sampler.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/unit/models/model_test_util.h"
 
 namespace pagoda::models {
 namespace {
@@ -143,6 +150,74 @@ TEST(DummyWeightsGpuTest, Gemma3SandwichNormsAndLocalRopeAreTheCpus) {
                        cudaMemcpyDeviceToHost),
             cudaSuccess);
   EXPECT_EQ(local, host->rope_local_inv_freq);
+}
+
+// Llama-shaped, head_dim 64 (a CUDA size), every in_features a multiple of 32 and 128.
+ModelConfig quantizable_config() {
+  auto config = model_config_from_hf_json(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+    "hidden_size": 256, "intermediate_size": 384, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+    "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+    "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2
+  })",
+                                          "quantizable.json");
+  EXPECT_TRUE(config.ok()) << config.status().to_string();
+  return config.ok() ? *config : ModelConfig{};
+}
+
+// --load-format dummy --quantization fp8 / int4: the CUDA executor's layers are FP8 / W4A16
+// (weights_summary), and its logits follow the CPU executor's over the same quantized dummy
+// weights through a chunked prefill and 12 greedy decode steps (graph replays), within the
+// bounds of gpu_quantized_executor_test (its header derives them): W4A16 5e-2, FP8 W8A8 0.25
+// (activations rounded to e4m3 per token). A second CUDA executor from the same seed gives the
+// same logits bit for bit.
+void run_quantized_dummy(quant::LoadTimeQuantization quantization, double tolerance,
+                         const std::string& kind) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  const ModelConfig config = quantizable_config();
+  constexpr std::uint64_t kSeed = 3;
+  auto files = std::make_shared<ModelFiles>();
+  files->path = "quantizable.json";
+  files->config = config;
+  auto cpu = CpuModelExecutor::create_dummy(
+      files, {.num_threads = 2, .max_num_batched_tokens = 64, .quantization = quantization}, kSeed);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  const CudaExecutorOptions options{.dtype = cuda::ScalarType::kBF16,
+                                    .max_num_batched_tokens = 64,
+                                    .max_num_seqs = 1,
+                                    .max_model_len = 256,
+                                    .quantization = quantization};
+  auto gpu = CudaModelExecutor::create_dummy(config, options, kSeed);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+  auto again = CudaModelExecutor::create_dummy(config, options, kSeed);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_THAT((*gpu)->weights_summary(), ::testing::HasSubstr("8 " + kind + " linear layers"));
+
+  std::vector<std::int32_t> prompt;
+  for (int i = 0; i < 90; ++i) prompt.push_back(3 + (i * 37) % 900);
+  testing::SequenceRun cpu_run(**cpu, 16, 128);
+  testing::SequenceRun gpu_run(**gpu, 16, 128);
+  testing::SequenceRun again_run(**again, 16, 128);
+  std::vector<float> want = cpu_run.prefill(prompt, 64);
+  std::vector<float> got = gpu_run.prefill(prompt, 64);
+  std::vector<float> repeat = again_run.prefill(prompt, 64);
+  for (int step = 0; step < 12; ++step) {
+    gpu_test::expect_close(got, want, tolerance, kind + " step " + std::to_string(step));
+    EXPECT_EQ(repeat, got) << kind << " step " << step << ": not deterministic";
+    const std::int32_t token = sampling::argmax(want);  // all follow the CPU's tokens
+    want = cpu_run.step(std::span(&token, 1));
+    got = gpu_run.step(std::span(&token, 1));
+    repeat = again_run.step(std::span(&token, 1));
+  }
+}
+
+TEST(DummyWeightsGpuTest, Fp8DummyExecutorMatchesTheCpus) {
+  run_quantized_dummy(quant::LoadTimeQuantization::kFp8, 0.25, "fp8");
+}
+
+TEST(DummyWeightsGpuTest, Int4DummyExecutorMatchesTheCpus) {
+  run_quantized_dummy(quant::LoadTimeQuantization::kInt4, 5e-2, "w4a16");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // --load-format dummy through open_engine: a bare config.json with random CPU weights, a
 // tokenizer from elsewhere whose vocabulary is smaller than the model's, the start-up report,
-// and the load-format spellings. The CUDA dummy path is exercised on a GPU
-// (scripts/gpu_serve_bench.sh); its refusals before loading hold here too.
+// the load-format spellings, and dummy weights quantized at load (--quantization fp8 / int4).
+// The CUDA dummy path is exercised on a GPU (gpu_dummy_weights_test,
+// scripts/gpu_serve_bench.sh); its refusals before loading hold here too.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,11 +10,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/model_engine.h"
+#include "models/device_linear_plan.h"
 #include "models/llama_weights.h"
+#include "quant/fp8_weights.h"
+#include "quant/int4_rtn.h"
 #include "tokenizer/model_tokenizer.h"
 
 namespace pagoda::engine {
@@ -102,6 +107,78 @@ TEST(LoadFormatTest, DummyWeightsAreSeededAndBounded) {
     EXPECT_EQ(bits & 0xFFFFu, 0u) << w;
   }
   EXPECT_EQ(a->rope_inv_freq.size(), 8u);  // head_dim 16
+}
+
+// The bytes of a quantized view (rows x the type's row bytes).
+std::vector<std::uint8_t> bytes_of(const cpu::TensorView& v) {
+  const auto* data = static_cast<const std::uint8_t*>(v.data);
+  return {data, data + v.num_rows * v.row_stride};
+}
+
+// `view` (bf16) quantized as --quantization quantizes a checkpoint's weight.
+std::vector<std::uint8_t> quantized(const cpu::TensorView& view,
+                                    quant::LoadTimeQuantization quantization) {
+  ModelTensor t;
+  t.dtype = DType::kBF16;
+  t.shape = {static_cast<std::uint64_t>(view.num_rows), static_cast<std::uint64_t>(view.num_cols)};
+  t.data = std::span(static_cast<const std::uint8_t*>(view.data),
+                     static_cast<std::size_t>(view.num_rows * view.num_cols) * 2);
+  auto m = quantization == quant::LoadTimeQuantization::kFp8
+               ? quant::quantize_fp8_per_channel("w", t, view.num_rows, view.num_cols)
+               : quant::quantize_int4_rtn("w", t, view.num_rows, view.num_cols);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return m.ok() ? m->bytes : std::vector<std::uint8_t>{};
+}
+
+// --quantization with dummy weights: the bf16 draws of the same seed, quantized exactly as a
+// checkpoint's weights are (F8_S / Q4_Z), layer by layer; the embedding, the LM head, norms and
+// RoPE as drawn. The CUDA executor makes the same layers its FP8 / W4A16 kinds.
+TEST(LoadFormatTest, DummyWeightsQuantizedAtLoadAreTheDrawsQuantized) {
+  auto files = open_model_for(write_tiny_config("pagoda_dummy_quantized"), LoadFormat::kDummy);
+  ASSERT_TRUE(files.ok());
+  auto plain = models::dummy_llama_weights(files->config, 7);
+  ASSERT_TRUE(plain.ok());
+  for (const auto q : {quant::LoadTimeQuantization::kFp8, quant::LoadTimeQuantization::kInt4}) {
+    SCOPED_TRACE(std::string(quant::load_time_quantization_name(q)));
+    auto w = models::dummy_llama_weights(files->config, 7, q);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    const DType want_type = q == quant::LoadTimeQuantization::kFp8 ? DType::kF8_S : DType::kQ4_Z;
+    const models::DeviceLinearKind want_kind = q == quant::LoadTimeQuantization::kFp8
+                                                   ? models::DeviceLinearKind::kFp8
+                                                   : models::DeviceLinearKind::kW4A16;
+    ASSERT_EQ(w->layers.size(), plain->layers.size());
+    for (std::size_t i = 0; i < w->layers.size(); ++i) {
+      const models::LlamaLayerWeights& got = w->layers[i];
+      const models::LlamaLayerWeights& drawn = plain->layers[i];
+      const std::pair<const cpu::TensorView*, const cpu::TensorView*> pairs[] = {
+          {&got.q_proj, &drawn.q_proj},       {&got.k_proj, &drawn.k_proj},
+          {&got.v_proj, &drawn.v_proj},       {&got.o_proj, &drawn.o_proj},
+          {&got.gate_proj, &drawn.gate_proj}, {&got.up_proj, &drawn.up_proj},
+          {&got.down_proj, &drawn.down_proj}};
+      for (const auto& [g, d] : pairs) {
+        EXPECT_EQ(g->dtype, want_type);
+        EXPECT_EQ(g->num_rows, d->num_rows);
+        EXPECT_EQ(g->num_cols, d->num_cols);
+        EXPECT_EQ(bytes_of(*g), quantized(*d, q)) << "layer " << i;
+      }
+      const cpu::TensorView qkv[] = {got.q_proj, got.k_proj, got.v_proj};
+      const cpu::TensorView gate_up[] = {got.gate_proj, got.up_proj};
+      EXPECT_EQ(models::device_linear_kind(qkv, true), want_kind);
+      EXPECT_EQ(models::device_linear_kind(gate_up, true), want_kind);
+      EXPECT_EQ(models::device_linear_kind(std::span(&got.down_proj, 1), true), want_kind);
+      EXPECT_EQ(got.input_layernorm, drawn.input_layernorm);
+      EXPECT_EQ(got.post_attention_layernorm, drawn.post_attention_layernorm);
+    }
+    // Embedding and LM head stay bf16 and are the same draws (the seeds after the layers too).
+    EXPECT_EQ(w->embed_tokens.dtype, DType::kBF16);
+    EXPECT_EQ(w->lm_head.dtype, DType::kBF16);
+    const auto* lm = static_cast<const std::uint16_t*>(w->lm_head.data);
+    const auto* lm_plain = static_cast<const std::uint16_t*>(plain->lm_head.data);
+    EXPECT_TRUE(std::equal(lm, lm + w->lm_head.num_rows * w->lm_head.num_cols, lm_plain));
+    EXPECT_EQ(w->norm, plain->norm);
+    // Only the bf16 embedding and LM head are kept, not the layers' bf16 draws.
+    EXPECT_EQ(w->dummy_storage.size(), plain->dummy_storage.size() - 4 * w->layers.size());
+  }
 }
 
 TEST(StartupReportTest, SummaryListsPhasesAndTotal) {
@@ -197,6 +274,51 @@ TEST_F(DummyEngineTest, ServesAConfigWithAnotherModelsTokenizer) {
   EXPECT_EQ(plain_tokens.size(), 8u);
   EXPECT_EQ(completion_tokens, 8);
   for (const std::int32_t t : plain_tokens) EXPECT_LT(t, kModelVocab);
+}
+
+// --load-format dummy --quantization fp8 / int4 on the CPU: the engine runs the quantized
+// layers (F8_S / Q4_Z), and greedy decoding is deterministic from one engine to the next.
+TEST_F(DummyEngineTest, QuantizedDummyWeightsGenerateDeterministically) {
+  auto tokenizer_files = open_model_files(kTokenizerPath);
+  ASSERT_TRUE(tokenizer_files.ok());
+  auto loaded = load_model_tokenizer(*tokenizer_files);
+  ASSERT_TRUE(loaded.ok());
+  const std::shared_ptr<const Tokenizer> tokenizer = std::move(*loaded);
+  const std::string config = write_tiny_config("pagoda_dummy_quantized_engine");
+  for (const auto q : {quant::LoadTimeQuantization::kFp8, quant::LoadTimeQuantization::kInt4}) {
+    SCOPED_TRACE(std::string(quant::load_time_quantization_name(q)));
+    std::vector<std::vector<std::int32_t>> runs;
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      EngineOptions options;
+      options.model_path = config;
+      options.tokenizer = tokenizer;
+      options.executor = {.device = Device::kCpu,
+                          .num_threads = 2,
+                          .quantization = q,
+                          .load_format = LoadFormat::kDummy};
+      options.engine.scheduler.max_model_len = 128;
+      options.engine.scheduler.max_num_seqs = 2;
+      options.engine.scheduler.max_num_batched_tokens = 64;
+      options.engine.kv_cache_memory_bytes = std::int64_t{16} << 20;
+      StartupReport startup;
+      options.startup = &startup;
+      auto client = open_engine(std::move(options));
+      ASSERT_TRUE(client.ok()) << client.status().to_string();
+      EXPECT_EQ(startup.phases[0].first, "weights");
+      EXPECT_EQ(startup.weights, "2 threads");  // the CPU's description
+      EngineRequest request;
+      request.prompt_token_ids = {1, 400, 500, 600, 700};
+      request.max_tokens = 6;
+      request.ignore_eos = true;
+      request.sampling.temperature = 0.0;
+      std::int64_t completion_tokens = 0;
+      std::string text;
+      runs.push_back(run(**client, std::move(request), &completion_tokens, &text));
+      EXPECT_EQ(completion_tokens, 6);
+    }
+    EXPECT_EQ(runs[0].size(), 6u);
+    EXPECT_EQ(runs[0], runs[1]);
+  }
 }
 
 // --load-format dummy with a GGUF file takes its config (and its tokenizer) and ignores its
