@@ -4,7 +4,9 @@
 //   for code against the host's rounding rule (quant::float_to_fp8_e4m3: nearest even,
 //   saturated to +-448), leaves q exactly as the 16-bit run does, and writes nothing else;
 // - the CUDA executor with --kv-cache-dtype fp8 on the tiny Qwen3 checkpoint: half the bytes per
-//   block, and logits within twice e4m3's relative rounding (2^-4) of the bf16 cache's;
+//   block, and logits within twice e4m3's relative rounding (2^-4) of the bf16 cache's; with
+//   per-layer checkpoint scales (k_scale / v_scale) too, and each layer's own scale in use (a
+//   saturating scale on one layer moves the logits far more);
 // - decode (both CUDA-core kernels) and prefill attention over FP8 codes against the CPU oracle
 //   over code * scale. The codes are what the kernels read, so the tolerance is the 16-bit one
 //   (2u + 2e-5 for decode; 3u for prefill, as the other attention tests); the two decode kernels
@@ -24,6 +26,7 @@
 #include "backend/cpu/rope.h"
 #include "kernels/rope/rope_kv_cache.h"
 #include "models/cuda_model_executor.h"
+#include "models/llama_weights.h"
 #include "quant/float_codes.h"
 #include "tests/gpu/attention_test_batch.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -239,6 +242,62 @@ TEST(GpuFp8KvCache, ExecutorWithAnFp8CacheStaysNearTheBf16One) {
     want = bf16_run.step(std::span(&token, 1));
     got = fp8_run.step(std::span(&token, 1));
   }
+}
+
+// Checkpoint scales reach each layer's cache: RoPE + append writes e4m3(x / s_layer) and
+// attention reads code x s_layer (the kernels' own tests check both against the host at s != 1).
+// Moderate per-layer scales keep the logits within the scale-1 bound of the bf16 cache's; a
+// scale that saturates every code (x / 1e-4 > 448 for |x| > 0.045) in only layer 0, or only
+// layer 1, moves them several times further, so each layer's scale is the one used.
+TEST(GpuFp8KvCache, ExecutorUsesEachLayersCheckpointScales) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  const std::string dir =
+      gpu_test::env_or("PAGODA_TEST_DATA", PAGODA_TEST_DATA_DIR) + "/forward/tiny_qwen3";
+  auto files = open_model_files(dir);
+  ASSERT_TRUE(files.ok()) << files.status().to_string();
+  auto host = models::load_llama_weights(*files);
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
+  ASSERT_EQ(host->layers.size(), 2u);
+  const auto run = [&](kernels::KvCacheStorage storage, const float(&k)[2], const float(&v)[2]) {
+    models::LlamaWeights weights = *host;
+    for (std::size_t l = 0; l < 2; ++l) {
+      weights.layers[l].k_scale = k[l];
+      weights.layers[l].v_scale = v[l];
+    }
+    auto gpu = models::CudaModelExecutor::create_from_weights(files->config, weights,
+                                                              {.dtype = ScalarType::kBF16,
+                                                               .max_num_batched_tokens = 64,
+                                                               .max_num_seqs = 1,
+                                                               .max_model_len = 256,
+                                                               .kv_cache_storage = storage});
+    EXPECT_TRUE(gpu.ok()) << gpu.status().to_string();
+    if (!gpu.ok()) return std::vector<float>{};
+    std::vector<std::int32_t> prompt;
+    for (int i = 0; i < 90; ++i) prompt.push_back(3 + (i * 37) % 300);
+    models::testing::SequenceRun seq(**gpu, 16, 128);
+    std::vector<float> logits = seq.prefill(prompt, 64);
+    for (int step = 0; step < 4; ++step) {
+      const std::int32_t token = 5 + step;
+      const std::vector<float> next = seq.step(std::span(&token, 1));
+      logits.insert(logits.end(), next.begin(), next.end());
+    }
+    return logits;
+  };
+  using kernels::KvCacheStorage;
+  // A 16-bit cache ignores the scales.
+  const std::vector<float> want = run(KvCacheStorage::kActivations, {1e-4f, 1e-4f}, {1e-4f, 1e-4f});
+  ASSERT_EQ(want, run(KvCacheStorage::kActivations, {1.0f, 1.0f}, {1.0f, 1.0f}));
+  const std::vector<float> calibrated = run(KvCacheStorage::kFp8E4M3, {0.5f, 1.5f}, {0.25f, 0.75f});
+  gpu_test::expect_close(calibrated, want, 0.125, "fp8 cache with per-layer scales");
+  const double drift = gpu_test::compare(calibrated, want).relative_l2;
+  const double layer0 =
+      gpu_test::compare(run(KvCacheStorage::kFp8E4M3, {1e-4f, 1.5f}, {1e-4f, 0.75f}), want)
+          .relative_l2;
+  const double layer1 =
+      gpu_test::compare(run(KvCacheStorage::kFp8E4M3, {0.5f, 1e-4f}, {0.25f, 1e-4f}), want)
+          .relative_l2;
+  EXPECT_GT(layer0, std::max(4.0 * drift, 0.05)) << "layer 0's saturating scale went unused";
+  EXPECT_GT(layer1, std::max(4.0 * drift, 0.05)) << "layer 1's saturating scale went unused";
 }
 
 }  // namespace

@@ -71,6 +71,34 @@ TEST(QuantizationConfig, Fp8) {
   EXPECT_EQ(block->summary(), "fp8 E4M3, 128x128 block scales");
 }
 
+// llm-compressor's calibrated FP8 KV cache: per-tensor, static; the layers carry k_scale /
+// v_scale (read by the loader, kv_cache_scales_test).
+TEST(QuantizationConfig, KvCacheScheme) {
+  const std::string fp8_weights = R"("quant_method": "compressed-tensors",
+      "format": "float-quantized", "config_groups": {"group_0": {"targets": ["Linear"],
+          "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}})";
+  StatusOr<QuantizationConfig> q = parse("{" + fp8_weights + R"(, "kv_cache_scheme":
+      {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false,
+       "symmetric": true}})");
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_TRUE(q->fp8_kv_cache);
+  EXPECT_EQ(q->summary(),
+            "compressed-tensors E4M3, per-channel scales, FP8 KV cache (per-tensor scales)");
+  EXPECT_EQ(q->weights_summary(), "compressed-tensors E4M3, per-channel scales");
+  StatusOr<QuantizationConfig> none = parse("{" + fp8_weights + R"(, "kv_cache_scheme": null})");
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_FALSE(none->fp8_kv_cache);
+  expect_error(
+      "{" + fp8_weights +
+          R"(, "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "attn_head"}})",
+      "\"quantization_config.kv_cache_scheme.strategy\" = \"attn_head\"");
+  expect_error("{" + fp8_weights + R"(, "kv_cache_scheme": {"num_bits": 8, "type": "int"}})",
+               "kv_cache_scheme.num_bits");
+  expect_error("{" + fp8_weights +
+                   R"(, "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": true}})",
+               "kv_cache_scheme.dynamic");
+}
+
 TEST(QuantizationConfig, UnsupportedVariantsNameTheKey) {
   expect_error(R"({"quant_method": "gptq", "bits": 8, "group_size": 128})",
                "\"quantization_config.bits\" = 8");
