@@ -66,10 +66,13 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
                                         .softmax_scale = 1.0f / std::sqrt(128.0f),
                                         .dtype = ScalarType::kBF16};
   using kernels::DecodeKernel;
-  auto time_plan = [&](const kernels::DecodeSplitPlan& pl, DecodeKernel kernel) {
+  auto time_plan = [&](const kernels::DecodeSplitPlan& pl, DecodeKernel kernel,
+                       float softcap = 0.0f) {
+    kernels::PagedAttentionParams pc = p;
+    pc.logit_softcap = softcap;
     return median_ms(
         [&](int) {
-          check(kernels::launch_paged_decode_attention(p, pl,
+          check(kernels::launch_paged_decode_attention(pc, pl,
                                                        {.partial_out = partial.as<float>(),
                                                         .partial_lse = lse.as<float>(),
                                                         .capacity_floats = ws},
@@ -91,6 +94,12 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
     const double g = bytes / (time_plan(plan, kernel) * 1e-3) / 1e9;
     std::snprintf(label, sizeof(label), "%s%s (splits %d)", name, suffix, plan.num_splits);
     result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(info: another kernel)");
+  }
+  // The default kernel with Gemma 2's attention soft-cap (50): a tanh per score.
+  {
+    const double g = bytes / (time_plan(plan, DecodeKernel::kAuto, 50.0f) * 1e-3) / 1e9;
+    std::snprintf(label, sizeof(label), "%s soft-cap (splits %d)", name, plan.num_splits);
+    result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(info: ratio to B; compare the line above)");
   }
   // An FP8 cache of the same shape (--kv-cache-dtype fp8): half the K/V bytes. The bf16 buffers'
   // first halves serve as codes (some are NaN codes; nothing in the loop branches on values).
@@ -170,6 +179,10 @@ void bench_prefill_attention(const Ceilings& ceil) {
   using kernels::PrefillKernel;
   kernels::PagedAttentionParams p8 = p;
   p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
+  // Gemma 2's attention soft-cap (50): kAuto takes 32 rows/warp with 32-key tiles at d128 (the
+  // 128 x 64 tile has no soft-cap).
+  kernels::PagedAttentionParams capped = p;
+  capped.logit_softcap = 50.0f;
   struct Variant {
     const kernels::PagedAttentionParams* params;
     PrefillKernel kernel;
@@ -184,7 +197,9 @@ void bench_prefill_attention(const Ceilings& ceil) {
        "(G10 variant)"},
       {&p8, PrefillKernel::kMma32Keys64, "G10 fp8 cache: mma.sync 32 rows/warp, 64 keys",
        "(info: FP8 KV)"},
-      {&p8, PrefillKernel::kReference, "G10 fp8 cache: CUDA-core reference", "(info: FP8 KV)"}};
+      {&p8, PrefillKernel::kReference, "G10 fp8 cache: CUDA-core reference", "(info: FP8 KV)"},
+      {&capped, PrefillKernel::kAuto, "G10 soft-cap 50: kAuto (32 rows/warp, 32 keys)",
+       "(info: against the 32 rows/warp variant)"}};
   for (const Variant& v : variants) {
     const bool slow = v.kernel == PrefillKernel::kReference;
     const double variant_ms = median_ms(
