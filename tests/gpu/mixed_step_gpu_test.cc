@@ -233,7 +233,8 @@ TEST(GpuMixedStep, HarnessMatchesOneSequenceAtATimeOnTheCpu) {
         const std::vector<float> want = alone[s]->step(tokens[s]);
         const std::vector<float> mine(got.begin() + row * vocab, got.begin() + (row + 1) * vocab);
         ++row;
-        gpu_test::expect_close(mine, want, 1e-5, model + " sequence " + std::to_string(s));
+        // Other row counts may sum in another order (1e-6); a harness error moves logits by O(1).
+        gpu_test::expect_close(mine, want, 1e-4, model + " sequence " + std::to_string(s));
         if (prompt_done(step, s)) next[s] = sampling::argmax(want);
       }
       ASSERT_EQ(row * vocab, got.size());
