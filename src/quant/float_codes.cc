@@ -18,23 +18,26 @@ std::optional<std::uint16_t> exact_fp16(float value) {
   return bits;
 }
 
+// Bit arithmetic rather than ilogb / ldexp / nearbyint: --quantization fp8 encodes every weight
+// of a model (7 billion for an 8B one at --load-format dummy), and the library calls took ~20 ns
+// each. Same results: a normal magnitude's mantissa has 23 bits, of which e4m3 keeps 3, so
+// adding 2^19 - 1 plus the kept part's lowest bit rounds the low 20 bits to nearest even, a
+// carry moving into the exponent as the rounding demands; rebiasing the exponent (127 -> 7)
+// then leaves the code.
 std::uint8_t float_to_fp8_e4m3(float value) {
-  if (std::isnan(value)) return 0x7F;
-  const std::uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
-  const float magnitude = std::fabs(value);
-  if (magnitude >= kFp8E4M3Max) return sign | 0x7E;
-  // nearbyint rounds to nearest even in the default rounding mode; the scalings are exact.
-  if (magnitude < 0x1p-6f) {
-    // Subnormals step by 2^-9; 8 steps is the smallest normal, whose code is also 8.
-    return sign | static_cast<std::uint8_t>(std::nearbyint(magnitude * 512.0f));
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const auto sign = static_cast<std::uint8_t>((bits >> 24) & 0x80);
+  std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) return 0x7F;  // NaN
+  if (magnitude >= std::bit_cast<std::uint32_t>(kFp8E4M3Max)) return sign | 0x7E;
+  if (magnitude < std::bit_cast<std::uint32_t>(0x1p-6f)) {
+    // Subnormals step by 2^-9 (exact scaling; nearbyint rounds to nearest even); 8 steps is the
+    // smallest normal, whose code is also 8.
+    const float steps = std::nearbyint(std::bit_cast<float>(magnitude) * 512.0f);
+    return sign | static_cast<std::uint8_t>(steps);
   }
-  int exponent = std::ilogb(magnitude);
-  int mantissa = static_cast<int>(std::nearbyint((std::ldexp(magnitude, -exponent) - 1.0f) * 8));
-  if (mantissa == 8) {
-    mantissa = 0;
-    ++exponent;
-  }
-  const int code = ((exponent + 7) << 3) | mantissa;
+  magnitude += 0x7FFFFu + ((magnitude >> 20) & 1u);
+  const std::uint32_t code = (magnitude >> 20) - ((127u - 7u) << 3);
   return sign | static_cast<std::uint8_t>(code > 0x7E ? 0x7E : code);
 }
 
