@@ -158,11 +158,11 @@ Status CudaDecoderOps::rope_and_cache_write(std::int64_t layer, RopeTable table)
 }
 
 // Pure prefill steps run the prefill kernel, pure decode steps the split-K decode kernel. A mixed
-// step runs both over the one batch and the one output: the prefill kernel skips the sequences
-// that bring one query, and the decode kernel (and its split merge) runs only those, listed in
-// the step metadata; each writes its own sequences' rows of attn_. Windows, soft-cap, the FP8
-// cache and a KV group's tables (block_tables(layer), read by sequence index) are the same
-// parameters for both.
+// step runs both over the one batch and the one output: the prefill kernel (over the range of
+// sequences that holds the longer ones) skips the sequences that bring one query, and the decode
+// kernel (and its split merge) runs only those, listed in the step metadata; each writes its own
+// sequences' rows of attn_. Windows, soft-cap, the FP8 cache and a KV group's tables
+// (block_tables(layer), read by sequence index) are the same parameters for both.
 Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& options) {
   const ModelConfig& c = e_.config_;
   const float scale = options.softmax_scale != 0.0f
@@ -195,10 +195,18 @@ Status CudaDecoderOps::attention(std::int64_t layer, const AttentionOptions& opt
     return kernels::launch_paged_prefill_attention(params, shape_.max_query_len, e_.stream_.get());
   }
   ++paths.mixed;
-  params.skip_single_query = true;
+  // The prefill kernel over the sequences from the first to the last with more than one query:
+  // its arrays offset to the first (query_start_loc holds absolute token rows, so q and out
+  // stay as they are), the one-query sequences inside skipped.
+  kernels::PagedAttentionParams prefill = params;
+  const std::int64_t first = shape_.first_prefill_seq;
+  prefill.query_start_loc += first;
+  prefill.seq_lens += first;
+  prefill.block_tables += first * shape_.block_table_stride;
+  prefill.num_seqs = shape_.num_prefill_range;
+  prefill.skip_single_query = true;
   PAGODA_RETURN_IF_ERROR(
-      kernels::launch_paged_prefill_attention(params, shape_.max_query_len, e_.stream_.get()));
-  params.skip_single_query = false;
+      kernels::launch_paged_prefill_attention(prefill, shape_.max_query_len, e_.stream_.get()));
   params.num_seqs = shape_.num_decode_seqs;
   params.decode_seq_ids = e_.metadata_.decode_seq_ids();
   return kernels::launch_paged_decode_attention(params, shape_.plan, workspace, e_.stream_.get());

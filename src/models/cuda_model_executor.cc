@@ -331,9 +331,11 @@ Status CudaModelExecutor::run_model(const ForwardBatch& batch,
 // Host-side planning from the batch the host already holds: no device reads. The decode kernel
 // writes one row per sequence, so it takes a sequence only if it brings exactly one query:
 //
-//   q_len per sequence   1 1 1 1    -> decode: the decode kernel over all
-//                        1 1 512 1  -> mixed: prefill skips the 1s, decode runs seqs {0,1,3}
-//                        7 512      -> prefill over all
+//   q_len per sequence   1 1 1 1      -> decode: the decode kernel over all
+//                        1 1 512 1    -> mixed: prefill over seq 2, decode over seqs {0, 1, 3}
+//                        1 30 1 512 1 -> mixed: prefill over seqs 1..3 skipping seq 2, decode
+//                                        over seqs {0, 2, 4}
+//                        7 512        -> prefill over all
 CudaModelExecutor::LayerShape CudaModelExecutor::eager_shape(
     const ForwardBatch& batch, std::vector<std::int32_t>& decode_seq_ids) const {
   LayerShape shape{.num_tokens = batch.num_tokens(),
@@ -342,12 +344,16 @@ CudaModelExecutor::LayerShape CudaModelExecutor::eager_shape(
                    .kv_groups = !batch.kv_groups.empty()};
   decode_seq_ids.clear();
   std::int64_t max_decode_seq_len = 0;
+  std::int64_t first_prefill = -1, last_prefill = -1;
   for (std::int64_t s = 0; s < batch.num_seqs(); ++s) {
     const std::int64_t q_len = batch.query_start_loc[s + 1] - batch.query_start_loc[s];
     shape.max_query_len = std::max(shape.max_query_len, q_len);
     if (q_len == 1) {
       decode_seq_ids.push_back(static_cast<std::int32_t>(s));
       max_decode_seq_len = std::max<std::int64_t>(max_decode_seq_len, batch.seq_lens[s]);
+    } else if (q_len > 1) {
+      if (first_prefill < 0) first_prefill = s;
+      last_prefill = s;
     }
   }
   const auto num_single = static_cast<std::int64_t>(decode_seq_ids.size());
@@ -356,6 +362,10 @@ CudaModelExecutor::LayerShape CudaModelExecutor::eager_shape(
   // Only a mixed step reads the list (a pure decode runs every sequence in order).
   if (!shape.mixed) decode_seq_ids.clear();
   if (!shape.decode && !shape.mixed) return shape;
+  if (shape.mixed && first_prefill >= 0) {
+    shape.first_prefill_seq = first_prefill;
+    shape.num_prefill_range = last_prefill - first_prefill + 1;
+  }
   shape.num_decode_seqs = num_single;
   shape.plan = eager_decode_plan(num_single, max_decode_seq_len);
   return shape;

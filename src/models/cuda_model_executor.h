@@ -161,6 +161,11 @@ class CudaModelExecutor final : public ModelExecutor {
     // runs them alone (the metadata's decode_seq_ids, num_decode_seqs of them).
     bool mixed = false;
     std::int64_t num_decode_seqs = 0;
+    // A mixed step's sequences first_prefill_seq .. + num_prefill_range - 1: from the first to
+    // the last that brings more than one query (one-query ones between them are skipped), so
+    // the prefill grid holds no CTA for the decodes around them.
+    std::int64_t first_prefill_seq = 0;
+    std::int64_t num_prefill_range = 0;
     kernels::DecodeSplitPlan plan;  // the decode kernel's: every sequence, or a mixed step's
                                     // one-query ones
     // The layers of KV groups 1.. read their group's tables (the batch carries kv_groups);
