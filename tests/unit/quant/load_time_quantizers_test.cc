@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "model/dequantize.h"
+#include "quant/float_codes.h"
 #include "quant/fp8_weights.h"
 #include "quant/int4_rtn.h"
+#include "quant/q4_z_block.h"
 
 namespace pagoda::quant {
 namespace {
@@ -56,6 +58,39 @@ TEST(Int4Rtn, EveryWeightWithinHalfAStepOfItsGroup) {
       for (std::int64_t k = g0; k < g1; ++k) {
         const std::size_t i = static_cast<std::size_t>(n * kCols + k);
         ASSERT_LE(std::fabs(got[i] - w[i]), bound) << "row " << n << " col " << k;
+      }
+    }
+  }
+}
+
+// The codes are round-to-nearest-even of w / d plus the zero point, and the zero point that of
+// -min / d, as std::nearbyint gives them (the quantizer rounds without the libm call).
+TEST(Int4Rtn, CodesAreNearbyintOfTheFormula) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> dist(-0.08f, 0.05f);
+  constexpr std::int64_t kRows = 7;
+  constexpr std::int64_t kCols = 256;
+  std::vector<float> w(kRows * kCols);
+  for (float& v : w) v = dist(rng);
+  // Exact ties: a group whose values sit on half steps of d = 1.
+  for (std::int64_t k = 0; k < 128; ++k) w[k] = static_cast<float>(k % 31) * 0.5f - 7.5f;
+  StatusOr<QuantizedMatrix> q = quantize_int4_rtn("w", f32_tensor(w, kRows, kCols), kRows, kCols);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  for (std::int64_t n = 0; n < kRows; ++n) {
+    for (std::int64_t g0 = 0; g0 < kCols; g0 += 128) {
+      const std::uint8_t* block = q->bytes.data() + n * q->row_bytes() + g0 / 32 * kQ4ZBlockBytes;
+      const float d = fp16_to_float(static_cast<std::uint16_t>(block[0] | (block[1] << 8)));
+      float lo = 0.0f;
+      for (std::int64_t k = g0; k < g0 + 128; ++k) lo = std::min(lo, w[n * kCols + k]);
+      const auto zero = static_cast<int>(std::clamp(std::nearbyint(-lo / d), 0.0f, 15.0f));
+      ASSERT_EQ(block[2], zero) << "row " << n << " group " << g0;
+      for (std::int64_t k = g0; k < g0 + 128; ++k) {
+        const std::uint8_t* b = q->bytes.data() + n * q->row_bytes() + k / 32 * kQ4ZBlockBytes;
+        const int j = static_cast<int>(k % 32);
+        const int code = j < 16 ? b[3 + j] & 0xF : b[3 + j - 16] >> 4;
+        const float want = std::clamp(
+            std::nearbyint(w[n * kCols + k] / d) + static_cast<float>(zero), 0.0f, 15.0f);
+        ASSERT_EQ(code, static_cast<int>(want)) << "row " << n << " col " << k;
       }
     }
   }
