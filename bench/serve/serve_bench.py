@@ -16,8 +16,10 @@ Measured per request, on the client's clock: TTFT (request sent -> first chunk w
 (gaps between later chunks with text; one chunk per token on Pagoda and llama-server), TPOT
 ((latency - TTFT) / (output tokens - 1)), E2EL (request sent -> end of stream). Output tokens come
 from the final usage (stream_options.include_usage), else from the count of text chunks.
-Against Pagoda on CUDA it also reads /metrics before and after the run and reports the GPU's busy
-and idle time per step (pagoda:device_*_seconds_total, from the server's CUDA events).
+Against Pagoda it also reads /metrics before and after the run and reports the engine's steps: how
+many, and the mean step's decode rows and prompt-chunk tokens (pagoda:scheduled_*_tokens_total),
+which show how a step budget shared each step; on CUDA also the GPU's busy and idle time per step
+(pagoda:device_*_seconds_total, from the server's CUDA events).
 
 The client is stdlib-only asyncio over raw HTTP/1.1 (one connection per request), so it runs
 anywhere the server does. Its own cost is reported: CPU seconds of this process per streamed
@@ -285,6 +287,13 @@ def print_table(report, file=sys.stdout):
             print(f"{label:<36}{report[key][stat]:>14.2f}", file=file)
     print(f"{'Client CPU per output token (us)':<36}{report['client_cpu_us_per_token']:>14.1f}",
           file=file)
+    steps = report.get("engine_steps")
+    if steps:
+        print(" Engine steps (server's /metrics) ".center(w, "-"), file=file)
+        print(f"{'Steps':<36}{steps['steps']:>14}", file=file)
+        print(f"{'Decode rows per step':<36}{steps['decode_tokens_per_step']:>14.2f}", file=file)
+        print(f"{'Prompt tokens per step':<36}{steps['prefill_tokens_per_step']:>14.2f}",
+              file=file)
     device = report.get("device")
     if device:
         print(" GPU steps (server's CUDA events) ".center(w, "-"), file=file)
@@ -318,10 +327,13 @@ async def fetch_model(base_url, timeout):
 
 DEVICE_METRICS = ("pagoda:device_steps_total", "pagoda:device_busy_seconds_total",
                   "pagoda:device_idle_seconds_total")
+STEP_METRICS = ("pagoda:engine_steps_total", "pagoda:scheduled_decode_tokens_total",
+                "pagoda:scheduled_prefill_tokens_total")
 
 
-async def fetch_device_metrics(base_url, timeout):
-    """Pagoda's device step counters from /metrics (None where the server has none, e.g. vLLM)."""
+async def fetch_engine_metrics(base_url, timeout):
+    """Pagoda's step counters from /metrics: {name: value} for those of DEVICE_METRICS and
+    STEP_METRICS it has (None where the server has no /metrics, e.g. llama-server)."""
     parsed = urllib.parse.urlsplit(base_url)
     try:
         reader, writer = await asyncio.wait_for(
@@ -341,14 +353,14 @@ async def fetch_device_metrics(base_url, timeout):
     values = {}
     for line in body.splitlines():
         name, _, rest = line.partition("{")
-        if name in DEVICE_METRICS:
+        if name in DEVICE_METRICS or name in STEP_METRICS:
             values[name] = float(rest.rsplit(" ", 1)[-1])
-    return values if len(values) == len(DEVICE_METRICS) else None
+    return values
 
 
 def device_report(before, after):
     """GPU busy / idle over the measured run, from the counter deltas (Pagoda on CUDA only)."""
-    if not before or not after:
+    if not before or not after or not all(m in before and m in after for m in DEVICE_METRICS):
         return None
     steps = after[DEVICE_METRICS[0]] - before[DEVICE_METRICS[0]]
     busy = after[DEVICE_METRICS[1]] - before[DEVICE_METRICS[1]]
@@ -358,6 +370,17 @@ def device_report(before, after):
     return {"steps": int(steps), "busy_ms_per_step": busy / steps * 1e3,
             "idle_ms_per_step": idle / steps * 1e3,
             "idle_fraction": idle / (busy + idle) if busy + idle > 0 else 0.0}
+
+
+def step_report(before, after):
+    """The measured run's engine steps and their mean mix of decode rows and prompt tokens."""
+    if not before or not after or not all(m in before and m in after for m in STEP_METRICS):
+        return None
+    steps, decode, prefill = (after[m] - before[m] for m in STEP_METRICS)
+    if steps <= 0:
+        return None
+    return {"steps": int(steps), "decode_tokens_per_step": decode / steps,
+            "prefill_tokens_per_step": prefill / steps}
 
 
 async def run_batch(args, url, model, prompts, rng, progress):
@@ -421,11 +444,12 @@ async def main_async(args):
         await run_batch(args, url, model, warm, warm_rng, progress=False)
         args.request_rate = saved
     cpu0 = time.process_time()
-    before = await fetch_device_metrics(args.base_url, args.timeout)
+    before = await fetch_engine_metrics(args.base_url, args.timeout)
     results, duration = await run_batch(args, url, model, prompts, rng, not args.quiet)
-    after = await fetch_device_metrics(args.base_url, args.timeout)
+    after = await fetch_engine_metrics(args.base_url, args.timeout)
     report = build_report(args, model, results, duration, time.process_time() - cpu0)
     report["device"] = device_report(before, after)
+    report["engine_steps"] = step_report(before, after)
     return report
 
 

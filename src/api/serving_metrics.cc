@@ -188,6 +188,12 @@ std::string ServingMetrics::render(const engine::EngineStats& stats,
   counter(metric("prefix_cache_hits_total"), "Prompt tokens served from the prefix cache.",
           static_cast<double>(stats.prefix_cache_hits));
   counter(metric("engine_steps_total"), "Engine steps run.", static_cast<double>(stats.num_steps));
+  counter(metric("scheduled_decode_tokens_total"),
+          "Tokens steps ran as decode rows (a request's last known token and its drafts).",
+          static_cast<double>(stats.num_scheduled_decode_tokens));
+  counter(metric("scheduled_prefill_tokens_total"),
+          "Tokens steps ran as prompt chunks (or a preempted request's recompute).",
+          static_cast<double>(stats.num_scheduled_prefill_tokens));
   counter(metric("engine_failed_steps_total"), "Engine steps whose forward pass failed.",
           static_cast<double>(stats.num_failed_steps));
   counter(metric("generation_tokens_total"), "Tokens generated, all requests.",

@@ -655,6 +655,8 @@ void EngineCore::publish_stats() {
   stats_.prefix_cache_queries = s.prefix_cache.queries;
   stats_.prefix_cache_hits = s.prefix_cache.hits;
   stats_.num_steps = num_steps_;
+  stats_.num_scheduled_decode_tokens = s.num_scheduled_decode_tokens;
+  stats_.num_scheduled_prefill_tokens = s.num_scheduled_prefill_tokens;
   stats_.num_failed_steps = num_failed_steps_;
   stats_.num_generated_tokens = num_generated_tokens_;
   stats_.num_slots_in_use = slots_.num_used();

@@ -102,6 +102,9 @@ struct EngineStats {
   std::int64_t prefix_cache_queries = 0;  ///< Tokens looked up at admission.
   std::int64_t prefix_cache_hits = 0;     ///< Of those, tokens served from the cache.
   std::int64_t num_steps = 0;
+  /// Tokens the steps carried, decode rows and prompt chunks (SchedulerStats).
+  std::int64_t num_scheduled_decode_tokens = 0;
+  std::int64_t num_scheduled_prefill_tokens = 0;
   std::int64_t num_failed_steps = 0;  ///< Steps whose forward pass returned an error.
   std::int64_t num_generated_tokens = 0;
   std::int64_t num_slots_in_use = 0;  ///< Slots held by live (or retiring) requests.

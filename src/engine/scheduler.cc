@@ -199,6 +199,12 @@ void Scheduler::add_scheduled(Request& request, std::int64_t num_tokens,
   s.is_new = is_new;
   s.resumed_from_preemption = is_new && request.num_preemptions() > 0;
   s.num_computed_tokens = request.num_computed_tokens();
+  // From the last known token on (in flight ones included) the request is decoding.
+  if (s.num_computed_tokens >= request.num_tokens() - 1) {
+    num_scheduled_decode_tokens_ += num_tokens + num_spec_tokens;
+  } else {
+    num_scheduled_prefill_tokens_ += num_tokens + num_spec_tokens;
+  }
   // Tokens past the known ones are in flight (overlapped steps): placeholders the executor fills.
   const std::int64_t num_known =
       std::clamp<std::int64_t>(request.num_tokens() - s.num_computed_tokens, 0, num_tokens);
@@ -363,6 +369,8 @@ SchedulerStats Scheduler::stats() const {
   s.kv_cache_usage = kv_.usage();
   s.num_preemptions = num_preemptions_;
   s.prefix_cache = kv_.prefix_cache_stats();
+  s.num_scheduled_decode_tokens = num_scheduled_decode_tokens_;
+  s.num_scheduled_prefill_tokens = num_scheduled_prefill_tokens_;
   return s;
 }
 

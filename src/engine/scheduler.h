@@ -68,6 +68,11 @@ struct SchedulerStats {
   double kv_cache_usage = 0.0;       ///< Used fraction of the block pool.
   std::int64_t num_preemptions = 0;  ///< Since construction.
   PrefixCacheStats prefix_cache;
+  /// Tokens scheduled since construction, split by what they were: a request's last known token
+  /// and its drafts (a decode row), or tokens before it (a prompt chunk, or a preempted
+  /// request's recompute). Per engine step they show how the step's budget was shared.
+  std::int64_t num_scheduled_decode_tokens = 0;
+  std::int64_t num_scheduled_prefill_tokens = 0;
 };
 
 /// Decides what runs each step and applies what was sampled.
@@ -167,6 +172,8 @@ class Scheduler {
   std::int64_t last_done_step_id_ = 0;  // steps up to it are over
   std::uint64_t next_arrival_seq_ = 0;
   std::int64_t num_preemptions_ = 0;
+  std::int64_t num_scheduled_decode_tokens_ = 0;
+  std::int64_t num_scheduled_prefill_tokens_ = 0;
   std::int64_t scored_tokens_left_ = 0;  // in the schedule() under way
 };
 

@@ -47,6 +47,10 @@ TEST(SchedulerTest, LongPromptIsChunkedBesideADecode) {
     EXPECT_EQ(updates.size(), b_samples ? 2u : 1u);  // no token for a partial prefill
   }
   EXPECT_EQ(scheduler->find_request("B")->num_output_tokens(), 2);
+  // The P columns are prompt chunks, the D columns decode rows.
+  const SchedulerStats stats = scheduler->stats();
+  EXPECT_EQ(stats.num_scheduled_prefill_tokens, 4 + 100);
+  EXPECT_EQ(stats.num_scheduled_decode_tokens, 5 + 1);
 }
 
 TEST(SchedulerTest, BudgetIsSharedInPolicyOrder) {
