@@ -73,6 +73,8 @@ struct GenerateCommand {
   int threads = 0;
   std::int64_t block_size = 16;
   std::int64_t max_model_len = 0;
+  /// --disable-hybrid-kv-cache-manager: one KV table for every layer (docs/kv_cache_groups.md).
+  bool disable_hybrid_kv_cache_manager = false;
   DeviceOptions device;
   LoadOptions load;
   /// Given: the engine runs the one sequence, with speculative decoding.

@@ -99,6 +99,7 @@ int generate_with_engine(const GenerateCommand& cmd, const LoadedModel& model,
   options.engine.scheduler.max_model_len = cmd.max_model_len;
   options.engine.scheduler.max_num_seqs = 1;
   options.engine.cache.block_size = cmd.block_size;
+  options.engine.disable_hybrid_kv_cache_manager = cmd.disable_hybrid_kv_cache_manager;
   if (Status s = cmd.speculative.apply(options.engine); !s.ok()) return report_error(s);
   auto client = engine::open_engine(std::move(options));
   if (!client.ok()) return report_error(client.status());
@@ -165,6 +166,8 @@ CLI::App* GenerateCommand::add_to(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-model-len", max_model_len,
                   "Longest sequence in tokens (default: the model's context length)");
+  sub->add_flag("--disable-hybrid-kv-cache-manager", disable_hybrid_kv_cache_manager,
+                "One KV block table for every layer (docs/kv_cache_groups.md)");
   device.add_to(*sub);
   load.add_to(*sub);
   quantization.add_to(*sub);
@@ -193,7 +196,8 @@ int GenerateCommand::run(const char* argv0) const {
   if (num_prompt == 0) return report_error(invalid_argument("the prompt has no tokens"));
   if (speculative.enabled()) return generate_with_engine(*this, *opened, std::move(*ids), params);
 
-  auto made = make_executor(*this, files, std::min(num_prompt, kMaxPrefillChunk));
+  const std::int64_t max_chunk = std::min(num_prompt, kMaxPrefillChunk);
+  auto made = make_executor(*this, files, max_chunk);
   if (!made.ok()) return report_error(made.status());
   ModelExecutor& exec = *made->executor;
   const std::int64_t max_len = exec.info().max_model_len;
@@ -201,19 +205,22 @@ int GenerateCommand::run(const char* argv0) const {
     return report_error(invalid_argument("the prompt has " + std::to_string(num_prompt) +
                                          " tokens; --max-model-len is " + std::to_string(max_len)));
   }
-  // One sequence: just enough blocks for the prompt and the tokens it may generate.
+  // One sequence: just enough blocks for the prompt and the tokens it may generate; sliding
+  // layers keep a ring of their window's blocks (single_sequence_batcher.h) unless
+  // --disable-hybrid-kv-cache-manager.
   const std::int64_t total = std::min(num_prompt + max_tokens, max_len);
-  const std::int64_t num_blocks = (total + block_size - 1) / block_size;
-  if (made->max_kv_blocks && num_blocks > *made->max_kv_blocks) {
+  auto batcher = models::SingleSequenceBatcher::for_model(exec.info(), block_size, total, max_chunk,
+                                                          disable_hybrid_kv_cache_manager);
+  const std::int64_t layer_blocks = batcher.num_layer_blocks(exec.info());
+  if (made->max_kv_blocks && layer_blocks > *made->max_kv_blocks * exec.info().num_layers) {
     return report_error(Status(StatusCode::kResourceExhausted,
-                               "the sequence needs " + std::to_string(num_blocks) +
-                                   " KV blocks, GPU memory holds " +
-                                   std::to_string(*made->max_kv_blocks) +
+                               "the sequence needs " + std::to_string(layer_blocks) +
+                                   " KV blocks of one layer, GPU memory holds " +
+                                   std::to_string(*made->max_kv_blocks * exec.info().num_layers) +
                                    "; lower --max-tokens or raise --gpu-memory-utilization"));
   }
-  if (Status s = exec.allocate_kv_cache(num_blocks, block_size); !s.ok()) return report_error(s);
+  if (Status s = batcher.allocate(exec); !s.ok()) return report_error(s);
 
-  models::SingleSequenceBatcher batcher(block_size, num_blocks);
   ForwardBatch batch;
   std::vector<float> logits(static_cast<std::size_t>(exec.info().vocab_size));
   const std::vector<std::int32_t> stops = stop_ids(*files, tokenizer);
@@ -262,12 +269,17 @@ int GenerateCommand::run(const char* argv0) const {
   std::cout << stream->finish() << "\n" << std::flush;
 
   // The first token comes from the prefill's logits; decode speed counts the steps after it.
+  const std::int64_t pool_blocks = batcher.num_pool_blocks();
   std::fprintf(stderr,
                "prompt tokens: %lld, prefill: %.1f tokens/s\n"
-               "generated tokens: %lld, decode: %.1f tokens/s (%s)\n",
+               "generated tokens: %lld, decode: %.1f tokens/s (%s)\n"
+               "kv cache: %lld blocks of %lld tokens, %lld layers each, block tables: %zu\n",
                static_cast<long long>(num_prompt), num_prompt / prefill_seconds,
                static_cast<long long>(generated),
-               generated > 1 ? (generated - 1) / decode_seconds : 0.0, made->description.c_str());
+               generated > 1 ? (generated - 1) / decode_seconds : 0.0, made->description.c_str(),
+               static_cast<long long>(pool_blocks), static_cast<long long>(block_size),
+               static_cast<long long>(layer_blocks / pool_blocks),
+               batcher.ring_blocks().size() + 1);
   return 0;
 }
 

@@ -22,6 +22,31 @@ SingleSequenceBatcher::SingleSequenceBatcher(std::int64_t block_size, std::int64
   }
 }
 
+SingleSequenceBatcher SingleSequenceBatcher::for_model(const ModelExecutorInfo& info,
+                                                       std::int64_t block_size,
+                                                       std::int64_t max_len, std::int64_t max_chunk,
+                                                       bool single_table) {
+  std::vector<std::int64_t> windows;
+  if (!single_table) windows.assign(info.kv_group_windows.begin() + 1, info.kv_group_windows.end());
+  return SingleSequenceBatcher(block_size, (max_len + block_size - 1) / block_size,
+                               std::move(windows), max_chunk);
+}
+
+Status SingleSequenceBatcher::allocate(ModelExecutor& executor) const {
+  return sliding_windows_.empty()
+             ? executor.allocate_kv_cache(num_pool_blocks(), block_size_)
+             : executor.allocate_kv_cache_groups(num_pool_blocks(), block_size_);
+}
+
+std::int64_t SingleSequenceBatcher::num_layer_blocks(const ModelExecutorInfo& info) const {
+  if (sliding_windows_.empty()) return num_pool_blocks() * info.num_layers;
+  std::int64_t layers_per_block = 0;
+  for (std::int64_t g = 0; g < info.num_kv_groups(); ++g) {
+    layers_per_block = std::max(layers_per_block, info.num_layers_in_kv_group(g));
+  }
+  return num_pool_blocks() * layers_per_block;
+}
+
 std::int64_t SingleSequenceBatcher::num_pool_blocks() const {
   std::int64_t blocks = num_blocks_;
   for (const std::int64_t ring : ring_blocks_) blocks += ring;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pagoda/forward_batch.h"
+#include "pagoda/model_executor.h"
 #include "pagoda/status.h"
 
 namespace pagoda::models {
@@ -28,6 +29,22 @@ class SingleSequenceBatcher {
   /// ForwardBatch::kv_groups over rings sized for steps of at most `max_chunk` tokens (0: any).
   SingleSequenceBatcher(std::int64_t block_size, std::int64_t num_blocks,
                         std::vector<std::int64_t> sliding_windows = {}, std::int64_t max_chunk = 0);
+
+  /// One sequence of up to `max_len` tokens of `info`'s model in steps of at most `max_chunk`:
+  /// a ring per sliding KV group when the model has them (num_kv_groups() > 1), one table for
+  /// every layer when it has none or `single_table` (--disable-hybrid-kv-cache-manager).
+  static SingleSequenceBatcher for_model(const ModelExecutorInfo& info, std::int64_t block_size,
+                                         std::int64_t max_len, std::int64_t max_chunk,
+                                         bool single_table);
+
+  /// Allocates the pool these tables index on `executor` (info() as given to for_model):
+  /// allocate_kv_cache_groups with sliding groups, else allocate_kv_cache.
+  Status allocate(ModelExecutor& executor) const;
+
+  /// The pool's size in blocks of one layer (K and V): num_pool_blocks() times the layers a
+  /// block spans (the largest group's with groups, every layer without), which compares the two
+  /// layouts and a memory budget in one unit.
+  std::int64_t num_layer_blocks(const ModelExecutorInfo& info) const;
 
   /// Blocks of the pool the groups share (ModelExecutor::allocate_kv_cache_groups): num_blocks,
   /// plus each sliding group's ring.

@@ -5,6 +5,7 @@ from tests/golden/tokenizer, tests/golden/template and tests/golden/forward/make
 """
 import json
 import os
+import re
 
 import pytest
 
@@ -94,3 +95,30 @@ def test_inspect_matches_transformers_config(run_pagoda, gemma_model):
                  f"{number(cfg['rope_theta']['sliding_attention'])})",
                  f"query scale:        {number(cfg['query_pre_attn_scalar'])}^-1/2"):
         assert line + "\n" in proc.stdout, proc.stdout
+
+
+def kv_layer_blocks(stderr):
+    """generate's `kv cache: N blocks of B tokens, L layers each, block tables: T` as (N * L, T)."""
+    match = re.search(r"kv cache: (\d+) blocks of \d+ tokens, (\d+) layers each, block tables: (\d+)",
+                      stderr)
+    assert match, stderr
+    return int(match[1]) * int(match[2]), int(match[3])
+
+
+def test_generate_keeps_the_sliding_window_and_the_tokens(run_pagoda, gemma_model):
+    """`pagoda generate` on Gemma 3's KV groups (a ring of the window's blocks per sliding group,
+    docs/kv_cache_groups.md) writes the greedy text of one table for every layer
+    (--disable-hybrid-kv-cache-manager) in less KV memory once the sequence outgrows a prefill
+    chunk and the window (1,500 prompt tokens, chunks of 512, window 512)."""
+    prompt = " ".join(f"Line {i}: the quick brown fox jumps over the lazy dog." for i in range(110))
+    args = ["generate", gemma_model, "--prompt", prompt, "--temperature", "0", "--max-tokens", "8",
+            "--ignore-eos", "--device", "cpu"]
+    grouped = run_pagoda(*args, timeout=300)
+    single = run_pagoda(*args, "--disable-hybrid-kv-cache-manager", timeout=300)
+    assert grouped.returncode == 0, grouped.stderr
+    assert single.returncode == 0, single.stderr
+    assert grouped.stdout == single.stdout
+    grouped_blocks, grouped_tables = kv_layer_blocks(grouped.stderr)
+    single_blocks, single_tables = kv_layer_blocks(single.stderr)
+    assert (grouped_tables, single_tables) == (6, 1)  # 3 full layers, 15 sliding in groups of 3
+    assert grouped_blocks < 0.8 * single_blocks, (grouped_blocks, single_blocks)

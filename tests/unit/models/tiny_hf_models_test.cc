@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_test_util.h"
+#include "sampling/sampling_rows.h"
 
 namespace pagoda::models {
 namespace {
@@ -104,6 +105,61 @@ TEST(TinyGemma3KvGroupsTest, SlidingRingMatchesOneTable) {
     }
   }
   EXPECT_EQ(grouped, single);
+}
+
+// `pagoda generate`'s path (generate_command.cc): SingleSequenceBatcher::for_model sizes one
+// sequence's pool, the prompt runs in chunks, the executor samples each token (greedy). With KV
+// groups the sliding layers keep a ring of their window's blocks; the tokens are those of one
+// table for every layer (--disable-hybrid-kv-cache-manager), in a fraction of the memory.
+TEST(TinyGemma3KvGroupsTest, GeneratePathKeepsTheTokensInLessMemory) {
+  constexpr std::int64_t kChunk = 64;
+  auto executor = testing::open_executor(kForwardDir + "tiny_gemma3", kChunk);
+  ASSERT_NE(executor, nullptr);
+  constexpr std::int64_t kPrompt = 300;
+  constexpr std::int64_t kMaxTokens = 24;
+  std::vector<std::int32_t> prompt(kPrompt);
+  for (std::int64_t i = 0; i < kPrompt; ++i)
+    prompt[i] = static_cast<std::int32_t>((i * 53 + 7) % 416);
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  const auto generate = [&](bool single_table, std::int64_t& layer_blocks) {
+    auto batcher = SingleSequenceBatcher::for_model(executor->info(), 16, kPrompt + kMaxTokens,
+                                                    kChunk, single_table);
+    layer_blocks = batcher.num_layer_blocks(executor->info());
+    EXPECT_TRUE(batcher.allocate(*executor).ok());
+    EXPECT_TRUE(
+        executor->open_sampling_slot(0, sampling::slot_sampling_config(greedy, prompt, {})).ok());
+    SamplingBatch sampling;
+    sampling.rows.push_back(sampling::sampling_row(greedy, 0, 1, -1));
+    ForwardBatch batch;
+    StepOutput out;
+    std::vector<float> logits(static_cast<std::size_t>(executor->info().vocab_size));
+    for (std::int64_t begin = 0; begin < kPrompt; begin += kChunk) {
+      const std::int64_t n = std::min(kChunk, kPrompt - begin);
+      EXPECT_TRUE(batcher.next(std::span(prompt).subspan(begin, n), batch).ok());
+      EXPECT_TRUE((begin + n < kPrompt ? executor->forward(batch, logits.data())
+                                       : executor->execute(batch, sampling, out))
+                      .ok());
+    }
+    std::vector<std::int32_t> tokens;
+    while (true) {
+      tokens.push_back(out.token_ids[0]);
+      sampling.rows[0].position = std::ssize(tokens);
+      if (std::ssize(tokens) == kMaxTokens) break;
+      EXPECT_TRUE(batcher.next(std::span(&tokens.back(), 1), batch).ok());
+      EXPECT_TRUE(executor->execute(batch, sampling, out).ok());
+    }
+    executor->close_sampling_slot(0);
+    return tokens;
+  };
+  std::int64_t grouped_blocks = 0, single_blocks = 0;
+  const std::vector<std::int32_t> grouped = generate(/*single_table=*/false, grouped_blocks);
+  const std::vector<std::int32_t> single = generate(/*single_table=*/true, single_blocks);
+  EXPECT_EQ(grouped, single);
+  // 324 tokens in blocks of 16: 21 blocks. One table: 21 blocks x 3 layers. Groups of one
+  // layer: 21 for the full layer, a ring of (64 + 12 - 1) / 16 + 1 = 6 per sliding layer.
+  EXPECT_EQ(single_blocks, 21 * 3);
+  EXPECT_EQ(grouped_blocks, 21 + 2 * 6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, TinyHfModelTest,
