@@ -71,10 +71,13 @@ StatusOr<EngineConfig> resolve_engine_config(EngineConfig config, const ModelExe
                           .single_group = config.disable_hybrid_kv_cache_manager};
     // A draft model's pool gets as many blocks as the target's. With KV groups a target block
     // is a fraction of a one-table block, so the same budget makes several times the blocks:
-    // the draft's then come out of the budget too, or its pool would grow with them.
+    // the draft's then come out of the budget too, or its pool would grow with them. A draft
+    // with sliding layers keeps KV groups too, its blocks pages of its own groups' layers.
     if (config.draft_executor != nullptr && info.num_kv_groups() > 1 && !limits.single_group) {
+      const ModelExecutor& draft = *config.draft_executor;
       limits.extra_bytes_per_block =
-          config.draft_executor->kv_cache_bytes_per_block(config.cache.block_size);
+          kv_page_bytes(draft.info(), draft.kv_cache_bytes_per_block(config.cache.block_size),
+                        limits.single_group);
     }
     const std::int64_t budget =
         config.kv_cache_memory_bytes.value_or(default_kv_bytes(per_block, info, limits));

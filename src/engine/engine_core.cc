@@ -44,7 +44,8 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(
     PAGODA_ASSIGN_OR_RETURN(
         speculator,
         Speculator::create(*config.speculative, config.draft_executor, executor->info().vocab_size,
-                           config.cache.block_size, config.cache.num_blocks));
+                           config.cache.block_size, config.cache.num_blocks,
+                           config.disable_hybrid_kv_cache_manager));
   }
   std::unique_ptr<EngineCore> core(
       new EngineCore(config, std::move(executor), std::move(tokenizer)));

@@ -88,8 +88,11 @@ Status size_gpu_kv_pool(std::int64_t max_blocks, const ModelExecutor& executor,
                         EngineConfig& config) {
   const std::int64_t block_size = config.cache.block_size;
   const std::int64_t per_block = executor.kv_cache_bytes_per_block(block_size);
+  // A draft with sliding layers keeps KV groups too: its blocks are pages of its groups' layers.
   const std::int64_t draft_per_block =
-      draft != nullptr ? draft->kv_cache_bytes_per_block(block_size) : 0;
+      draft != nullptr ? kv_page_bytes(draft->info(), draft->kv_cache_bytes_per_block(block_size),
+                                       config.disable_hybrid_kv_cache_manager)
+                       : 0;
   const std::int64_t draft_graphs = draft != nullptr ? draft->graph_memory_reserve() : 0;
   const std::int64_t max_model_len = config.scheduler.max_model_len > 0
                                          ? config.scheduler.max_model_len

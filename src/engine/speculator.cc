@@ -11,7 +11,8 @@ namespace pagoda::engine {
 
 StatusOr<std::unique_ptr<Speculator>> Speculator::create(
     const spec::SpeculativeConfig& config, std::shared_ptr<ModelExecutor> draft_executor,
-    std::int64_t target_vocab_size, std::int64_t block_size, std::int64_t draft_num_blocks) {
+    std::int64_t target_vocab_size, std::int64_t block_size, std::int64_t draft_num_blocks,
+    bool single_kv_table) {
   PAGODA_RETURN_IF_ERROR(config.validate());
   std::unique_ptr<spec::Proposer> proposer;
   if (config.method == spec::SpeculativeMethod::kNgram) {
@@ -25,7 +26,7 @@ StatusOr<std::unique_ptr<Speculator>> Speculator::create(
     }
     PAGODA_ASSIGN_OR_RETURN(
         proposer, spec::DraftModelProposer::create(std::move(draft_executor), target_vocab_size,
-                                                   block_size, draft_num_blocks));
+                                                   block_size, draft_num_blocks, single_kv_table));
   }
   return std::unique_ptr<Speculator>(new Speculator(config, std::move(proposer)));
 }

@@ -50,13 +50,15 @@ struct SpecDecodeStats {
 class Speculator {
  public:
   /// A speculator for a validated `config`. draft_model needs `draft_executor` (its KV cache is
-  /// allocated here: `draft_num_blocks` blocks of `block_size`), whose vocabulary must match
+  /// allocated here: `draft_num_blocks` blocks of `block_size`, in KV groups when the draft has
+  /// sliding-window layers unless `single_kv_table`), whose vocabulary must match
   /// `target_vocab_size`; INVALID_ARGUMENT otherwise.
   static StatusOr<std::unique_ptr<Speculator>> create(const spec::SpeculativeConfig& config,
                                                       std::shared_ptr<ModelExecutor> draft_executor,
                                                       std::int64_t target_vocab_size,
                                                       std::int64_t block_size,
-                                                      std::int64_t draft_num_blocks);
+                                                      std::int64_t draft_num_blocks,
+                                                      bool single_kv_table = false);
 
   /// Drafts for the request at `slot` (free here) from now on (its sampling settings allow
   /// exact verification); its verifier's chain sees `prompt_token_ids` (repetition) and bans

@@ -22,7 +22,7 @@ std::uint64_t draft_seed(const SamplingParams& params) {
 
 StatusOr<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
     std::shared_ptr<ModelExecutor> executor, std::int64_t target_vocab_size,
-    std::int64_t block_size, std::int64_t num_blocks) {
+    std::int64_t block_size, std::int64_t num_blocks, bool single_table) {
   PAGODA_CHECK(executor != nullptr) << "no draft executor";
   const std::int64_t vocab = executor->info().vocab_size;
   if (vocab != target_vocab_size) {
@@ -31,16 +31,29 @@ StatusOr<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
                             std::to_string(target_vocab_size) +
                             "; the draft must share the target's tokenizer");
   }
-  PAGODA_RETURN_IF_ERROR(executor->allocate_kv_cache(num_blocks, block_size));
-  return std::unique_ptr<DraftModelProposer>(
-      new DraftModelProposer(std::move(executor), block_size, num_blocks));
+  const ModelExecutorInfo& info = executor->info();
+  std::vector<std::int64_t> sliding_windows;
+  if (!single_table && info.num_kv_groups() > 1) {
+    sliding_windows.assign(info.kv_group_windows.begin() + 1, info.kv_group_windows.end());
+    PAGODA_RETURN_IF_ERROR(executor->allocate_kv_cache_groups(num_blocks, block_size));
+  } else {
+    PAGODA_RETURN_IF_ERROR(executor->allocate_kv_cache(num_blocks, block_size));
+  }
+  return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(
+      std::move(executor), block_size, num_blocks, std::move(sliding_windows)));
 }
 
 DraftModelProposer::DraftModelProposer(std::shared_ptr<ModelExecutor> executor,
-                                       std::int64_t block_size, std::int64_t num_blocks)
+                                       std::int64_t block_size, std::int64_t num_blocks,
+                                       std::vector<std::int64_t> sliding_windows)
     : executor_(std::move(executor)),
       block_size_(block_size),
-      vocab_size_(executor_->info().vocab_size) {
+      vocab_size_(executor_->info().vocab_size),
+      sliding_windows_(std::move(sliding_windows)) {
+  const std::int64_t budget = executor_->info().max_num_batched_tokens;
+  for (const std::int64_t window : sliding_windows_) {
+    ring_blocks_.push_back((budget + window - 1 + block_size - 1) / block_size + 1);
+  }
   // Highest id last out, so blocks are handed out from 0 upward.
   for (std::int64_t b = num_blocks; b-- > 0;) free_blocks_.push_back(static_cast<std::int32_t>(b));
 }
@@ -49,18 +62,32 @@ void DraftModelProposer::remove(std::int32_t slot) {
   if (!has_state(slot)) return;
   std::optional<RequestState>& state = states_[static_cast<std::size_t>(slot)];
   free_blocks_.insert(free_blocks_.end(), state->block_table.rbegin(), state->block_table.rend());
+  for (const std::vector<std::int32_t>& ring : state->rings) {
+    free_blocks_.insert(free_blocks_.end(), ring.rbegin(), ring.rend());
+  }
   state.reset();
 }
 
-// Grows the table to hold `num_tokens`; false (nothing taken) when the pool is short.
+// Grows group 0's table to hold `num_tokens` and each sliding group's ring towards its size;
+// false (nothing taken) when the pool is short.
 bool DraftModelProposer::reserve(RequestState& state, std::int64_t num_tokens) {
   const std::int64_t needed = (num_tokens + block_size_ - 1) / block_size_;
-  const auto held = static_cast<std::int64_t>(state.block_table.size());
-  if (needed <= held) return true;
-  if (needed - held > static_cast<std::int64_t>(free_blocks_.size())) return false;
-  for (std::int64_t b = held; b < needed; ++b) {
-    state.block_table.push_back(free_blocks_.back());
+  state.rings.resize(sliding_windows_.size());
+  std::int64_t wanted = std::max<std::int64_t>(0, needed - std::ssize(state.block_table));
+  for (std::size_t g = 0; g < sliding_windows_.size(); ++g) {
+    wanted +=
+        std::max<std::int64_t>(0, std::min(ring_blocks_[g], needed) - std::ssize(state.rings[g]));
+  }
+  if (wanted > std::ssize(free_blocks_)) return false;
+  const auto take = [this] {
+    const std::int32_t block = free_blocks_.back();
     free_blocks_.pop_back();
+    return block;
+  };
+  while (std::ssize(state.block_table) < needed) state.block_table.push_back(take());
+  for (std::size_t g = 0; g < sliding_windows_.size(); ++g) {
+    std::vector<std::int32_t>& ring = state.rings[g];
+    while (std::ssize(ring) < std::min(ring_blocks_[g], needed)) ring.push_back(take());
   }
   return true;
 }
@@ -83,11 +110,12 @@ void DraftModelProposer::propose(std::span<const ProposalRequest> requests,
     if (!slot_state) slot_state.emplace().rng.seed(draft_seed(*r.sampling));
     RequestState& state = *slot_state;
     const auto n = static_cast<std::int64_t>(r.token_ids.size());
-    // Feeds t[n-1] and k - 1 drafts after the kept prefix: n + k - 1 tokens in the cache.
-    if (n < 1 || !reserve(state, n + r.max_tokens - 1)) continue;
+    if (n < 1) continue;
     const auto mismatch = std::mismatch(state.cached.begin(), state.cached.end(),
                                         r.token_ids.begin(), r.token_ids.end());
     const std::int64_t keep = std::min<std::int64_t>(mismatch.first - state.cached.begin(), n - 1);
+    // Feeds t[keep..n-1] and k - 1 drafts after them: n + k - 1 tokens in the cache.
+    if (!reserve(state, n + r.max_tokens - 1)) continue;
     state.cached.assign(r.token_ids.begin(), r.token_ids.end());
     feeds.push_back({&state, {r.token_ids.begin() + keep, r.token_ids.end()}, keep, feeds.size()});
     request_of.push_back(i);
@@ -140,11 +168,13 @@ Status DraftModelProposer::run(std::vector<Feed>& feeds) {
           max_blocks, static_cast<std::int64_t>(feeds[g].state->block_table.size()));
     }
     batch_.max_blocks_per_seq = max_blocks;
+    batch_.kv_groups.resize(sliding_windows_.size());
     while (f < feeds.size() && batch_.num_tokens() < budget) {
       Feed& feed = feeds[f];
       const auto total = static_cast<std::int64_t>(feed.tokens.size());
       const std::int64_t count = std::min(total - done[f], budget - batch_.num_tokens());
       const std::vector<std::int32_t>& table = feed.state->block_table;
+      const std::int64_t first_query = feed.start + done[f];
       for (std::int64_t t = done[f]; t < done[f] + count; ++t) {
         const std::int64_t pos = feed.start + t;
         batch_.token_ids.push_back(feed.tokens[static_cast<std::size_t>(t)]);
@@ -152,12 +182,32 @@ Status DraftModelProposer::run(std::vector<Feed>& feeds) {
         batch_.slot_mapping.push_back(
             std::int64_t{table[static_cast<std::size_t>(pos / block_size_)]} * block_size_ +
             pos % block_size_);
+        for (std::size_t g = 0; g < sliding_windows_.size(); ++g) {
+          const std::vector<std::int32_t>& ring = feed.state->rings[g];
+          const auto block = static_cast<std::size_t>((pos / block_size_) % ring_blocks_[g]);
+          batch_.kv_groups[g].slot_mapping.push_back(std::int64_t{ring[block]} * block_size_ +
+                                                     pos % block_size_);
+        }
       }
       done[f] += count;
+      const std::int64_t seq_len = feed.start + done[f];
       batch_.query_start_loc.push_back(static_cast<std::int32_t>(batch_.num_tokens()));
-      batch_.seq_lens.push_back(static_cast<std::int32_t>(feed.start + done[f]));
+      batch_.seq_lens.push_back(static_cast<std::int32_t>(seq_len));
       batch_.block_tables.insert(batch_.block_tables.end(), table.begin(), table.end());
       batch_.block_tables.resize(batch_.block_tables.size() + (max_blocks - table.size()), -1);
+      // A sliding table names the ring's blocks from the pass's first window block to its last
+      // key's block, -1 elsewhere, so no block appears twice.
+      const std::int64_t last = (seq_len + block_size_ - 1) / block_size_;
+      for (std::size_t g = 0; g < sliding_windows_.size(); ++g) {
+        const std::vector<std::int32_t>& ring = feed.state->rings[g];
+        const std::int64_t first =
+            std::max<std::int64_t>(0, first_query - sliding_windows_[g] + 1) / block_size_;
+        std::vector<std::int32_t>& tables = batch_.kv_groups[g].block_tables;
+        for (std::int64_t b = 0; b < max_blocks; ++b) {
+          tables.push_back(
+              b < first || b >= last ? -1 : ring[static_cast<std::size_t>(b % ring_blocks_[g])]);
+        }
+      }
       if (done[f] < total) break;  // the budget ran out mid-feed: the rest goes next pass
       batch_.logits_indices.push_back(static_cast<std::int32_t>(batch_.num_tokens() - 1));
       logits_rows.push_back(feed.row);
