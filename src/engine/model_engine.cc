@@ -313,7 +313,9 @@ StatusOr<std::unique_ptr<EngineClient>> open_engine(EngineOptions options) {
                      .max_model_len = config.scheduler.max_model_len,
                      .block_size = config.cache.block_size}));
   end_phase("weights");
-  startup.weights = target.description;
+#if PAGODA_HAVE_CUDA
+  if (target.cuda != nullptr) startup.weights = target.description;
+#endif
   LoadedExecutor draft;
   if (config.speculative && config.speculative->method == spec::SpeculativeMethod::kDraftModel) {
     // The draft runs on its own executor and cache, loaded before the target's profiling pass

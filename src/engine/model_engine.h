@@ -86,8 +86,8 @@ struct StartupReport {
   std::vector<std::pair<std::string, double>> phases;
   /// Set on CUDA: the target's graphs (count 0 with --enforce-eager).
   std::optional<Graphs> graphs;
-  /// What the target's weights became (OpenedExecutor::description): on CUDA "cuda, bf16, 128
-  /// fp8 linear layers, 8.50 GiB of weights, fp8 kv cache".
+  /// CUDA: what the target's weights became (OpenedExecutor::description), "cuda, bf16, 128
+  /// fp8 linear layers, 8.50 GiB of weights, fp8 kv cache"; empty on the CPU.
   std::string weights;
 
   void add(std::string phase, double seconds) { phases.emplace_back(std::move(phase), seconds); }

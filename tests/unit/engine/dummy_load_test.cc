@@ -305,7 +305,7 @@ TEST_F(DummyEngineTest, QuantizedDummyWeightsGenerateDeterministically) {
       auto client = open_engine(std::move(options));
       ASSERT_TRUE(client.ok()) << client.status().to_string();
       EXPECT_EQ(startup.phases[0].first, "weights");
-      EXPECT_EQ(startup.weights, "2 threads");  // the CPU's description
+      EXPECT_EQ(startup.weights, "");  // the CUDA executor's description only
       EngineRequest request;
       request.prompt_token_ids = {1, 400, 500, 600, 700};
       request.max_tokens = 6;
