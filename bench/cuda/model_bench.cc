@@ -193,6 +193,8 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     double baseline_ms = 0.0;
     int first = steps;
     for (const Variant& v : variants) {
+      // The tensor-core decode kernel reads 16-bit tiles only (it refuses an FP8 cache).
+      if (fp8_kv_cache && v.attention == kernels::DecodeKernel::kTensorCores) continue;
       kernels::set_pdl_enabled(v.pdl);
       kernels::set_default_decode_kernel(v.attention);
       if (v.graphs && (!v.pdl || v.attention != kernels::DecodeKernel::kAuto)) {
