@@ -55,7 +55,6 @@ StatusOr<std::unique_ptr<EngineCore>> EngineCore::create(
   if (config.step_time_target_seconds > 0.0 && !core->overlap_) {
     core->step_budget_.emplace(config.step_time_target_seconds, kMinStepBudgetTokens,
                                config.scheduler.max_num_batched_tokens);
-    core->scheduler_.set_step_token_budget(core->step_budget_->budget());
   }
   core->publish_stats();
   {
@@ -322,6 +321,8 @@ void EngineCore::abort_all(const Status& error) {
 void EngineCore::step() {
   if (overlap_) return overlapped_step();
   if (speculator_) speculator_->propose(scheduler_);
+  if (step_budget_)
+    scheduler_.set_step_token_budget(step_budget_->budget(scheduler_.num_running()));
   const SchedulerOutput scheduled = scheduler_.schedule();
   SampledTokens sampled;
   if (!execute(scheduled, sampled)) return;
@@ -384,7 +385,6 @@ bool EngineCore::execute(const SchedulerOutput& scheduled, SampledTokens& sample
     step_budget_->observe(
         scheduled.total_num_scheduled_tokens,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
-    scheduler_.set_step_token_budget(step_budget_->budget());
   }
   end_launch();
   step_done(scheduled.step_id);

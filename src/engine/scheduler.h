@@ -121,6 +121,8 @@ class Scheduler {
 
   /// Whether any request is waiting or running.
   bool has_unfinished_requests() const { return !requests_.empty(); }
+  /// Requests in the running batch (decoding or mid-prompt).
+  std::int64_t num_running() const { return static_cast<std::int64_t>(running_.size()); }
   /// A live request, or nullptr.
   const Request* find_request(std::string_view request_id) const;
   /// Running requests in policy order.

@@ -45,4 +45,9 @@ void StepTimeBudget::refit() {
                 : std::clamp(static_cast<std::int64_t>(tokens), min_tokens_, max_tokens_);
 }
 
+std::int64_t StepTimeBudget::budget(std::int64_t num_running) const {
+  const std::int64_t floor = std::min(max_tokens_, kTokensPerRunning * num_running);
+  return std::max(budget_, floor);
+}
+
 }  // namespace pagoda::engine
