@@ -241,13 +241,10 @@ Status check_device_support(const ExecutorOptions& options) {
 
 Status resolve_kv_cache_dtype(const ModelFiles& files, ExecutorOptions& options) {
   const bool is_auto = !options.fp8_kv_cache && options.kv_cache_dtype == cpu::KvDtype::kF32;
-  if (!files.quantization.fp8_kv_cache || !is_auto) return Status::ok_status();
-  if (options.device == Device::kCpu) {
-    return unimplemented(files.path +
-                         " calibrated an FP8 KV cache (quantization_config.kv_cache_scheme), "
-                         "which --kv-cache-dtype auto selects, but the CPU backend keeps its KV "
-                         "cache in fp32 or fp16: pass --kv-cache-dtype fp16 (the checkpoint's "
-                         "k_scale / v_scale are then unused) or run it on CUDA");
+  // The CPU has no FP8 cache: it keeps its own, the scales unused, as vLLM's auto does for
+  // every compressed-tensors checkpoint.
+  if (!files.quantization.fp8_kv_cache || !is_auto || options.device == Device::kCpu) {
+    return Status::ok_status();
   }
   options.fp8_kv_cache = true;
   return Status::ok_status();

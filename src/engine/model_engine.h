@@ -125,10 +125,9 @@ Status check_device_support(const ExecutorOptions& options);
 
 /// `--kv-cache-dtype auto` for a checkpoint whose quantization_config has a kv_cache_scheme
 /// (an FP8 cache calibrated by llm-compressor, k_scale / v_scale per layer): on CUDA sets
-/// fp8_kv_cache, as vLLM's auto does for a checkpoint that names its KV cache quantization; on
-/// the CPU, which has no FP8 cache, UNIMPLEMENTED saying what to pass instead. Unchanged for an
-/// explicit --kv-cache-dtype or a checkpoint without the scheme. open_engine and open_executor
-/// call it.
+/// fp8_kv_cache, as vLLM's auto does for a checkpoint that names its KV cache quantization; the
+/// CPU, which has no FP8 cache, keeps its own (the scales unused). Unchanged for an explicit
+/// --kv-cache-dtype or a checkpoint without the scheme. open_engine and open_executor call it.
 Status resolve_kv_cache_dtype(const ModelFiles& files, ExecutorOptions& options);
 
 /// Builds the executor for `files` on options.device (weights loaded, or drawn for

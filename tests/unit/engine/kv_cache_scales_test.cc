@@ -176,9 +176,9 @@ TEST(KvCacheScalesTest, BadScalesAreRefusedNamingTheTensor) {
   EXPECT_THAT(weights.status().message(), HasSubstr("positive"));
 }
 
-// --kv-cache-dtype auto follows the checkpoint's kv_cache_scheme: an FP8 cache on CUDA, a clear
-// refusal on the CPU (which has no FP8 cache); an explicit choice is left alone.
-TEST(KvCacheScalesTest, AutoSelectsFp8OnCudaAndIsRefusedOnTheCpu) {
+// --kv-cache-dtype auto follows the checkpoint's kv_cache_scheme: an FP8 cache on CUDA, the CPU's
+// own cache on the CPU (which has no FP8 cache); an explicit choice is left alone.
+TEST(KvCacheScalesTest, AutoSelectsFp8OnCudaAndTheCpusOwnCacheOnTheCpu) {
   const fs::path dir = write_checkpoint("pagoda_kv_scales_auto",
                                         {{"model.layers.0.self_attn.k_scale", 0.5f}}, kScheme);
   auto files = open_model_files(dir.string());
@@ -189,10 +189,9 @@ TEST(KvCacheScalesTest, AutoSelectsFp8OnCudaAndIsRefusedOnTheCpu) {
   EXPECT_TRUE(cuda.fp8_kv_cache);
 
   engine::ExecutorOptions on_cpu{.device = engine::Device::kCpu};
-  const Status refused = engine::resolve_kv_cache_dtype(*files, on_cpu);
-  EXPECT_EQ(refused.code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(refused.message(), HasSubstr("kv_cache_scheme"));
-  EXPECT_THAT(refused.message(), HasSubstr("--kv-cache-dtype fp16"));
+  ASSERT_TRUE(engine::resolve_kv_cache_dtype(*files, on_cpu).ok());
+  EXPECT_FALSE(on_cpu.fp8_kv_cache);
+  EXPECT_EQ(on_cpu.kv_cache_dtype, cpu::KvDtype::kF32);
 
   engine::ExecutorOptions cpu_fp16{.device = engine::Device::kCpu,
                                    .kv_cache_dtype = cpu::KvDtype::kF16};
