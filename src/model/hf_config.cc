@@ -24,8 +24,13 @@ class HfFields : public JsonFields {
   }
 
   Status missing(const std::string& key) const {
+    std::string names;
+    for (const ArchitectureConfig& a : architecture_configs()) {
+      names += (names.empty() ? "" : ", ") + std::string(a.name);
+    }
     return invalid_argument(path() + ": required key \"" + key +
-                            "\" is missing; is this a Llama, Mistral or Qwen2 checkpoint?");
+                            "\" is missing; is this a checkpoint of a decoder Pagoda runs (" +
+                            names + ")?");
   }
 };
 

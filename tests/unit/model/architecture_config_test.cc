@@ -115,5 +115,14 @@ TEST(ArchitectureConfigTest, AnUnregisteredNameGetsPretrainedConfigsDefaults) {
   EXPECT_EQ(c->rope_theta, 10000.0);
 }
 
+// A config.json missing a required key is answered with the registry's names.
+TEST(ArchitectureConfigTest, AMissingKeyNamesTheRegisteredArchitectures) {
+  auto c = model_config_from_hf_json(R"({"model_type": "qwen3"})", "config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "config.json: required key \"num_hidden_layers\" is missing; is this a checkpoint of a "
+            "decoder Pagoda runs (llama, mistral, qwen2, qwen3, gemma3, gemma3_text)?");
+}
+
 }  // namespace
 }  // namespace pagoda
