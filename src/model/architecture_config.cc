@@ -37,10 +37,11 @@ constexpr ArchitectureConfig kGemma3 = {
 
 // Names as in src/models/architecture.cc. LlamaConfig, MistralConfig, Qwen2Config and
 // Qwen3Config untie the embeddings by default; Qwen3Config's head_dim is 128 whatever the
-// hidden size (the others divide hidden_size by the heads).
+// hidden size (the others divide hidden_size by the heads). MistralConfig's sliding_window is
+// 4096 unless the file says otherwise (Mistral 7B v0.1 relies on it; v0.2 on write null).
 constexpr std::array<ArchitectureConfig, 6> kConfigs = {{
     {.name = "llama", .tie_word_embeddings = false},
-    {.name = "mistral", .tie_word_embeddings = false},
+    {.name = "mistral", .tie_word_embeddings = false, .every_layer_sliding_window = 4096},
     {.name = "qwen2", .tie_word_embeddings = false, .qkv_bias_always = true},
     {.name = "qwen3", .tie_word_embeddings = false, .head_dim = 128},
     kGemma3,

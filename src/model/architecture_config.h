@@ -52,6 +52,9 @@ struct ArchitectureConfig {
   /// Set for architectures whose layers interleave sliding-window and full attention; their
   /// keys are read only then.
   std::optional<InterleavedAttentionDefaults> interleaved_attention;
+  /// Set for architectures whose every layer slides by config.json `sliding_window` (Mistral):
+  /// the window when the key is absent; a null `sliding_window` means full attention.
+  std::optional<std::int64_t> every_layer_sliding_window;
   /// A token that ends a chat turn and so stops generation like EOS, which GGUF's
   /// `tokenizer.ggml.eos_token_id` does not list (the HF checkpoints' generation_config.json does);
   /// added to eos_token_ids when the vocabulary has it. Empty: none.

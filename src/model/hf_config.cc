@@ -168,6 +168,21 @@ Status read_interleaved_attention(const json& root, const std::string& path,
 
 }  // namespace
 
+// Mistral: config.json `sliding_window` applies to every layer; absent, the config class's
+// default; null (Mistral 7B v0.2 on), full attention.
+Status read_every_layer_sliding_window(const json& root, const std::string& path,
+                                       std::int64_t default_window, ModelConfig& config) {
+  const auto it = root.find("sliding_window");
+  if (it != root.end() && it->is_null()) return Status::ok_status();
+  PAGODA_ASSIGN_OR_RETURN(std::optional<std::int64_t> window,
+                          HfFields(root, path).optional_int("sliding_window"));
+  config.sliding_window = window.value_or(default_window);
+  config.layer_types.assign(
+      static_cast<std::size_t>(std::max<std::int64_t>(0, config.num_hidden_layers)),
+      AttentionType::kSliding);
+  return Status::ok_status();
+}
+
 StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std::string& path) {
   PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, path));
   const HfFields f(root, path);
@@ -199,6 +214,10 @@ StatusOr<ModelConfig> model_config_from_hf_json(std::string_view text, const std
   PAGODA_RETURN_IF_ERROR(read_rope(root, path, arch.rope_theta, config));
   if (arch.interleaved_attention) {
     PAGODA_RETURN_IF_ERROR(read_interleaved_attention(root, path, arch, config));
+  }
+  if (arch.every_layer_sliding_window) {
+    PAGODA_RETURN_IF_ERROR(
+        read_every_layer_sliding_window(root, path, *arch.every_layer_sliding_window, config));
   }
 
   PAGODA_ASSIGN_OR_RETURN(std::optional<bool> tie, f.optional_bool("tie_word_embeddings"));

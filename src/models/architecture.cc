@@ -10,9 +10,9 @@ namespace pagoda::models {
 
 namespace {
 
-// Mistral and Qwen2 are Llama's layer loop: Mistral's sliding window is not used by the
-// checkpoints Pagoda loads (config sliding_window null), Qwen2's QKV bias is a weight the loader
-// finds when config.attention_bias says so.
+// Mistral and Qwen2 are Llama's layer loop: Mistral's sliding window, when its config sets one,
+// slides every layer (config.layer_types; so one KV table, the window applied in attention),
+// Qwen2's QKV bias is a weight the loader finds when config.attention_bias says so.
 constexpr std::array<Architecture, 6> kArchitectures = {{
     {.name = "llama",
      .hf_class = "LlamaForCausalLM",

@@ -94,7 +94,7 @@ TEST_P(GpuTinyHfModel, Bf16MatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, GpuTinyHfModel,
-                         ::testing::Values("tiny_qwen3", "tiny_gemma3"),
+                         ::testing::Values("tiny_qwen3", "tiny_mistral", "tiny_gemma3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

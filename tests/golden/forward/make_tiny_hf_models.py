@@ -21,6 +21,11 @@ Writes, under tests/data/forward/ (about 20 seconds on 2 CPU threads):
                        96, intermediate 160, 2 layers, 2 heads / 1 KV head, head_dim 64 (from the
                        config, not hidden / heads; 64 so that the CUDA backend runs it too), vocab
                        352, tied embeddings, rope_theta 1e6; weights float32
+  tiny_mistral/        MistralForCausalLM with its sliding window set (MistralConfig applies it to
+                       every layer; Mistral 7B v0.1 shipped 4096): hidden 64, intermediate 128, 3
+                       layers, 2 heads / 1 KV head, head_dim 64 (so the CUDA backend runs it),
+                       sliding_window 12 (so the 150-token sequence drops keys on every layer),
+                       vocab 288, untied lm_head, rope_theta 1e4; weights float32
   tiny_gemma3/         Gemma3ForCausalLM (model_type gemma3_text): hidden 64, intermediate 144, 3
                        layers (sliding, sliding, full), 2 heads / 1 KV head, head_dim 256 (as the
                        real ones; the CUDA kernels need their 256 variant), sliding_window 12 (so
@@ -103,6 +108,16 @@ def tiny_qwen3_config():
         max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
         attention_bias=False, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         use_sliding_window=False, bos_token_id=1, eos_token_id=2)
+
+
+def tiny_mistral_config():
+    from transformers import MistralConfig
+    return MistralConfig(
+        vocab_size=288, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=64, hidden_act="silu",
+        max_position_embeddings=512, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        sliding_window=12, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=1, eos_token_id=2)
 
 
 def tiny_gemma3_config():
@@ -313,6 +328,7 @@ def main():
     llama_dir, sharded_dir, qwen_dir = OUT / "tiny_llama", OUT / "tiny_llama_sharded", OUT / "tiny_qwen2"
     qwen3_dir = OUT / "tiny_qwen3"
     gemma3_dir = OUT / "tiny_gemma3"
+    mistral_dir = OUT / "tiny_mistral"
     # Folder names to regenerate (e.g. tiny_qwen3); every folder when none is given.
     only = set(sys.argv[1:])
 
@@ -330,11 +346,15 @@ def main():
         build("Qwen3ForCausalLM", tiny_qwen3_config(), 20240703, torch.float32, qwen3_dir,
               {"bos_token_id": 1, "eos_token_id": 2})
 
+    if wanted(mistral_dir):
+        build("MistralForCausalLM", tiny_mistral_config(), 20240705, torch.float32, mistral_dir,
+              {"bos_token_id": 1, "eos_token_id": 2})
+
     if wanted(gemma3_dir):
         build("Gemma3ForCausalLM", tiny_gemma3_config(), 20240704, torch.float32, gemma3_dir,
               {"bos_token_id": 2, "eos_token_id": [1, 106]})
 
-    for folder in (llama_dir, sharded_dir, qwen_dir, qwen3_dir, gemma3_dir):
+    for folder in (llama_dir, sharded_dir, qwen_dir, qwen3_dir, mistral_dir, gemma3_dir):
         if not wanted(folder):
             continue
         ref = reference(folder)

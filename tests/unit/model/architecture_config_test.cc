@@ -92,14 +92,34 @@ TEST(ArchitectureConfigTest, Gemma3TakesGemma3TextConfigsDefaults) {
 }
 
 // Architectures without interleaved attention never read its keys, whatever the file holds
-// (Mistral and Qwen2 configs carry a sliding_window their layer loop does not apply).
+// (Qwen2 configs carry a sliding_window that only use_sliding_window, false in every released
+// checkpoint, would apply).
 TEST(ArchitectureConfigTest, OnlyInterleavedArchitecturesReadLayerTypes) {
-  auto c = read("mistral", R"(, "sliding_window": 4096,
+  auto c = read("qwen2", R"(, "sliding_window": 4096,
       "layer_types": ["sliding_attention", "full_attention"])");
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_TRUE(c->layer_types.empty());
   EXPECT_EQ(c->sliding_window, 0);
   EXPECT_FALSE(c->query_pre_attn_scalar);
+}
+
+// MistralConfig: sliding_window slides every layer; absent it is the class's 4096 (Mistral 7B
+// v0.1), null (v0.2 on) is full attention; Mistral never reads layer_types.
+TEST(ArchitectureConfigTest, MistralsSlidingWindowSlidesEveryLayer) {
+  auto absent = read("mistral");
+  ASSERT_TRUE(absent.ok()) << absent.status().to_string();
+  EXPECT_EQ(absent->sliding_window, 4096);  // MistralConfig().sliding_window
+  EXPECT_EQ(absent->layer_types, std::vector<AttentionType>(12, AttentionType::kSliding));
+  auto set = read("mistral", R"(, "sliding_window": 12,
+      "layer_types": ["sliding_attention", "full_attention"])");
+  ASSERT_TRUE(set.ok()) << set.status().to_string();
+  EXPECT_EQ(set->sliding_window, 12);
+  EXPECT_EQ(set->layer_types, std::vector<AttentionType>(12, AttentionType::kSliding));
+  auto none = read("mistral", R"(, "sliding_window": null)");
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(none->sliding_window, 0);
+  EXPECT_TRUE(none->layer_types.empty());
+  EXPECT_FALSE(read("mistral", R"(, "sliding_window": "wide")").ok());
 }
 
 // A model_type outside the registry is still read, with PretrainedConfig's defaults; loading

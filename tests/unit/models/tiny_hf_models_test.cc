@@ -1,7 +1,8 @@
 // Tiny random Hugging Face checkpoints (tests/golden/forward/make_tiny_hf_models.py) against
 // transformers' fp32 logits: F32 Llama with llama3 rope scaling and tied embeddings, BF16 Qwen2
 // with QKV bias, a Llama split over two safetensors shards, and F32 Qwen3 (per-head q/k norms,
-// head_dim 64 from the config with hidden 96, tied embeddings).
+// head_dim 64 from the config with hidden 96, tied embeddings), F32 Mistral whose sliding window
+// (12) slides every layer, and F32 Gemma 3.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,7 +165,7 @@ TEST(TinyGemma3KvGroupsTest, GeneratePathKeepsTheTokensInLessMemory) {
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, TinyHfModelTest,
                          ::testing::Values("tiny_llama", "tiny_qwen2", "tiny_llama_sharded",
-                                           "tiny_qwen3", "tiny_gemma3"));
+                                           "tiny_qwen3", "tiny_mistral", "tiny_gemma3"));
 
 }  // namespace
 }  // namespace pagoda::models
