@@ -339,7 +339,7 @@ void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
 
 // Per thread: groups of 16 (AVX-512) or 8 (AVX2) weight rows, each block of the group multiplied
 // with the 1-8 rows of x (quantized to int16 once per call) and summed into one lane per weight
-// row. Both ISAs' kernels compute the same bits (the contract, matmul_int16_avx512.h).
+// row; each lane walks its own run of the thread's rows (int16_kernel_loops.h). Both ISAs' kernels compute the same bits (the contract, matmul_int16_avx512.h).
 void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
                          std::span<const MatmulOutput> outputs) {
   const std::int64_t k = outputs[0].w.num_cols;

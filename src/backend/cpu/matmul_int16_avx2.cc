@@ -158,10 +158,12 @@ inline __m256i sum_rows(const __m256i p[8]) {
 // One group of up to 8 weight rows (one per lane) against kRows rows of x. Per stored group the
 // 8 rows' scales; per block the 8 rows' quants widened to int16 into an L1 buffer, then per row of
 // x two vpmaddwd per weight row and a reduction tree: lane r holds row r's exact sub-block dot.
+// Lane r: the row at w + r * lane_stride rows (y likewise); unless `last`, each lane's next row
+// (the next group's) is prefetched meanwhile.
 template <typename Block, int kRows>
 void int16_direct_group(const std::int16_t* q, const float* scales, const float* scaled_sums,
                         std::int64_t k, const std::uint8_t* w, std::size_t w_stride, int count,
-                        const std::uint8_t* next, float* y, std::int64_t ldy) {
+                        std::int64_t lane_stride, bool last, float* y, std::int64_t ldy) {
   constexpr int kSub = Block::kSubBlocks;
   constexpr int kGroup = Block::kGroupBlocks;
   constexpr int kLanes = static_cast<int>(kInt16DirectGroup);
@@ -172,7 +174,8 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   const std::uint8_t* rows[kLanes];
   alignas(32) std::int32_t offsets[kLanes];
   for (int r = 0; r < kLanes; ++r) {
-    const std::size_t offset = static_cast<std::size_t>(std::min(r, count - 1)) * w_stride;
+    const std::size_t offset =
+        static_cast<std::size_t>(std::min(r, count - 1) * lane_stride) * w_stride;
     rows[r] = w + offset;
     offsets[r] = static_cast<std::int32_t>(offset);
   }
@@ -184,10 +187,10 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   for (int i = 0; i < kRows; ++i) acc[i] = _mm256_setzero_ps();
   for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
     const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
-    if (next != nullptr) {
+    if (!last) {
       for (int r = 0; r < kLanes; ++r) {
         for (int line = 0; line < Block::kGroupBytes; line += 64) {
-          __builtin_prefetch(next + r * w_stride + at + line, /*rw=*/0, /*locality=*/3);
+          __builtin_prefetch(rows[r] + w_stride + at + line, /*rw=*/0, /*locality=*/3);
         }
       }
     }
@@ -247,12 +250,12 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
     });
   }
   for (int i = 0; i < kRows; ++i) {
-    if (count == kLanes) {
+    if (count == kLanes && lane_stride == 1) {
       _mm256_storeu_ps(y + i * ldy, acc[i]);
     } else {
       alignas(32) float lanes[kLanes];
       _mm256_store_ps(lanes, acc[i]);
-      std::copy(lanes, lanes + count, y + i * ldy);
+      for (int r = 0; r < count; ++r) y[i * ldy + r * lane_stride] = lanes[r];
     }
   }
 }
@@ -297,11 +300,12 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
     int16::with_row_count<kInt16DirectMaxRows>(m, [&](auto rows) {
-      int16::for_each_row_group<kInt16DirectGroup>(
+      int16::for_each_lane_group<kInt16DirectGroup>(
           w, w_stride, n_begin, n_end,
-          [&](std::int64_t n0, int count, const std::uint8_t* group, const std::uint8_t* next) {
-            int16_direct_group<Block, decltype(rows)::value>(q, scales, scaled_sums, k, group,
-                                                             w_stride, count, next, y + n0, ldy);
+          [&](const std::uint8_t* group, std::int64_t n, int count, std::int64_t lane_stride,
+              bool last) {
+            int16_direct_group<Block, decltype(rows)::value>(
+                q, scales, scaled_sums, k, group, w_stride, count, lane_stride, last, y + n, ldy);
           });
     });
   });

@@ -279,14 +279,16 @@ inline void sum_rows(const __m512i p[16], __m512i half[2]) {
   half[1] = _mm512_shuffle_i64x2(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-// One group of up to 16 weight rows against kRows rows of x. Per stored group (1 or 8 blocks) the
-// 16 rows' scales in two gathers; per block each row's 32 quants as int16, one vpmaddwd per row of
-// x, the 16 products summed lane-wise (lane r: row r's exact sub-block dots), then the block joins
-// the fp32 accumulators exactly as in int16_tile.
+// One group of up to 16 weight rows (lane r: the row at w + r * lane_stride rows, y likewise)
+// against kRows rows of x. Per stored group (1 or 8 blocks) the 16 rows' scales in two gathers;
+// per block each row's 32 quants as int16, one vpmaddwd per row of x, the 16 products summed
+// lane-wise (lane r: row r's exact sub-block dots), then the block joins the fp32 accumulators
+// exactly as in int16_tile. Unless `last`, each lane's next row (the next group's) is prefetched
+// meanwhile.
 template <typename Block, int kRows>
 void int16_direct_group(const std::int16_t* q, const float* scales, const float* scaled_sums,
                         std::int64_t k, const std::uint8_t* w, std::size_t w_stride, int count,
-                        const std::uint8_t* next, float* y, std::int64_t ldy) {
+                        std::int64_t lane_stride, bool last, float* y, std::int64_t ldy) {
   constexpr int kSub = Block::kSubBlocks;
   constexpr int kGroup = Block::kGroupBlocks;
   // Q2_K: mins per 16 columns need x's sums per 16 columns, summed here from q.
@@ -296,7 +298,8 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   const std::uint8_t* rows[kInt16DirectGroup];
   alignas(64) std::int32_t offsets[kInt16DirectGroup];
   for (int r = 0; r < kInt16DirectGroup; ++r) {
-    const std::size_t offset = static_cast<std::size_t>(std::min(r, count - 1)) * w_stride;
+    const std::size_t offset =
+        static_cast<std::size_t>(std::min(r, count - 1) * lane_stride) * w_stride;
     rows[r] = w + offset;
     offsets[r] = static_cast<std::int32_t>(offset);
   }
@@ -325,10 +328,10 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
       const std::int64_t b = g * kGroup + j;
       // The next group's rows, a block's bytes at a time (a whole group's lines at once would
       // queue up to 64 prefetches behind each other).
-      if (next != nullptr) {
+      if (!last) {
 #pragma GCC unroll 16
         for (int r = 0; r < kInt16DirectGroup; ++r) {
-          __builtin_prefetch(next + r * w_stride + at + j * Block::kGroupBytes / kGroup, /*rw=*/0,
+          __builtin_prefetch(rows[r] + w_stride + at + j * Block::kGroupBytes / kGroup, /*rw=*/0,
                              /*locality=*/3);
         }
       }
@@ -383,9 +386,17 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
       }
     });
   }
-  const auto lanes = static_cast<__mmask16>((1u << count) - 1);
+  if (lane_stride == 1) {
+    const auto lanes = static_cast<__mmask16>((1u << count) - 1);
 #pragma GCC unroll 8
-  for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + i * ldy, lanes, acc[i]);
+    for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + i * ldy, lanes, acc[i]);
+    return;
+  }
+  for (int i = 0; i < kRows; ++i) {
+    alignas(64) float lanes[kInt16DirectGroup];
+    _mm512_store_ps(lanes, acc[i]);
+    for (int r = 0; r < count; ++r) y[i * ldy + r * lane_stride] = lanes[r];
+  }
 }
 
 }  // namespace
@@ -415,11 +426,12 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
     int16::with_row_count<kInt16DirectMaxRows>(m, [&](auto rows) {
-      int16::for_each_row_group<kInt16DirectGroup>(
+      int16::for_each_lane_group<kInt16DirectGroup>(
           w, w_stride, n_begin, n_end,
-          [&](std::int64_t n0, int count, const std::uint8_t* group, const std::uint8_t* next) {
-            int16_direct_group<Block, decltype(rows)::value>(q, scales, scaled_sums, k, group,
-                                                             w_stride, count, next, y + n0, ldy);
+          [&](const std::uint8_t* group, std::int64_t n, int count, std::int64_t lane_stride,
+              bool last) {
+            int16_direct_group<Block, decltype(rows)::value>(
+                q, scales, scaled_sums, k, group, w_stride, count, lane_stride, last, y + n, ldy);
           });
     });
   });
