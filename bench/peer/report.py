@@ -172,10 +172,12 @@ def main():
             "",
             "Batch-1 decode against memory bandwidth: weight bytes per token (every layer weight "
             "and the LM head, from the GGUF) x median decode tok/s, over the best same-run read "
-            f"bandwidth (`{bw['binary']}`, measured "
+            f"bandwidth (`{bw['binary']}`, the best of one and 16 sequential streams a thread, measured "
             + " and ".join(r["when"] for r in bw["runs"]) + " the table: "
             + "; ".join(r["when"] + " " + ", ".join(
-                f"{t} thread(s) {v['best_gbps']:.1f} GB/s" for t, v in r["by_threads"].items())
+                f"{t} thread(s) {v['best_gbps']:.1f} GB/s"
+                + (f" ({v['streams']} stream(s) a thread)" if "streams" in v else "")
+                for t, v in r["by_threads"].items())
                 for r in bw["runs"]) + ").",
             "",
             bw_table,
