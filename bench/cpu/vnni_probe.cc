@@ -3,7 +3,7 @@
 //
 //   pagoda_vnni_probe            (x86-64 with AVX-512 VNNI; about 10 s)
 //
-// 1. The clock, from a chain of dependent integer adds (one cycle each on every x86 core).
+// 1. The clock, from a chain of dependent multiplies (probe_timing.h).
 // 2. vpdpwssd: latency (one chain) and peak issue rate (16 chains), on 1 thread and on 2 at once.
 // 3. What a companion op costs the vpdpwssd stream: 16 independent vpdpwssd plus 4 of the op per
 //    iteration, less 16 alone, in cycles per op (0.5 = it takes a vpdpwssd's slot).
@@ -22,20 +22,14 @@
 #include <thread>
 #include <vector>
 
+#include "probe_timing.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-template <typename Fn>
-double best_seconds(Fn&& fn) {
-  double best = 1e30;
-  for (int run = 0; run < 3; ++run) {
-    const auto start = Clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return best;
-}
+using pagoda::bench::best_seconds;
+using pagoda::bench::clock_hz;
 
 // Every zmm a probe may write; the loops below touch no other state but rcx and memory.
 #define PAGODA_ZMM_CLOBBERS                                                                     \
@@ -63,19 +57,6 @@ double best_seconds(Fn&& fn) {
 
 alignas(64) std::uint8_t data[64 << 10];
 alignas(64) std::uint8_t raw[64 << 10];
-
-// 1. Cycles per second: 16 dependent adds per iteration.
-double clock_hz() {
-  constexpr long kIterations = 50'000'000;
-  const double seconds = best_seconds([] {
-    long x = 0;
-    asm volatile("mov %1, %%rcx\n 1:\n .rept 16\n add $1, %0\n .endr\n dec %%rcx\n jnz 1b\n"
-                 : "+r"(x)
-                 : "r"(kIterations)
-                 : "rcx", "cc");
-  });
-  return 16.0 * kIterations / seconds;
-}
 
 // 16 independent vpdpwssd chains, one step each per iteration.
 #define PAGODA_DP16 \
@@ -179,7 +160,7 @@ int main() {
     return 2;
   }
   const double hz = clock_hz();
-  std::printf("clock (dependent adds): %.2f GHz\n", hz / 1e9);
+  std::printf("clock (dependent imul): %.2f GHz\n", hz / 1e9);
 
   constexpr long kChainIterations = 20'000'000;
   const double chain =
