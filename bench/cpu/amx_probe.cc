@@ -13,6 +13,8 @@
 // 3. Peak multiply-adds per cycle of tdpbssd with full (K = 64) and half (K = 32, one contract
 //    block) tiles: four independent accumulator tiles in a 2 x 2 blocking, on 1 thread, set
 //    against the clock from a chain of dependent multiplies.
+// 4. What a kernel pays around each product: tile loads and stores, tilezero, a dependent chain
+//    of products into one C, and zero + product + store of one C in a loop (K = 32).
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -143,6 +145,40 @@ double dp_per_second(int k) {
   return 4.0 * kIterations / seconds;
 }
 
+// 4. Cycles per instruction of the tile moves and of a dependent chain of products (K = 32):
+// what a kernel pays around each product.
+struct TileCosts {
+  double load_a, load_b, store_c, zero, product_latency, zero_product_store;
+};
+
+TileCosts tile_costs(double hz) {
+  configure(32);
+  alignas(64) static std::int8_t src[16][64];
+  alignas(64) static std::int32_t dst[16][16];
+  constexpr long kIterations = 1'000'000;
+  auto cycles = [&](auto&& body, int per_iteration) {
+    return best_seconds([&] {
+             for (long i = 0; i < kIterations; ++i) body();
+           }) *
+           hz / (static_cast<double>(kIterations) * per_iteration);
+  };
+  TileCosts c{};
+  c.load_a = cycles([] { _tile_loadd(4, src, 64); _tile_loadd(5, src, 64); }, 2);
+  c.load_b = cycles([] { _tile_loadd(6, src, 64); _tile_loadd(7, src, 64); }, 2);
+  _tile_zero(0);
+  c.store_c = cycles([] { _tile_stored(0, dst, 64); }, 1);
+  c.zero = cycles([] { _tile_zero(0); _tile_zero(1); }, 2);
+  _tile_loadd(4, src, 64);
+  _tile_loadd(6, src, 64);
+  c.product_latency = cycles([] { _tile_dpbssd(0, 4, 6); }, 1);
+  c.zero_product_store = cycles([] {
+    _tile_zero(0);
+    _tile_dpbssd(0, 4, 6);
+    _tile_stored(0, dst, 64);
+  }, 1);
+  return c;
+}
+
 }  // namespace
 
 int main() {
@@ -164,6 +200,11 @@ int main() {
                 "int16 contract ones (two ops each; vpdpwssd zmm at 2 a cycle: 64)\n",
                 k, hz / ops, ops * macs / hz, ops * macs / hz / 2);
   }
+  const TileCosts c = tile_costs(hz);
+  std::printf("cycles per instruction, K = 32 tiles: tileloadd A (16 x 32 B) %.1f, B (8 x 64 B) "
+              "%.1f, tilestored C (16 x 64 B) %.1f, tilezero %.1f; tdpbssd into one C (a "
+              "dependent chain) %.1f; tilezero + tdpbssd + tilestored of one C %.1f\n",
+              c.load_a, c.load_b, c.store_c, c.zero, c.product_latency, c.zero_product_store);
   _tile_release();
   return mismatches == 0 ? 0 : 1;
 }
