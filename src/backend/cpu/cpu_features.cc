@@ -3,6 +3,12 @@
 #include <cstdlib>
 #include <string_view>
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace pagoda::cpu {
 
 namespace {
@@ -52,6 +58,27 @@ bool cpu_has_avx512() {
 
 bool cpu_has_avx512_vnni() {
   return isa() >= Isa::kAvx512Vnni;
+}
+
+bool cpu_has_amx_int8() {
+  static const bool usable = [] {
+#if defined(__x86_64__) && defined(__linux__)
+    if (!cpu_has_avx512_vnni()) return false;
+    const char* off = std::getenv("PAGODA_CPU_AMX");
+    if (off != nullptr && std::string_view(off) == "0") return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    constexpr unsigned kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+    if ((edx & kAmxTile) == 0 || (edx & kAmxInt8) == 0) return false;
+    // Linux hands out the 8 KiB tile state only on request (XFEATURE_XTILEDATA = 18).
+    constexpr long kArchReqXcompPerm = 0x1023;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, 18) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
 }
 
 bool cpu_int16_activations() {

@@ -15,6 +15,12 @@ bool cpu_has_avx512();
 /// Whether it also runs AVX-512 VNNI (Ice Lake, Zen 4 and later): integer dot products.
 bool cpu_has_avx512_vnni();
 
+/// Whether it also runs AMX-TILE and AMX-INT8 (Sapphire Rapids and later Xeons) with the tile
+/// state granted by Linux (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), AVX-512 VNNI not
+/// capped by PAGODA_CPU_ISA, and PAGODA_CPU_AMX=0 not set: the int16 tile then runs its integer
+/// products in tiles (matmul_int16_amx.h).
+bool cpu_has_amx_int8();
+
 /// Whether matmuls on int16_decodes() weights round activations to int16 (kDirectInt16,
 /// kBroadcastInt16) at every row count: the CPU has AVX2 (the AVX-512 VNNI kernels, or their
 /// bit-identical AVX2 twins, matmul_int16_avx2.h) and PAGODA_CPU_INT16=0 does not turn it off

@@ -13,6 +13,7 @@
 #include "backend/cpu/matmul_avx2.h"
 #include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/matmul_broadcast_avx512.h"
+#include "backend/cpu/matmul_int16_amx.h"
 #include "backend/cpu/matmul_int16_avx2.h"
 #include "backend/cpu/matmul_int16_avx512.h"
 #include "backend/cpu/row_decoder.h"
@@ -316,9 +317,53 @@ void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
 // (4 and 3 weight rows) decode more per multiply than the pieces' second pass over the weights
 // costs (one thread, 64 rows: Q8_0 1536x576 465 us in one call, 2 x 177 in two; Q4_1 712 vs
 // 2 x 192; BM_MatmulBatchedDecode). Rows do not interact, so the results are those of one call.
+// kBroadcastInt16 on AMX-INT8 tiles (matmul_int16_amx.h): x quantized once for all m rows (as
+// quantize_rows_int16, padded with zero rows to whole 8-row tiles) and split into its high and
+// low bytes; per thread, 32 weight rows at a time, decoded once into tdpbssd's layout and
+// multiplied against every tile of x. The contract's bits, as the AVX-512 tile.
+void matmul_amx_int16(ThreadPool& pool, const float* x, std::int64_t m,
+                      std::span<const MatmulOutput> outputs) {
+  const std::int64_t k = outputs[0].w.num_cols;
+  const std::int64_t num_blocks = k / avx512::kInt16Block;
+  const std::int64_t m_pad = (m + amx::kTileRows - 1) / amx::kTileRows * amx::kTileRows;
+  thread_local std::vector<std::int16_t> q_buffer;
+  thread_local std::vector<float> scales_buffer;
+  thread_local std::vector<float> sums_buffer;
+  thread_local std::vector<std::int32_t> qsums_buffer;
+  thread_local std::vector<std::int8_t> split_buffer;
+  q_buffer.assign(static_cast<std::size_t>(m_pad * k), 0);
+  scales_buffer.assign(static_cast<std::size_t>(m_pad * num_blocks), 0.0f);
+  sums_buffer.assign(scales_buffer.size(), 0.0f);
+  qsums_buffer.resize(scales_buffer.size());
+  split_buffer.resize(2 * q_buffer.size());
+  avx512::quantize_rows_int16(x, m, k, q_buffer.data(), scales_buffer.data(), sums_buffer.data(),
+                              qsums_buffer.data());
+  amx::split_bytes(q_buffer.data(), m_pad, k, split_buffer.data());
+  // A lambda naming the thread_locals themselves would see each worker's own (empty) buffers.
+  const std::int8_t* split = split_buffer.data();
+  const float* scales = scales_buffer.data();
+  const float* scaled_sums = sums_buffer.data();
+  constexpr std::int64_t kWeightTile = 32;  // the kernel's two 16-row B tiles
+  dispatch(pool, outputs, kWeightTile,
+           [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+             const TensorView& w = out.w;
+             const std::int64_t n = w.num_rows;
+             const std::int64_t n_begin = begin * kWeightTile;
+             const std::int64_t n_end = std::min(n, end * kWeightTile);
+             amx::int16_tiles(w.dtype, split, scales, scaled_sums, m, k, w.row(0), w.row_stride,
+                              n_begin, n_end, out.y, n);
+             add_bias(out.bias, m, n, n_begin, n_end, out.y);
+           });
+}
+
 void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
                             std::span<const MatmulOutput> outputs) {
   const std::int64_t k = outputs[0].w.num_cols;
+  if (cpu_has_amx_int8() &&
+      std::all_of(outputs.begin(), outputs.end(),
+                  [](const MatmulOutput& out) { return amx::takes(out.w.dtype); })) {
+    return matmul_amx_int16(pool, x, m, outputs);
+  }
   const bool avx512_kernel = int16_on_avx512();
   const std::int64_t piece_rows = avx512_kernel ? avx512::kInt16PieceRows : avx2::kInt16PieceRows;
   for (std::int64_t r0 = 0; r0 < m; r0 += piece_rows) {

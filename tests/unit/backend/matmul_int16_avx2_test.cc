@@ -15,7 +15,9 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_int16_amx.h"
 #include "backend/cpu/matmul_int16_avx512.h"
+#include "backend/cpu/thread_pool.h"
 #include "backend/cpu/tensor_view.h"
 #include "int16_contract.h"
 #include "test_random.h"
@@ -266,6 +268,62 @@ TEST(MatmulInt16Avx2VsAvx512Test, BitwiseEqual) {
                            w.row_stride, 0, n, y5.data(), n);
       EXPECT_TRUE(bitwise_equal(run_direct(x, m, w), y5));
       EXPECT_TRUE(bitwise_equal(run_tile(x, m, w), y5));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::cpu
+
+namespace pagoda::cpu {
+namespace {
+
+// The AMX tiles (matmul_int16_amx.h) against the scalar contract, called directly: rows of x that
+// fill one and a bit, two, two and a bit, and four and a bit 8-row tiles; weight rows that fill
+// one 16-row tile, leave the second of a 32-row pass empty (16) or short (45), or take several
+// passes (80); every type they take; through matmul() (kBroadcastInt16, which picks them on an
+// AMX CPU) with two threads as well. The two-scale types are refused and stay on the AVX-512
+// tile.
+TEST(MatmulInt16AmxTest, TilesAreTheContractBitForBit) {
+  if (!cpu_has_amx_int8()) GTEST_SKIP() << "needs AMX-INT8 (and the tile state from Linux)";
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 46);
+  ThreadPool pool(2);
+  for (DType two_scales : {DType::kQ2_K, DType::kQ3_K, DType::kQ6_K}) {
+    EXPECT_FALSE(amx::takes(two_scales)) << dtype_name(two_scales);
+  }
+  for (DType one_scale : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
+                          DType::kQ4_K, DType::kQ5_K}) {
+    EXPECT_TRUE(amx::takes(one_scale)) << dtype_name(one_scale);
+  }
+  for (const auto& [dtype, k] : weight_cases()) {
+    if (!amx::takes(dtype)) continue;
+    for (std::int64_t n : {16, 45, 80}) {
+      const std::vector<std::uint8_t> bytes = random_weights(rng, dtype, n, k);
+      const TensorView w = dense_view(bytes.data(), dtype, n, k);
+      for (std::int64_t m : {9, 16, 17, 33}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " k=" + std::to_string(k) +
+                     " n=" + std::to_string(n) + " m=" + std::to_string(m));
+        const std::vector<float> x = activations(rng, m, k);
+        const std::vector<float> want = want_contract(dtype, x, m, w);
+        const std::int64_t nb = k / avx512::kInt16Block;
+        const std::int64_t m_pad = (m + amx::kTileRows - 1) / amx::kTileRows * amx::kTileRows;
+        std::vector<std::int16_t> q(static_cast<std::size_t>(m_pad * k), 0);
+        std::vector<float> scales(static_cast<std::size_t>(m_pad * nb), 0.0f);
+        std::vector<float> sums(scales.size(), 0.0f);
+        std::vector<std::int32_t> qsums(scales.size());
+        avx512::quantize_rows_int16(x.data(), m, k, q.data(), scales.data(), sums.data(),
+                                    qsums.data());
+        std::vector<std::int8_t> split(2 * q.size());
+        amx::split_bytes(q.data(), m_pad, k, split.data());
+        std::vector<float> direct(static_cast<std::size_t>(m * n), -1.0f);
+        amx::int16_tiles(dtype, split.data(), scales.data(), sums.data(), m, k, w.row(0),
+                         w.row_stride, 0, n, direct.data(), n);
+        EXPECT_TRUE(bitwise_equal(direct, want));
+        std::vector<float> through(static_cast<std::size_t>(m * n), -1.0f);
+        matmul(pool, x.data(), m, w, nullptr, through.data(), MatmulKernel::kBroadcastInt16);
+        EXPECT_TRUE(bitwise_equal(through, want));
+      }
     }
   }
 }
