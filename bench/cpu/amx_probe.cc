@@ -25,6 +25,7 @@
 #include <cstring>
 #include <random>
 
+#include "backend/cpu/amx_tile_config.h"
 #include "probe_timing.h"
 
 namespace {
@@ -32,14 +33,7 @@ namespace {
 constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
 
-// The palette-1 tile configuration: tile t has rows[t] rows of colsb[t] bytes.
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
+using pagoda::cpu::amx::TileConfig;
 
 // Tiles 0-3: C (16 x 16 int32); 4-5: A (16 rows of x, k bytes); 6-7: B (k / 4 rows of 16 x 4
 // bytes: B[k / 4][4 n + k % 4] = w[n][k]).
@@ -57,8 +51,7 @@ void configure(int k) {
     config.rows[t] = static_cast<std::uint8_t>(k / 4);
     config.colsb[t] = 64;
   }
-  asm volatile("" : : "r"(&config) : "memory");  // GCC 12 may drop the stores otherwise
-  _tile_loadconfig(&config);
+  pagoda::cpu::amx::load_tile_config(config);
 }
 
 using pagoda::bench::best_seconds;
@@ -163,19 +156,36 @@ TileCosts tile_costs(double hz) {
            hz / (static_cast<double>(kIterations) * per_iteration);
   };
   TileCosts c{};
-  c.load_a = cycles([] { _tile_loadd(4, src, 64); _tile_loadd(5, src, 64); }, 2);
-  c.load_b = cycles([] { _tile_loadd(6, src, 64); _tile_loadd(7, src, 64); }, 2);
+  c.load_a = cycles(
+      [] {
+        _tile_loadd(4, src, 64);
+        _tile_loadd(5, src, 64);
+      },
+      2);
+  c.load_b = cycles(
+      [] {
+        _tile_loadd(6, src, 64);
+        _tile_loadd(7, src, 64);
+      },
+      2);
   _tile_zero(0);
   c.store_c = cycles([] { _tile_stored(0, dst, 64); }, 1);
-  c.zero = cycles([] { _tile_zero(0); _tile_zero(1); }, 2);
+  c.zero = cycles(
+      [] {
+        _tile_zero(0);
+        _tile_zero(1);
+      },
+      2);
   _tile_loadd(4, src, 64);
   _tile_loadd(6, src, 64);
   c.product_latency = cycles([] { _tile_dpbssd(0, 4, 6); }, 1);
-  c.zero_product_store = cycles([] {
-    _tile_zero(0);
-    _tile_dpbssd(0, 4, 6);
-    _tile_stored(0, dst, 64);
-  }, 1);
+  c.zero_product_store = cycles(
+      [] {
+        _tile_zero(0);
+        _tile_dpbssd(0, 4, 6);
+        _tile_stored(0, dst, 64);
+      },
+      1);
   return c;
 }
 
@@ -188,23 +198,26 @@ int main() {
   }
   std::printf("amx: tile state permitted\n");
   const int mismatches = exactness_mismatches(400);
-  std::printf("int16 contract as 256 * tdpbssd(x >> 8) + tdpbusd(x & 255): %d mismatches in "
-              "400 x 256 block dots\n",
-              mismatches);
+  std::printf(
+      "int16 contract as 256 * tdpbssd(x >> 8) + tdpbusd(x & 255): %d mismatches in "
+      "400 x 256 block dots\n",
+      mismatches);
   const double hz = clock_hz();
   std::printf("clock (dependent imul): %.2f GHz\n", hz / 1e9);
   for (int k : {64, 32}) {
     const double ops = dp_per_second(k);
     const double macs = 16.0 * 16.0 * k;
-    std::printf("tdpbssd, K = %d: %.1f cycles per op, %.0f int8 multiply-adds per cycle, %.0f "
-                "int16 contract ones (two ops each; vpdpwssd zmm at 2 a cycle: 64)\n",
-                k, hz / ops, ops * macs / hz, ops * macs / hz / 2);
+    std::printf(
+        "tdpbssd, K = %d: %.1f cycles per op, %.0f int8 multiply-adds per cycle, %.0f "
+        "int16 contract ones (two ops each; vpdpwssd zmm at 2 a cycle: 64)\n",
+        k, hz / ops, ops * macs / hz, ops * macs / hz / 2);
   }
   const TileCosts c = tile_costs(hz);
-  std::printf("cycles per instruction, K = 32 tiles: tileloadd A (16 x 32 B) %.1f, B (8 x 64 B) "
-              "%.1f, tilestored C (16 x 64 B) %.1f, tilezero %.1f; tdpbssd into one C (a "
-              "dependent chain) %.1f; tilezero + tdpbssd + tilestored of one C %.1f\n",
-              c.load_a, c.load_b, c.store_c, c.zero, c.product_latency, c.zero_product_store);
+  std::printf(
+      "cycles per instruction, K = 32 tiles: tileloadd A (16 x 32 B) %.1f, B (8 x 64 B) "
+      "%.1f, tilestored C (16 x 64 B) %.1f, tilezero %.1f; tdpbssd into one C (a "
+      "dependent chain) %.1f; tilezero + tdpbssd + tilestored of one C %.1f\n",
+      c.load_a, c.load_b, c.store_c, c.zero, c.product_latency, c.zero_product_store);
   _tile_release();
   return mismatches == 0 ? 0 : 1;
 }

@@ -138,9 +138,10 @@ int main(int argc, char** argv) {
                        timed_pass(buffer, threads, streams) / 1e9);
       }
       std::sort(gbps.begin(), gbps.end());
-      std::printf("read_bandwidth threads=%d streams=%d bytes=%zu best_gbps=%.2f median_gbps=%.2f\n",
-                  threads, streams, buffer.size() * sizeof(std::uint64_t), gbps.back(),
-                  gbps[gbps.size() / 2]);
+      std::printf(
+          "read_bandwidth threads=%d streams=%d bytes=%zu best_gbps=%.2f median_gbps=%.2f\n",
+          threads, streams, buffer.size() * sizeof(std::uint64_t), gbps.back(),
+          gbps[gbps.size() / 2]);
     }
   }
   return 0;

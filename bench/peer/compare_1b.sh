@@ -17,7 +17,8 @@
 #    (Llama-3.2-1B shape, random weights, SmolLM2's tokenizer), then llama-1b-shape.<Q>.gguf for
 #    each --quants type from `llama-quantize F16 OUT Q`. Each file is reused while its
 #    .params.json / .quantize.json records the same inputs and the file's sha256.
-# 3. Same-run memory read bandwidth (1 and 2 threads) before and after the table.
+# 3. Same-run memory read bandwidth (1 and 2 threads, the better of 1 and 16 streams a thread)
+#    before and after the table.
 # 4. The table: compare_llama_cpp.sh on the 1B files (+ the SmolLM2 Q4_1 file unless
 #    --no-smollm), alternating rounds, decode tg128 and prefill pp512 at --threads; written into
 #    --doc (default docs/perf/llama_cpp.md) as the section compare_1b_<isa>, with decode as a

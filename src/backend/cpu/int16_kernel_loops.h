@@ -5,9 +5,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <limits>
-#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -57,8 +56,8 @@ inline void with_row_count(std::int64_t m, Run&& run) {
 // range's last group. Consecutive rows per group (lane l: row n0 + l) read 16 rows a
 // 1152-byte row apart (a 2048-column Q4_K) at each step, short streams that the prefetcher
 // never ramps up on: one thread, cold, 7.0 GB/s on Llama-1B's Q4_K 2048x2048 against 10.5 with
-// runs (docs/perf/llama_cpp.md, "Lane runs in the int16 direct kernel"). Ranges whose lane offsets would not fit the gathers' int32 are
-// cut into pieces first.
+// runs (docs/perf/llama_cpp.md, "Lane runs in the int16 direct kernel"). Ranges whose lane offsets
+// would not fit the gathers' int32 are cut into pieces first.
 template <std::int64_t kLanes, typename Group>
 inline void for_each_lane_group(const std::uint8_t* w, std::size_t w_stride, std::int64_t n_begin,
                                 std::int64_t n_end, Group&& group) {

@@ -312,11 +312,6 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
 void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
                             std::span<const MatmulOutput> outputs);
 
-// kBroadcastInt16 in pieces of up to kInt16PieceRows rows of x, each a matmul_broadcast call:
-// one vector of 16 rows holds 8 weight rows in its tile and two hold 6, where three or four
-// (4 and 3 weight rows) decode more per multiply than the pieces' second pass over the weights
-// costs (one thread, 64 rows: Q8_0 1536x576 465 us in one call, 2 x 177 in two; Q4_1 712 vs
-// 2 x 192; BM_MatmulBatchedDecode). Rows do not interact, so the results are those of one call.
 // kBroadcastInt16 on AMX-INT8 tiles (matmul_int16_amx.h): x quantized once for all m rows (as
 // quantize_rows_int16, padded with zero rows to whole 8-row tiles) and split into its high and
 // low bytes; per thread, 32 weight rows at a time, decoded once into tdpbssd's layout and
@@ -331,13 +326,17 @@ void matmul_amx_int16(ThreadPool& pool, const float* x, std::int64_t m,
   thread_local std::vector<float> sums_buffer;
   thread_local std::vector<std::int32_t> qsums_buffer;
   thread_local std::vector<std::int8_t> split_buffer;
-  q_buffer.assign(static_cast<std::size_t>(m_pad * k), 0);
-  scales_buffer.assign(static_cast<std::size_t>(m_pad * num_blocks), 0.0f);
-  sums_buffer.assign(scales_buffer.size(), 0.0f);
+  q_buffer.resize(static_cast<std::size_t>(m_pad * k));
+  scales_buffer.resize(static_cast<std::size_t>(m_pad * num_blocks));
+  sums_buffer.resize(scales_buffer.size());
   qsums_buffer.resize(scales_buffer.size());
   split_buffer.resize(2 * q_buffer.size());
   avx512::quantize_rows_int16(x, m, k, q_buffer.data(), scales_buffer.data(), sums_buffer.data(),
                               qsums_buffer.data());
+  // The pad rows: zero quants and scales, finite sums that are never stored.
+  std::fill(q_buffer.begin() + m * k, q_buffer.end(), 0);
+  std::fill(scales_buffer.begin() + m * num_blocks, scales_buffer.end(), 0.0f);
+  std::fill(sums_buffer.begin() + m * num_blocks, sums_buffer.end(), 0.0f);
   amx::split_bytes(q_buffer.data(), m_pad, k, split_buffer.data());
   // A lambda naming the thread_locals themselves would see each worker's own (empty) buffers.
   const std::int8_t* split = split_buffer.data();
@@ -356,6 +355,11 @@ void matmul_amx_int16(ThreadPool& pool, const float* x, std::int64_t m,
            });
 }
 
+// kBroadcastInt16 in pieces of up to kInt16PieceRows rows of x, each a matmul_broadcast call:
+// one vector of 16 rows holds 8 weight rows in its tile and two hold 6, where three or four
+// (4 and 3 weight rows) decode more per multiply than the pieces' second pass over the weights
+// costs (one thread, 64 rows: Q8_0 1536x576 465 us in one call, 2 x 177 in two; Q4_1 712 vs
+// 2 x 192; BM_MatmulBatchedDecode). Rows do not interact, so the results are those of one call.
 void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
                             std::span<const MatmulOutput> outputs) {
   const std::int64_t k = outputs[0].w.num_cols;
@@ -384,7 +388,8 @@ void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
 
 // Per thread: groups of 16 (AVX-512) or 8 (AVX2) weight rows, each block of the group multiplied
 // with the 1-8 rows of x (quantized to int16 once per call) and summed into one lane per weight
-// row; each lane walks its own run of the thread's rows (int16_kernel_loops.h). Both ISAs' kernels compute the same bits (the contract, matmul_int16_avx512.h).
+// row; each lane walks its own run of the thread's rows (int16_kernel_loops.h). Both ISAs' kernels
+// compute the same bits (the contract, matmul_int16_avx512.h).
 void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
                          std::span<const MatmulOutput> outputs) {
   const std::int64_t k = outputs[0].w.num_cols;

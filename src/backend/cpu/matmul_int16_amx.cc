@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/cpu/amx_tile_config.h"
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
 #include "backend/cpu/int16_types.h"
@@ -19,14 +20,6 @@ using int16::with_int16_block;
 constexpr int kBlock = 32;
 constexpr int kXRows = static_cast<int>(kTileRows);  // rows of x per A tile
 constexpr int kWRows = 16;                           // weight rows per B tile
-
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
 
 // Tiles: one A (16 tile rows of x) in tmm4, the two weight tiles' B in tmm5 / tmm6, and two sets
 // of C (int32 16 x 16, A times each B): tmm0 / tmm1 and tmm2 / tmm3, so one block's products run
@@ -44,10 +37,7 @@ void configure() {
     config.rows[b] = kBlock / 4;
     config.colsb[b] = 64;
   }
-  // GCC 12 does not model ldtilecfg as reading all 64 bytes and dropped the stores above (a
-  // zero configuration: #UD on the first tile instruction); the barrier makes them land.
-  asm volatile("" : : "r"(&config) : "memory");
-  _tile_loadconfig(&config);
+  load_tile_config(config);
 }
 
 // Set kSet's two C = A . B0, A . B1: A at x (stride x_stride bytes), B0 / B1 at codes0 / codes1
@@ -104,15 +94,15 @@ void decode_weight_tile(const std::uint8_t* w, std::size_t w_stride, int count,
   const std::uint8_t* rows[kWRows];
   alignas(32) std::int32_t offsets[kWRows];
   for (int r = 0; r < kWRows; ++r) {
-    offsets[r] = static_cast<std::int32_t>(static_cast<std::size_t>(std::min(r, count - 1)) *
-                                           w_stride);
+    offsets[r] =
+        static_cast<std::int32_t>(static_cast<std::size_t>(std::min(r, count - 1)) * w_stride);
     rows[r] = w + offsets[r];
   }
   const __m256i offsets_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
   const __m256i offsets_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets + 8));
   // Dword index of row n's dword c4 in the 16 rows' codes stored row by row: 8 n + c4.
-  const __m512i by_row = _mm512_slli_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 3);
+  const __m512i by_row =
+      _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 3);
   const __m512i ones = _mm512_set1_epi8(1);
   alignas(64) std::int32_t row_codes[kWRows][8];
   for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
@@ -130,8 +120,8 @@ void decode_weight_tile(const std::uint8_t* w, std::size_t w_stride, int count,
       std::int32_t* codes = out.codes.data() + b * 8 * kWRows;
       __m512i sums = _mm512_setzero_si512();
       for (int c4 = 0; c4 < 8; ++c4) {
-        const __m512i column = _mm512_i32gather_epi32(
-            _mm512_add_epi32(by_row, _mm512_set1_epi32(c4)), row_codes, 4);
+        const __m512i column =
+            _mm512_i32gather_epi32(_mm512_add_epi32(by_row, _mm512_set1_epi32(c4)), row_codes, 4);
         _mm512_storeu_si512(codes + c4 * kWRows, column);
         // Lane n: row n's four codes summed (vpdpbusd with ones: 1 * code, exact).
         sums = _mm512_dpbusd_epi32(sums, ones, column);
@@ -143,9 +133,8 @@ void decode_weight_tile(const std::uint8_t* w, std::size_t w_stride, int count,
 
 template <typename Block>
 void int16_tiles_typed(const std::int8_t* split, const float* scales, const float* scaled_sums,
-                       std::int64_t m, std::int64_t k, const std::uint8_t* w,
-                       std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end, float* y,
-                       std::int64_t ldy) {
+                       std::int64_t m, std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
+                       std::int64_t n_begin, std::int64_t n_end, float* y, std::int64_t ldy) {
   static_assert(Block::kSubBlocks == 1, "one scale per 32 columns: one product per block");
   const std::int64_t num_blocks = k / kBlock;
   configure();
@@ -165,9 +154,7 @@ void int16_tiles_typed(const std::int8_t* split, const float* scales, const floa
     for (std::int64_t i0 = 0; i0 < m; i0 += kXRows) {
       const std::int8_t* x = split + i0 * 2 * k;  // this group's 16 tile rows
       auto x_at = [&](std::int64_t b) { return x + b * kBlock; };
-      auto codes_at = [&](int t, std::int64_t b) {
-        return tiles[t].codes.data() + b * 8 * kWRows;
-      };
+      auto codes_at = [&](int t, std::int64_t b) { return tiles[t].codes.data() + b * 8 * kWRows; };
       __m512 acc[2][kXRows];
 #pragma GCC unroll 2
       for (int t = 0; t < 2; ++t) {

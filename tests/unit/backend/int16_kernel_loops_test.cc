@@ -36,8 +36,8 @@ Walk walk(std::int64_t n_begin, std::int64_t n_end, std::size_t w_stride) {
           const std::int64_t row = n + l * stride;
           ASSERT_TRUE(row >= n_begin && row < n_end) << row;
           ++out.visits[static_cast<std::size_t>(row)];
-          out.max_offset = std::max<std::int64_t>(
-              out.max_offset, l * stride * static_cast<std::int64_t>(w_stride));
+          out.max_offset = std::max<std::int64_t>(out.max_offset,
+                                                  l * stride * static_cast<std::int64_t>(w_stride));
         }
         if (previous_n >= 0) {
           out.lanes_consecutive &= n == previous_n + 1 && stride == previous_stride;

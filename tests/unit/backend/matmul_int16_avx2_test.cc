@@ -17,8 +17,8 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_int16_amx.h"
 #include "backend/cpu/matmul_int16_avx512.h"
-#include "backend/cpu/thread_pool.h"
 #include "backend/cpu/tensor_view.h"
+#include "backend/cpu/thread_pool.h"
 #include "int16_contract.h"
 #include "test_random.h"
 
