@@ -87,9 +87,11 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
   char label[96];
   std::snprintf(label, sizeof(label), "%s (splits %d)", name, plan.num_splits);
   result(label, gbs, "GB/s", gbs / ceil.bandwidth_gbs, goal);
-  // The other kernels on the same plan and sweep (kAuto runs the pipelined one).
+  // Each kernel on the same plan and sweep (kAuto runs the tensor-core one at bf16).
   const std::pair<DecodeKernel, const char*> others[] = {
-      {DecodeKernel::kRegisters, " registers"}, {DecodeKernel::kTensorCores, " tensor cores"}};
+      {DecodeKernel::kPipelined, " pipelined"},
+      {DecodeKernel::kRegisters, " registers"},
+      {DecodeKernel::kTensorCores, " tensor cores"}};
   for (const auto& [kernel, suffix] : others) {
     const double g = bytes / (time_plan(plan, kernel) * 1e-3) / 1e9;
     std::snprintf(label, sizeof(label), "%s%s (splits %d)", name, suffix, plan.num_splits);
@@ -124,8 +126,7 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
   for (int s : sweep) {
     const kernels::DecodeSplitPlan forced{
         .num_splits = s, .partition_size = static_cast<int>((context + s - 1) / s)};
-    for (const auto& [kernel, suffix] :
-         {std::pair{DecodeKernel::kPipelined, ""}, others[0], others[1]}) {
+    for (const auto& [kernel, suffix] : others) {
       const double g = bytes / (time_plan(forced, kernel) * 1e-3) / 1e9;
       std::snprintf(label, sizeof(label), "  sweep b%lld ctx%lld splits %d%s",
                     static_cast<long long>(batch), static_cast<long long>(context), s, suffix);

@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string_view>
 
 #include "backend/cuda/scalar_type.h"
 #include "kernels/common/paged_kv_cache.h"
@@ -122,14 +123,20 @@ Status launch_paged_decode_attention(const PagedAttentionParams& params,
 /// (paged_decode_mma_kernel.cuh; bf16/f16, head_dim 64 or 128): the group's q heads as the rows
 /// of mma.sync tiles, each warp streaming its own 16-key tiles through a cp.async ring; P is
 /// rounded to the dtype before P V, as in the tensor-core prefill; unimplemented where it does
-/// not apply. kAuto: the process default (set_default_decode_kernel; kPipelined unless changed).
-/// The explicit choices exist for tests and benchmarks.
+/// not apply. kAuto: the process default, which is the tensor-core kernel where it applies and
+/// the pipelined one elsewhere (FP8 cache, f32, head_dim 256), unless set_default_decode_kernel
+/// or PAGODA_DECODE_ATTENTION (registers, pipelined, tensor-cores or auto; read once, like vLLM's
+/// VLLM_ATTENTION_BACKEND) names one kernel. The explicit choices exist for tests and benchmarks.
 enum class DecodeKernel { kAuto, kRegisters, kPipelined, kTensorCores };
 Status launch_paged_decode_attention(const PagedAttentionParams& params,
                                      const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
                                      DecodeKernel kernel, cudaStream_t stream);
+/// "auto", "registers", "pipelined" or "tensor-cores" (PAGODA_DECODE_ATTENTION's values; empty
+/// is auto); anything else is invalid_argument.
+StatusOr<DecodeKernel> parse_decode_kernel(std::string_view name);
 /// What kAuto runs from now on in this process (benchmarks compare whole models with each; a
-/// captured CUDA graph keeps the kernel it was captured with).
+/// captured CUDA graph keeps the kernel it was captured with). kAuto restores the per-call
+/// choice above, not PAGODA_DECODE_ATTENTION.
 void set_default_decode_kernel(DecodeKernel kernel);
 
 }  // namespace pagoda::kernels

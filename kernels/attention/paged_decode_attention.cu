@@ -1,8 +1,12 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
@@ -156,14 +160,38 @@ std::int64_t decode_workspace_floats(std::int64_t num_seqs, std::int64_t num_hea
   return plan.num_splits > 1 ? num_seqs * num_heads * plan.num_splits * head_dim : 0;
 }
 
+StatusOr<DecodeKernel> parse_decode_kernel(std::string_view name) {
+  if (name.empty() || name == "auto") return DecodeKernel::kAuto;
+  if (name == "registers") return DecodeKernel::kRegisters;
+  if (name == "pipelined") return DecodeKernel::kPipelined;
+  if (name == "tensor-cores") return DecodeKernel::kTensorCores;
+  return invalid_argument("decode attention kernel '" + std::string(name) +
+                          "' is not one of auto, registers, pipelined, tensor-cores");
+}
+
 namespace {
-// The pipelined kernel: faster at every measured shape (run 26, H200: G1 0.60 -> 0.64 B, G3
-// 0.43 -> 0.45 B, batch 256 at context 1,536 0.69 -> 0.78 B).
-DecodeKernel g_default_decode_kernel = DecodeKernel::kPipelined;
+// PAGODA_DECODE_ATTENTION, read once. A value it does not know fails every kAuto launch with a
+// message naming the variable (the executor's first step, at start-up), not silently.
+const StatusOr<DecodeKernel>& decode_kernel_environment() {
+  static const StatusOr<DecodeKernel> from_env = []() -> StatusOr<DecodeKernel> {
+    const char* env = std::getenv("PAGODA_DECODE_ATTENTION");
+    StatusOr<DecodeKernel> kernel = parse_decode_kernel(env == nullptr ? "" : env);
+    if (!kernel.ok())
+      return invalid_argument("PAGODA_DECODE_ATTENTION: " + kernel.status().message());
+    return kernel;
+  }();
+  return from_env;
+}
+
+// kAuto: chosen per call. The tensor-core kernel beat the pipelined one at every measured shape
+// it runs (run 27, H200: G1 0.74 -> 0.96 B, the 8B step at batch 256 24.8 -> 19.7 ms); the
+// pipelined kernel beat the register one everywhere (run 26).
+std::atomic<DecodeKernel> g_default_decode_kernel{
+    decode_kernel_environment().ok() ? *decode_kernel_environment() : DecodeKernel::kAuto};
 }  // namespace
 
 void set_default_decode_kernel(DecodeKernel kernel) {
-  g_default_decode_kernel = kernel == DecodeKernel::kAuto ? DecodeKernel::kPipelined : kernel;
+  g_default_decode_kernel.store(kernel);
 }
 
 Status launch_paged_decode_attention(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
@@ -205,8 +233,16 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
         kOp);
   }
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
-    if (kernel == DecodeKernel::kAuto) kernel = g_default_decode_kernel;
     const bool fp8 = c.storage == KvCacheStorage::kFp8E4M3;
+    if (kernel == DecodeKernel::kAuto) {
+      if (!decode_kernel_environment().ok()) return decode_kernel_environment().status();
+      kernel = g_default_decode_kernel.load(std::memory_order_relaxed);
+    }
+    if (kernel == DecodeKernel::kAuto) {
+      const bool tensor_cores_apply =
+          !std::is_same_v<T, float> && !fp8 && (c.head_dim == 64 || c.head_dim == 128);
+      kernel = tensor_cores_apply ? DecodeKernel::kTensorCores : DecodeKernel::kPipelined;
+    }
     if constexpr (std::is_same_v<T, float>) {
       if (kernel == DecodeKernel::kTensorCores || fp8) {
         return unimplemented(

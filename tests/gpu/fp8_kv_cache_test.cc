@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -185,6 +186,14 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
         std::vector<float> unused;
         EXPECT_EQ(batch.run_decode(plan, &unused, kernels::DecodeKernel::kTensorCores).code(),
                   StatusCode::kUnimplemented);
+        // So kAuto (the executor's) takes the pipelined kernel over an FP8 cache.
+        std::vector<float> chosen;
+        ASSERT_TRUE(batch.run_decode(plan, &chosen, kernels::DecodeKernel::kAuto).ok());
+        ASSERT_EQ(chosen.size(), pipelined.size());
+        if (std::getenv("PAGODA_DECODE_ATTENTION") == nullptr) {
+          EXPECT_EQ(std::memcmp(chosen.data(), pipelined.data(), chosen.size() * 4), 0)
+              << label << ": kAuto is not the pipelined kernel";
+        }
       }
     }
     for (const AttentionCase& c : prefill_cases) {

@@ -9,7 +9,9 @@
 // prefill and decode kernels round P once more (3u + 2e-5).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "tests/gpu/attention_test_batch.h"
 
@@ -58,13 +60,31 @@ class AttentionFixture {
           << pipelined[i] << ")";
     }
     // The tensor-core kernel rounds P to the dtype before P V, as the tensor-core prefill does:
-    // the same 3u bound. It has no f32 instance.
-    if (type_ == ScalarType::kF32) return;
+    // the same 3u bound. It has no f32 instance, where kAuto is the pipelined kernel.
+    if (type_ == ScalarType::kF32) {
+      check_auto_decode(plan, label, pipelined);
+      return;
+    }
     std::vector<float> tensor_cores;
     const Status s = batch_.run_decode(plan, &tensor_cores, kernels::DecodeKernel::kTensorCores);
     ASSERT_TRUE(s.ok()) << s.to_string();
     gpu_test::expect_close(tensor_cores, batch_.want(), 3.0 * gpu_test::unit_roundoff(type_) + 2e-5,
                            label + " (tensor cores)");
+    check_auto_decode(plan, label, tensor_cores);
+  }
+
+  // kAuto (the executor's choice) is the tensor-core kernel at bf16/f16 and the pipelined one
+  // at f32, bit for bit, unless PAGODA_DECODE_ATTENTION names another.
+  void check_auto_decode(const kernels::DecodeSplitPlan& plan, const std::string& label,
+                         const std::vector<float>& expected) {
+    const char* env = std::getenv("PAGODA_DECODE_ATTENTION");
+    if (env != nullptr && *env != '\0' && std::string_view(env) != "auto") return;
+    std::vector<float> chosen;
+    const Status s = batch_.run_decode(plan, &chosen, kernels::DecodeKernel::kAuto);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_EQ(chosen.size(), expected.size());
+    EXPECT_EQ(std::memcmp(chosen.data(), expected.data(), chosen.size() * sizeof(float)), 0)
+        << label << ": kAuto is not the kernel it should pick";
   }
 
   std::int64_t max_seq_len() const { return batch_.max_seq_len(); }
@@ -152,6 +172,22 @@ TEST(GpuPagedAttention, MixedBatchSplitsBetweenTheDecodeAndPrefillKernels) {
         }
       }
     }
+  }
+}
+
+TEST(GpuPagedAttention, DecodeKernelNames) {
+  // Host-only: PAGODA_DECODE_ATTENTION's values.
+  using kernels::DecodeKernel;
+  EXPECT_EQ(*kernels::parse_decode_kernel(""), DecodeKernel::kAuto);
+  EXPECT_EQ(*kernels::parse_decode_kernel("auto"), DecodeKernel::kAuto);
+  EXPECT_EQ(*kernels::parse_decode_kernel("registers"), DecodeKernel::kRegisters);
+  EXPECT_EQ(*kernels::parse_decode_kernel("pipelined"), DecodeKernel::kPipelined);
+  EXPECT_EQ(*kernels::parse_decode_kernel("tensor-cores"), DecodeKernel::kTensorCores);
+  for (const char* bad : {"tensor_cores", "Pipelined", "fa2", " auto"}) {
+    const StatusOr<DecodeKernel> k = kernels::parse_decode_kernel(bad);
+    ASSERT_FALSE(k.ok()) << bad;
+    EXPECT_EQ(k.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(k.status().message().find("tensor-cores"), std::string::npos);
   }
 }
 
