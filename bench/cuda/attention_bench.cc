@@ -105,23 +105,29 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
   }
   // An FP8 cache of the same shape (--kv-cache-dtype fp8): half the K/V bytes. The bf16 buffers'
   // first halves serve as codes (some are NaN codes; nothing in the loop branches on values).
+  // kAuto (the pipelined kernel over FP8 until the tensor-core one is verified) and the
+  // tensor-core kernel.
   {
     kernels::PagedAttentionParams p8 = p;
     p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
     const double fp8_bytes = 2.0 * cache_elems + 2.0 * batch * heads * d * 2;
-    const double ms = median_ms(
-        [&](int) {
-          check(kernels::launch_paged_decode_attention(p8, plan,
-                                                       {.partial_out = partial.as<float>(),
-                                                        .partial_lse = lse.as<float>(),
-                                                        .capacity_floats = ws},
-                                                       nullptr),
-                "decode attention fp8");
-        },
-        20, 50);
-    const double g = fp8_bytes / (ms * 1e-3) / 1e9;
-    std::snprintf(label, sizeof(label), "%s fp8 cache (splits %d)", name, plan.num_splits);
-    result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(info: FP8 KV, bytes read)");
+    for (const auto& [kernel, suffix] : {std::pair{DecodeKernel::kAuto, ""},
+                                         std::pair{DecodeKernel::kTensorCores, " tensor cores"}}) {
+      const double ms = median_ms(
+          [&](int) {
+            check(kernels::launch_paged_decode_attention(p8, plan,
+                                                         {.partial_out = partial.as<float>(),
+                                                          .partial_lse = lse.as<float>(),
+                                                          .capacity_floats = ws},
+                                                         kernel, nullptr),
+                  "decode attention fp8");
+          },
+          20, 50);
+      const double g = fp8_bytes / (ms * 1e-3) / 1e9;
+      std::snprintf(label, sizeof(label), "%s fp8 cache%s (splits %d)", name, suffix,
+                    plan.num_splits);
+      result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(info: FP8 KV, bytes read)");
+    }
   }
   for (int s : sweep) {
     const kernels::DecodeSplitPlan forced{

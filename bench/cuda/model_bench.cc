@@ -175,8 +175,8 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
     // Eager without and with programmatic dependent launch (PDL), then the graphs with and
     // without it (recaptured: a graph holds its launches' attributes). The first is the
     // executor before graphs and PDL; the third what it runs now.
-    // The last two run what the third does with the other decode attention kernels (the default
-    // is the tensor-core one where it applies).
+    // The last three run what the third does with each decode attention kernel by name (kAuto
+    // is the tensor-core one over a 16-bit cache, the pipelined one over FP8).
     struct Variant {
       const char* name;
       bool graphs;
@@ -190,13 +190,12 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
                                 {"execute, CUDA graphs + PDL, register attn", true, true,
                                  kernels::DecodeKernel::kRegisters},
                                 {"execute, CUDA graphs + PDL, pipelined attn", true, true,
-                                 kernels::DecodeKernel::kPipelined}};
+                                 kernels::DecodeKernel::kPipelined},
+                                {"execute, CUDA graphs + PDL, tensor-core attn", true, true,
+                                 kernels::DecodeKernel::kTensorCores}};
     double baseline_ms = 0.0;
     int first = steps;
     for (const Variant& v : variants) {
-      // With an FP8 cache the default is the pipelined kernel already (the tensor-core one
-      // reads 16-bit tiles only).
-      if (fp8_kv_cache && v.attention == kernels::DecodeKernel::kPipelined) continue;
       kernels::set_pdl_enabled(v.pdl);
       kernels::set_default_decode_kernel(v.attention);
       if (v.graphs && (!v.pdl || v.attention != kernels::DecodeKernel::kAuto)) {

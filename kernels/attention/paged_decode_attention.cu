@@ -36,15 +36,17 @@ PAGODA_DECODE_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
 
 namespace decode_mma {
 
-template <typename T>
+template <typename T, typename C>
 Status run_paged_decode_mma(const PagedAttentionParams&, const DecodeSplitPlan&,
                             const DecodeWorkspace&, cudaStream_t);
-extern template Status run_paged_decode_mma<__half>(const PagedAttentionParams&,
-                                                    const DecodeSplitPlan&, const DecodeWorkspace&,
-                                                    cudaStream_t);
-extern template Status run_paged_decode_mma<__nv_bfloat16>(const PagedAttentionParams&,
-                                                           const DecodeSplitPlan&,
-                                                           const DecodeWorkspace&, cudaStream_t);
+#define PAGODA_DECODE_MMA_INSTANCE(T, C)             \
+  extern template Status run_paged_decode_mma<T, C>( \
+      const PagedAttentionParams&, const DecodeSplitPlan&, const DecodeWorkspace&, cudaStream_t);
+PAGODA_DECODE_MMA_INSTANCE(__half, __half)
+PAGODA_DECODE_MMA_INSTANCE(__nv_bfloat16, __nv_bfloat16)
+PAGODA_DECODE_MMA_INSTANCE(__half, __nv_fp8_e4m3)
+PAGODA_DECODE_MMA_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
+#undef PAGODA_DECODE_MMA_INSTANCE
 
 }  // namespace decode_mma
 
@@ -239,6 +241,8 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
       kernel = g_default_decode_kernel.load(std::memory_order_relaxed);
     }
     if (kernel == DecodeKernel::kAuto) {
+      // The tensor-core kernel over an FP8 cache waits for its first GPU run before kAuto takes
+      // it (PAGODA_DECODE_ATTENTION=tensor-cores runs it meanwhile).
       const bool tensor_cores_apply =
           !std::is_same_v<T, float> && !fp8 && (c.head_dim == 64 || c.head_dim == 128);
       kernel = tensor_cores_apply ? DecodeKernel::kTensorCores : DecodeKernel::kPipelined;
@@ -251,11 +255,11 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
       PAGODA_RETURN_IF_ERROR(
           (decode::run_paged_decode<T, T>(p, plan, w, kernel == DecodeKernel::kPipelined, stream)));
     } else {
-      if (kernel == DecodeKernel::kTensorCores) {
-        if (fp8) {
-          return unimplemented("paged decode attention (tensor cores): no FP8 cache");
-        }
-        PAGODA_RETURN_IF_ERROR(decode_mma::run_paged_decode_mma<T>(p, plan, w, stream));
+      if (kernel == DecodeKernel::kTensorCores && fp8) {
+        PAGODA_RETURN_IF_ERROR(
+            (decode_mma::run_paged_decode_mma<T, __nv_fp8_e4m3>(p, plan, w, stream)));
+      } else if (kernel == DecodeKernel::kTensorCores) {
+        PAGODA_RETURN_IF_ERROR((decode_mma::run_paged_decode_mma<T, T>(p, plan, w, stream)));
       } else if (fp8) {
         PAGODA_RETURN_IF_ERROR((decode::run_paged_decode<T, __nv_fp8_e4m3>(
             p, plan, w, kernel == DecodeKernel::kPipelined, stream)));

@@ -13,8 +13,9 @@ template Status run_paged_decode<__nv_bfloat16, __nv_bfloat16>(const PagedAttent
 
 namespace pagoda::kernels::decode_mma {
 
-template Status run_paged_decode_mma<__nv_bfloat16>(const PagedAttentionParams&,
-                                                    const DecodeSplitPlan&, const DecodeWorkspace&,
-                                                    cudaStream_t);
+template Status run_paged_decode_mma<__nv_bfloat16, __nv_bfloat16>(const PagedAttentionParams&,
+                                                                   const DecodeSplitPlan&,
+                                                                   const DecodeWorkspace&,
+                                                                   cudaStream_t);
 
 }  // namespace pagoda::kernels::decode_mma

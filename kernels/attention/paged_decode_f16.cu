@@ -12,7 +12,8 @@ template Status run_paged_decode<__half, __half>(const PagedAttentionParams&,
 
 namespace pagoda::kernels::decode_mma {
 
-template Status run_paged_decode_mma<__half>(const PagedAttentionParams&, const DecodeSplitPlan&,
-                                             const DecodeWorkspace&, cudaStream_t);
+template Status run_paged_decode_mma<__half, __half>(const PagedAttentionParams&,
+                                                     const DecodeSplitPlan&, const DecodeWorkspace&,
+                                                     cudaStream_t);
 
 }  // namespace pagoda::kernels::decode_mma

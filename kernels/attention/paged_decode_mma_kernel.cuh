@@ -22,6 +22,12 @@
 //
 // At the end the 4 warps' (m, l, O) merge through shared memory as the CUDA-core kernel's token
 // groups do, into out or the split's partial (o, lse).
+//
+// An FP8 cache (C = __nv_fp8_e4m3): the ring holds the tiles' codes (half the bytes, so one stage
+// more of them is in flight), and once a tile lands the warp turns its codes into 16-bit values in
+// one swizzled K and V tile of its own (exact: e4m3 values are bf16/f16 values), which the
+// ldmatrix reads as above. The per-tensor scales never enter a tile: k_scale folds into the
+// softmax scale (and the soft-cap's units), v_scale multiplies O at the end.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,8 +35,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_status.h"
+#include "kernels/attention/fp8_codes.cuh"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/attention/paged_decode_cta.cuh"
 #include "kernels/attention/soft_cap.cuh"
@@ -47,40 +55,49 @@ constexpr int kTileKeys = 16;
 constexpr int kMaxRows = 8;  // q heads per CTA: the rows g of the lanes (g = lane / 4 < 8)
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int kHeadDim>
+/// kCodeBytes: bytes per cache element (2: bf16/f16, the tile itself; 1: e4m3 codes).
+template <int kHeadDim, int kCodeBytes>
 struct DecodeMmaShape {
-  static constexpr int kChunks = kHeadDim / 8;                 // 16-byte chunks per row
-  static constexpr int kRowsPerPass = 32 / kChunks;            // rows one warp copies at once
-  static constexpr int kPasses = kTileKeys / kRowsPerPass;     // copies per lane per K (V) tile
-  static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;  // one K or V tile
-  static constexpr int kStages = 3;
-  static constexpr int kWarpRingBytes = kStages * 2 * kTileBytes;
-  static constexpr int kRingBytes = kWarps * kWarpRingBytes;  // 96 KB at d128
+  static constexpr bool kFp8 = kCodeBytes == 1;
+  static constexpr int kChunks = kHeadDim / 8;                     // 16-byte chunks per tile row
+  static constexpr int kCacheChunks = kHeadDim * kCodeBytes / 16;  // ... per cache row
+  static constexpr int kElemsPerChunk = 16 / kCodeBytes;           // cache elements per chunk
+  static constexpr int kRowsPerPass = 32 / kCacheChunks;           // rows one warp copies at once
+  static constexpr int kPasses = kTileKeys / kRowsPerPass;         // copies per lane per K (V) tile
+  static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;      // one 16-bit K or V tile
+  static constexpr int kCacheTileBytes = kTileKeys * kHeadDim * kCodeBytes;  // ... as copied
+  static constexpr int kStages = kFp8 ? 4 : 3;
+  // Per warp: the ring of copied K, V tiles, then (FP8) the converted K and V tiles.
+  static constexpr int kConvertedOffset = kStages * 2 * kCacheTileBytes;
+  static constexpr int kWarpRingBytes = kConvertedOffset + (kFp8 ? 2 * kTileBytes : 0);
+  static constexpr int kRingBytes = kWarps * kWarpRingBytes;  // 96 KB at d128 either way
   static constexpr int kMergeBytes = kWarps * kMaxRows * (kHeadDim + 2) * 4;
   static constexpr int kSharedBytes = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;
-  static_assert(kChunks >= 8 && 32 % kChunks == 0, "rows of 8 to 32 chunks (d 64 to 256)");
+  static_assert(kChunks >= 8 && 32 % kCacheChunks == 0, "rows of 4 to 32 chunks (d 64 to 256)");
 };
 
-template <typename T, int kHeadDim>
+template <typename T, typename C, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2)
     paged_decode_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
-                            const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+                            const C* __restrict__ k_cache, const C* __restrict__ v_cache,
                             const std::int32_t* __restrict__ query_start_loc,
                             const std::int32_t* __restrict__ seq_lens,
                             const std::int32_t* __restrict__ block_tables,
                             std::int64_t max_blocks_per_seq, int num_heads, int num_kv_heads,
                             int block_size, float scale_log2, float softcap, float inv_softcap,
-                            int sliding_window, int num_splits, int partition_size,
+                            float v_scale, int sliding_window, int num_splits, int partition_size,
                             const std::int32_t* __restrict__ device_partition_size,
                             float* __restrict__ partial_out, float* __restrict__ partial_lse,
                             const std::int32_t* __restrict__ seq_ids) {
-  using Shape = DecodeMmaShape<kHeadDim>;
-  constexpr int kChunks = Shape::kChunks;
+  using Shape = DecodeMmaShape<kHeadDim, sizeof(C)>;
+  static_assert(Shape::kFp8 == !std::is_same_v<C, T>, "C is T or an 8-bit code");
+  constexpr int kCacheChunks = Shape::kCacheChunks;
   constexpr int kPasses = Shape::kPasses;
   constexpr int kStages = Shape::kStages;
   constexpr int kKSteps = kHeadDim / 16;  // k-steps of Q K^T
   constexpr int kDTiles = kHeadDim / 8;   // 8-dim column tiles of O
   constexpr std::uint32_t kTileBytes = Shape::kTileBytes;
+  constexpr std::uint32_t kCacheTileBytes = Shape::kCacheTileBytes;
   extern __shared__ __align__(128) unsigned char decode_mma_smem[];
 
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
@@ -107,10 +124,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int my_tiles = warp < num_tiles ? (num_tiles - warp + kWarps - 1) / kWarps : 0;
   const auto tile_key = [&](int i) { return first_key + (warp + i * kWarps) * kTileKeys; };
 
-  // Copies: lane copies chunk lane % kChunks of rows lane / kChunks + p * kRowsPerPass.
+  // Copies: lane copies chunk lane % kCacheChunks of rows lane / kCacheChunks + p * kRowsPerPass.
   const std::int32_t* table = block_tables + seq * max_blocks_per_seq;
-  const int cp_row = lane / kChunks;
-  const int cp_chunk = lane % kChunks;
+  const int cp_row = lane / kCacheChunks;
+  const int cp_chunk = lane % kCacheChunks;
   const std::uint32_t ring =
       smem_u32(decode_mma_smem) + static_cast<std::uint32_t>(warp * Shape::kWarpRingBytes);
   // Tile keys outside [start, end) read the nearest key inside (they are masked): past the end
@@ -124,7 +141,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
   const auto issue = [&](int key0, int stage, const int(&ids)[kPasses]) {
-    const std::uint32_t k_stage = ring + stage * 2 * kTileBytes;
+    const std::uint32_t k_stage = ring + stage * 2 * kCacheTileBytes;
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
       const int tile_row = cp_row + p * Shape::kRowsPerPass;
@@ -133,10 +150,14 @@ __global__ void __launch_bounds__(kThreads, 2)
           ((static_cast<std::int64_t>(ids[p]) * num_kv_heads + kv_head) * block_size +
            key % block_size) *
               kHeadDim +
-          cp_chunk * 8;
-      const std::uint32_t dst = swizzled<kHeadDim>(tile_row, cp_chunk);
+          cp_chunk * Shape::kElemsPerChunk;
+      // 16-bit rows land swizzled for ldmatrix; codes land in plain rows (only the conversion
+      // reads them, a lane a chunk).
+      const std::uint32_t dst =
+          Shape::kFp8 ? static_cast<std::uint32_t>(tile_row * kHeadDim + cp_chunk * 16)
+                      : swizzled<kHeadDim>(tile_row, cp_chunk);
       cp_async_16(k_stage + dst, k_cache + offset, true);
-      cp_async_16(k_stage + kTileBytes + dst, v_cache + offset, true);
+      cp_async_16(k_stage + kCacheTileBytes + dst, v_cache + offset, true);
     }
   };
 
@@ -190,8 +211,34 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (ahead + 1 < my_tiles) fetch_ids(tile_key(ahead + 1), ids);
     cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
     __syncwarp();                  // and every other lane's
-    const std::uint32_t k_stage = ring + stage * 2 * kTileBytes;
-    const std::uint32_t v_stage = k_stage + kTileBytes;
+    std::uint32_t k_stage = ring + stage * 2 * kCacheTileBytes;
+    std::uint32_t v_stage = k_stage + kCacheTileBytes;
+    if constexpr (Shape::kFp8) {
+      // The codes to the warp's 16-bit K and V tiles; every lane's ldmatrix of the previous tile
+      // ended at the loop's first __syncwarp.
+      unsigned char* warp_smem = decode_mma_smem + warp * Shape::kWarpRingBytes;
+      unsigned char* codes = warp_smem + stage * 2 * kCacheTileBytes;
+      unsigned char* tiles = warp_smem + Shape::kConvertedOffset;
+#pragma unroll
+      for (int e = lane; e < kTileKeys * kCacheChunks; e += 32) {
+        const int r = e / kCacheChunks;
+        const int c = e % kCacheChunks;
+        const std::uint32_t to0 = swizzled<kHeadDim>(r, 2 * c);
+        const std::uint32_t to1 = swizzled<kHeadDim>(r, 2 * c + 1);
+#pragma unroll
+        for (int kv = 0; kv < 2; ++kv) {
+          uint4 lo, hi;
+          fp8_codes_to_halves<T>(
+              *reinterpret_cast<const uint4*>(codes + kv * kCacheTileBytes + r * kHeadDim + c * 16),
+              lo, hi);
+          *reinterpret_cast<uint4*>(tiles + kv * kTileBytes + to0) = lo;
+          *reinterpret_cast<uint4*>(tiles + kv * kTileBytes + to1) = hi;
+        }
+      }
+      __syncwarp();
+      k_stage = ring + Shape::kConvertedOffset;
+      v_stage = k_stage + kTileBytes;
+    }
     stage = stage == kStages - 1 ? 0 : stage + 1;
 
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
@@ -301,48 +348,54 @@ __global__ void __launch_bounds__(kThreads, 2)
       acc += warp_o[w][h][d] * weight;
     }
     const int q_head = first_q_head + h;
+    // v_scale: 1 over a 16-bit cache (exact), the codes' scale over an FP8 one.
     if (num_splits == 1) {
-      out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(acc / l_sum);
+      out[(token_row * num_heads + q_head) * kHeadDim + d] = from_float<T>(acc / l_sum * v_scale);
     } else {
       const std::int64_t slot =
           (static_cast<std::int64_t>(row) * num_heads + q_head) * num_splits + split;
-      partial_out[slot * kHeadDim + d] = acc / l_sum;
+      partial_out[slot * kHeadDim + d] = acc / l_sum * v_scale;
       if (d == 0) partial_lse[slot] = m_max * scale_log2 + log2f(l_sum);
     }
   }
 }
 
-template <typename T, int kHeadDim>
+template <typename T, typename C, int kHeadDim>
 Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                        const DecodeWorkspace& w, cudaStream_t stream) {
-  constexpr int kShared = DecodeMmaShape<kHeadDim>::kSharedBytes;
+  constexpr int kShared = DecodeMmaShape<kHeadDim, sizeof(C)>::kSharedBytes;
   PAGODA_RETURN_IF_ERROR(
-      (cuda::opt_in_shared_memory<paged_decode_mma_kernel<T, kHeadDim>, kShared>()));
+      (cuda::opt_in_shared_memory<paged_decode_mma_kernel<T, C, kHeadDim>, kShared>()));
   const int group_size = static_cast<int>(p.num_heads / p.cache.num_kv_heads);
   const int chunks = (group_size + kMaxRows - 1) / kMaxRows;
   const dim3 grid(static_cast<unsigned>(p.num_seqs),
                   static_cast<unsigned>(p.cache.num_kv_heads * chunks),
                   static_cast<unsigned>(plan.num_splits));
-  const SoftCap cap = soft_cap_in_units(p.logit_softcap, 1.0f / p.softmax_scale);  // raw q.k
-  return launch_pdl(paged_decode_mma_kernel<T, kHeadDim>, grid, dim3(kThreads), kShared, stream,
+  // Scores in the kernel are q.k over the tile's values: raw q.k for a 16-bit cache, q.code for
+  // FP8 (the true score times 1 / k_scale).
+  constexpr bool kFp8 = !std::is_same_v<C, T>;
+  const float k_scale = kFp8 ? p.cache.k_scale : 1.0f;
+  const float v_scale = kFp8 ? p.cache.v_scale : 1.0f;
+  const SoftCap cap = soft_cap_in_units(p.logit_softcap, 1.0f / (p.softmax_scale * k_scale));
+  return launch_pdl(paged_decode_mma_kernel<T, C, kHeadDim>, grid, dim3(kThreads), kShared, stream,
                     "paged_decode_mma_kernel", static_cast<const T*>(p.q), p.q_row_stride,
-                    static_cast<T*>(p.out), static_cast<const T*>(p.cache.k),
-                    static_cast<const T*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
+                    static_cast<T*>(p.out), static_cast<const C*>(p.cache.k),
+                    static_cast<const C*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
                     static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-                    p.softmax_scale * kLog2e, cap.cap, cap.inv_cap,
+                    p.softmax_scale * k_scale * kLog2e, cap.cap, cap.inv_cap, v_scale,
                     static_cast<int>(p.sliding_window), plan.num_splits, plan.partition_size,
                     plan.device_partition_size, w.partial_out, w.partial_lse, p.decode_seq_ids);
 }
 
-/// The entry for one dtype (bf16 or f16), head_dim 64 or 128; instantiated in
-/// paged_decode_<dtype>.cu.
-template <typename T>
+/// The entry for one dtype T (bf16 or f16) and cache element C (T or __nv_fp8_e4m3), head_dim
+/// 64 or 128; instantiated in paged_decode_<dtype>.cu and paged_decode_mma_fp8.cu.
+template <typename T, typename C>
 Status run_paged_decode_mma(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                             const DecodeWorkspace& w, cudaStream_t stream) {
   switch (p.cache.head_dim) {
-    case 64: return launch_instance<T, 64>(p, plan, w, stream);
-    case 128: return launch_instance<T, 128>(p, plan, w, stream);
+    case 64: return launch_instance<T, C, 64>(p, plan, w, stream);
+    case 128: return launch_instance<T, C, 128>(p, plan, w, stream);
     default:
       return unimplemented("paged decode attention (tensor cores): head_dim must be 64 or 128");
   }

@@ -141,7 +141,9 @@ TEST(GpuFp8KvCache, RopeAppendStoresTheCodesOfWhatA16BitCacheHolds) {
         }
       }
       EXPECT_EQ(mismatches, 0u) << what << ": codes differ from the host's rounding";
-      if (rc.scales.k < 0.01f) EXPECT_GT(saturated, 0u) << what << ": no code saturated";
+      if (rc.scales.k < 0.01f) {
+        EXPECT_GT(saturated, 0u) << what << ": no code saturated";
+      }
       std::size_t stray = 0;
       for (std::size_t i = 0; i < cache_elems; ++i) {
         if (!written[i]) stray += (got_k[i] != 0x7f) + (got_v[i] != 0x7f);
@@ -158,7 +160,9 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
       {{{1, 1}, {1, 17}, {1, 600}}, 128, 32, 8, 16},
       {{{1, 4097}, {1, 33}}, 64, 8, 1, 64},
       {{{1, 513}, {1, 2}}, 128, 16, 1, 24},
-      {{{1, 900}}, 256, 4, 1, 16, 300},  // Gemma 3's head_dim and a window
+      {{{1, 900}}, 256, 4, 1, 16, 300},           // Gemma 3's head_dim and a window
+      {{{1, 700}, {1, 40}}, 128, 8, 2, 16, 100},  // a window; 16-key tiles cross its start
+      {{{1, 301}}, 64, 12, 2, 64, 37},            // group 6, window not a multiple of 16
   };
   const std::vector<AttentionCase> prefill_cases = {
       {{{17, 17}, {1, 40}, {64, 300}}, 128, 8, 2, 16},
@@ -183,10 +187,21 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
         ASSERT_EQ(registers.size(), pipelined.size());
         EXPECT_EQ(std::memcmp(registers.data(), pipelined.data(), registers.size() * 4), 0)
             << label << ": the two decode kernels differ";
-        std::vector<float> unused;
-        EXPECT_EQ(batch.run_decode(plan, &unused, kernels::DecodeKernel::kTensorCores).code(),
-                  StatusCode::kUnimplemented);
-        // So kAuto (the executor's) takes the pipelined kernel over an FP8 cache.
+        // The tensor-core kernel: codes to 16-bit values exactly, the scales on the fp32
+        // scores and outputs, P rounded to the dtype as over a 16-bit cache: 3u. It has no
+        // head_dim 256 instance.
+        std::vector<float> tensor_cores;
+        const Status tc =
+            batch.run_decode(plan, &tensor_cores, kernels::DecodeKernel::kTensorCores);
+        if (c.head_dim == 256) {
+          EXPECT_EQ(tc.code(), StatusCode::kUnimplemented) << label;
+        } else {
+          ASSERT_TRUE(tc.ok()) << label << ": " << tc.to_string();
+          gpu_test::expect_close(tensor_cores, batch.want(), 3.0 * u + 2e-5,
+                                 label + " (tensor cores)");
+        }
+        // kAuto (the executor's) takes the pipelined kernel over an FP8 cache, until the
+        // tensor-core path has passed on a GPU.
         std::vector<float> chosen;
         ASSERT_TRUE(batch.run_decode(plan, &chosen, kernels::DecodeKernel::kAuto).ok());
         ASSERT_EQ(chosen.size(), pipelined.size());
