@@ -123,12 +123,22 @@ struct KernelWeights {
 // FMA, exact (|q - z| <= 255 has at most 8 significant bits); and where the type has a min, one
 // more mma per step sums x itself (B = ones) into `part_x`, so a group closes with
 // acc += (S sc) part + (B mc) part_x, the min term w = ... + B mc multiplied out of the sum.
+// y[at] = sum rounded once: to T, or (y_fp32: the LM head's logits) kept in fp32.
+template <typename T>
+__device__ __forceinline__ void store_output(void* y, bool y_fp32, std::size_t at, float sum) {
+  if (y_fp32) {
+    static_cast<float*>(y)[at] = sum;
+  } else {
+    static_cast<T*>(y)[at] = from_float<T>(sum);
+  }
+}
+
 template <typename T, int kMTiles, Form kForm>
 __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     w4a16_gemm_kernel(const T* __restrict__ x, const KernelWeights w, const T* __restrict__ bias,
-                      T* __restrict__ y, float* __restrict__ partial, int m, int n, int k,
-                      int k_tiles, int padded_rows, int group_size, int groups, int tiles_per_split,
-                      int chunk_tiles, int* __restrict__ counters) {
+                      void* __restrict__ y, bool y_fp32, float* __restrict__ partial, int m, int n,
+                      int k, int k_tiles, int padded_rows, int group_size, int groups,
+                      int tiles_per_split, int chunk_tiles, int* __restrict__ counters) {
   using Q = Nibbles<T>;
   constexpr bool kGguf = kForm != Form::kZeroPoint;
   constexpr int kHiBits = hi_bits_of(kForm);
@@ -422,7 +432,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   if (partial == nullptr) {
     for_each_output([&](float sum, std::size_t at, int col) {
       if (bias != nullptr) sum += to_float(bias[col]);
-      y[at] = from_float<T>(sum);
+      store_output<T>(y, y_fp32, at, sum);
     });
     return;
   }
@@ -445,7 +455,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     for (int sp = 1; sp < static_cast<int>(gridDim.y); ++sp)
       sum += __ldcg(partial + sp * outputs + at);
     if (bias != nullptr) sum += to_float(bias[col]);
-    y[at] = from_float<T>(sum);
+    store_output<T>(y, y_fp32, at, sum);
   });
   if (threadIdx.x == 0) *counter = 0;
 }
@@ -453,22 +463,23 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
 // y = the K splits' partial sums added in split order, + bias, rounded once.
 template <typename T>
 __global__ void w4a16_reduce_kernel(const float* __restrict__ partial, int splits,
-                                    const T* __restrict__ bias, T* __restrict__ y, int m, int n) {
+                                    const T* __restrict__ bias, void* __restrict__ y, bool y_fp32,
+                                    int m, int n) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t outputs = static_cast<std::size_t>(m) * n;
   if (i >= outputs) return;
   float sum = partial[i];
   for (int s = 1; s < splits; ++s) sum += partial[static_cast<std::size_t>(s) * outputs + i];
   if (bias != nullptr) sum += to_float(bias[i % n]);
-  y[i] = from_float<T>(sum);
+  store_output<T>(y, y_fp32, i, sum);
 }
 
-template <typename T>
-__global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ out,
-                                        std::int64_t k_tiles, std::int64_t padded_rows) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= w.rows * w.cols) return;
-  const std::int64_t row = i / w.cols, col = i % w.cols;
+// Element (row, col) of the matrix in fp32: d (q - z), or the GGUF form's (S sc) (q - code_zero)
+// + B mc with the reference dequantizer's order and roundings (quant/w4a16_layout.h; no FMA
+// contraction would change them, the products being exact, but say so).
+__device__ __forceinline__ float dequantize_element(const W4A16Weights& w, std::int64_t row,
+                                                    std::int64_t col, std::int64_t k_tiles,
+                                                    std::int64_t padded_rows) {
   std::int64_t word = 0;
   int shift = 0;
   quant::w4a16_slot(row, col, k_tiles, &word, &shift);
@@ -477,16 +488,13 @@ __global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ ou
   const std::int64_t at = group * padded_rows + row;
   const auto* scales = reinterpret_cast<const __half*>(w.scales);
   if (w.scale_codes == nullptr) {
-    out[i] = from_float<T>(__half2float(scales[at]) * static_cast<float>(q - w.zeros[at]));
-    return;
+    return __half2float(scales[at]) * static_cast<float>(q - w.zeros[at]);
   }
   if (w.hi_bits > 0) {
     quant::w4a16_hi_slot(row, col, k_tiles, w.hi_bits, &word, &shift);
     q |= static_cast<int>((w.packed_hi[word] >> shift) & ((1u << w.hi_bits) - 1)) << 4;
   }
   const std::int64_t super_at = (group >> w.super_shift) * padded_rows + row;
-  // The reference dequantizer's order and roundings (quant/w4a16_layout.h): no FMA contraction
-  // would change them (the product is exact), but say so.
   const float scale =
       __fmul_rn(__half2float(scales[super_at]), static_cast<float>(w.scale_codes[at]));
   float v = __fmul_rn(scale, static_cast<float>(q - w.code_zero));
@@ -494,7 +502,33 @@ __global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ ou
     const auto* mins = reinterpret_cast<const __half*>(w.mins);
     v = __fadd_rn(v, __fmul_rn(__half2float(mins[super_at]), static_cast<float>(w.min_codes[at])));
   }
-  out[i] = from_float<T>(v);
+  return v;
+}
+
+template <typename T>
+__global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ out,
+                                        std::int64_t k_tiles, std::int64_t padded_rows) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= w.rows * w.cols) return;
+  out[i] = from_float<T>(dequantize_element(w, i / w.cols, i % w.cols, k_tiles, padded_rows));
+}
+
+// out[t] = row ids[t] as launch_w4a16_dequantize writes it (then times `scale`, in fp32 and
+// rounded once, when `scaled`); ids out of range give zero rows.
+template <typename T>
+__global__ void w4a16_gather_rows_kernel(const W4A16Weights w, const std::int32_t* __restrict__ ids,
+                                         std::int64_t num_ids, bool scaled, float scale,
+                                         T* __restrict__ out, std::int64_t k_tiles,
+                                         std::int64_t padded_rows) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= num_ids * w.cols) return;
+  const std::int32_t id = ids[i / w.cols];
+  if (id < 0 || id >= w.rows) {
+    out[i] = from_float<T>(0.0f);
+    return;
+  }
+  const T v = from_float<T>(dequantize_element(w, id, i % w.cols, k_tiles, padded_rows));
+  out[i] = scaled ? from_float<T>(to_float(v) * scale) : v;
 }
 
 template <typename T>
@@ -619,7 +653,7 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, 
                         .code_zero = p.w.code_zero};
   const dim3 grid((plan.n_tiles + kWarps - 1) / kWarps, plan.splits, plan.m_blocks);
   w4a16_gemm_kernel<T, kMTiles, kForm><<<grid, kThreads, smem_bytes(plan), stream>>>(
-      static_cast<const T*>(p.x), w, static_cast<const T*>(p.bias), static_cast<T*>(p.y), partial,
+      static_cast<const T*>(p.x), w, static_cast<const T*>(p.bias), p.y, p.y_fp32, partial,
       static_cast<int>(p.m), static_cast<int>(p.w.rows), static_cast<int>(p.w.cols), plan.k_tiles,
       plan.n_tiles * kTileRows, static_cast<int>(p.w.group_size),
       static_cast<int>((p.w.cols + p.w.group_size - 1) / p.w.group_size), plan.tiles_per_split,
@@ -666,9 +700,9 @@ Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
   if (partial == nullptr || counters != nullptr) return Status::ok_status();
   const std::size_t outputs = static_cast<std::size_t>(p.m) * p.w.rows;
   const auto blocks = static_cast<unsigned>((outputs + 255) / 256);
-  w4a16_reduce_kernel<T><<<blocks, 256, 0, stream>>>(
-      partial, plan.splits, static_cast<const T*>(p.bias), static_cast<T*>(p.y),
-      static_cast<int>(p.m), static_cast<int>(p.w.rows));
+  w4a16_reduce_kernel<T>
+      <<<blocks, 256, 0, stream>>>(partial, plan.splits, static_cast<const T*>(p.bias), p.y,
+                                   p.y_fp32, static_cast<int>(p.m), static_cast<int>(p.w.rows));
   return cuda::check_launch("w4a16_reduce_kernel");
 }
 
@@ -719,15 +753,27 @@ Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream) {
                                             : launch_typed<__half>(p, stream);
 }
 
+namespace {
+bool dequantizable(const W4A16Weights& w, cuda::ScalarType dtype) {
+  const std::int64_t least_group = w.scale_codes == nullptr ? 32 : 16;
+  return is_16_bit(dtype) && w.rows >= 1 && w.cols >= 32 && w.cols % 32 == 0 &&
+         w.group_size >= least_group;
+}
+std::int64_t k_tiles_of(const W4A16Weights& w) {
+  return (w.cols + kTileCols - 1) / kTileCols;
+}
+std::int64_t padded_rows_of(const W4A16Weights& w) {
+  return (w.rows + kTileRows - 1) / kTileRows * kTileRows;
+}
+}  // namespace
+
 Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarType dtype,
                                cudaStream_t stream) {
-  const std::int64_t least_group = w.scale_codes == nullptr ? 32 : 16;
-  if (!is_16_bit(dtype) || w.rows < 1 || w.cols < 32 || w.cols % 32 != 0 ||
-      w.group_size < least_group) {
+  if (!dequantizable(w, dtype)) {
     return invalid_argument("w4a16 dequantize: unsupported shape or dtype");
   }
-  const std::int64_t k_tiles = (w.cols + kTileCols - 1) / kTileCols;
-  const std::int64_t padded_rows = (w.rows + kTileRows - 1) / kTileRows * kTileRows;
+  const std::int64_t k_tiles = k_tiles_of(w);
+  const std::int64_t padded_rows = padded_rows_of(w);
   const unsigned blocks = blocks_for(w.rows * w.cols, 256);
   if (dtype == cuda::ScalarType::kBF16) {
     w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__nv_bfloat16*>(out),
@@ -737,6 +783,28 @@ Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarTyp
                                                         padded_rows);
   }
   return cuda::check_launch("w4a16_dequantize_kernel");
+}
+
+Status launch_w4a16_gather_rows(const W4A16Weights& w, const std::int32_t* ids,
+                                std::int64_t num_ids, float scale, void* out,
+                                cuda::ScalarType dtype, cudaStream_t stream) {
+  if (!dequantizable(w, dtype) || num_ids < 0) {
+    return invalid_argument("w4a16 gather rows: unsupported shape or dtype");
+  }
+  if (num_ids == 0) return Status::ok_status();
+  if (ids == nullptr || out == nullptr) return invalid_argument("w4a16 gather rows: null pointer");
+  const unsigned blocks = blocks_for(num_ids * w.cols, 256);
+  const bool scaled = scale != 1.0f;
+  if (dtype == cuda::ScalarType::kBF16) {
+    w4a16_gather_rows_kernel<<<blocks, 256, 0, stream>>>(w, ids, num_ids, scaled, scale,
+                                                         static_cast<__nv_bfloat16*>(out),
+                                                         k_tiles_of(w), padded_rows_of(w));
+  } else {
+    w4a16_gather_rows_kernel<<<blocks, 256, 0, stream>>>(w, ids, num_ids, scaled, scale,
+                                                         static_cast<__half*>(out), k_tiles_of(w),
+                                                         padded_rows_of(w));
+  }
+  return cuda::check_launch("w4a16_gather_rows_kernel");
 }
 
 Status launch_gather_columns(const void* x, std::int64_t m, std::int64_t k,

@@ -54,7 +54,9 @@ struct W4A16GemmParams {
   const void* x = nullptr;  ///< [m, cols] dtype, row-major; already in stored column order
   W4A16Weights w;
   const void* bias = nullptr;  ///< [rows] dtype, or nullptr
-  void* y = nullptr;           ///< [m, rows] dtype
+  void* y = nullptr;           ///< [m, rows] dtype, or fp32 with y_fp32
+  /// y in fp32, unrounded (the LM head's logits); bias stays in dtype.
+  bool y_fp32 = false;
   std::int64_t m = 0;
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< kBF16 or kF16
   /// fp32 partial sums when K is split over CTAs: w4a16_gemm_workspace_bytes(m, rows, cols).
@@ -87,6 +89,14 @@ Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream);
 /// dtype's.
 Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarType dtype,
                                cudaStream_t stream);
+
+/// out [num_ids, cols] dtype = rows ids[t] of the matrix, each element as
+/// launch_w4a16_dequantize writes it, times `scale` (in fp32, rounded once) unless it is 1: the
+/// embedding lookup of a table kept quantized (Gemma's scaled one too). Ids out of range give
+/// zero rows, as launch_embedding.
+Status launch_w4a16_gather_rows(const W4A16Weights& w, const std::int32_t* ids,
+                                std::int64_t num_ids, float scale, void* out,
+                                cuda::ScalarType dtype, cudaStream_t stream);
 
 /// out [m, k] = x[:, permutation[j]] for each stored column j (GPTQ act-order), 16-bit dtype.
 Status launch_gather_columns(const void* x, std::int64_t m, std::int64_t k,

@@ -80,7 +80,8 @@ std::size_t W4A16Linear::scratch_bytes(std::int64_t m, cuda::ScalarType dtype) c
 
 Status W4A16Linear::forward(const void* x, std::int64_t m, const void* bias, void* y,
                             cuda::ScalarType dtype, cuda::BlasLt& blas, void* scratch,
-                            std::size_t scratch_bytes_given, cudaStream_t stream) const {
+                            std::size_t scratch_bytes_given, cudaStream_t stream,
+                            bool y_fp32) const {
   if (m <= 0) return Status::ok_status();
   if (scratch_bytes_given < scratch_bytes(m, dtype)) {
     return invalid_argument("w4a16 linear: " + std::to_string(scratch_bytes_given) +
@@ -102,6 +103,7 @@ Status W4A16Linear::forward(const void* x, std::int64_t m, const void* bias, voi
                               .w = view_,
                               .bias = bias,
                               .y = y,
+                              .y_fp32 = y_fp32,
                               .m = m,
                               .dtype = dtype,
                               .workspace = reinterpret_cast<float*>(next),
@@ -117,7 +119,7 @@ Status W4A16Linear::forward(const void* x, std::int64_t m, const void* bias, voi
                       .n = rows(),
                       .k = cols(),
                       .input_type = dtype,
-                      .output_type = dtype},
+                      .output_type = y_fp32 ? cuda::ScalarType::kF32 : dtype},
                      stream);
 }
 

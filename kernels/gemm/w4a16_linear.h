@@ -42,10 +42,11 @@ class W4A16Linear {
   std::size_t scratch_bytes(std::int64_t m, cuda::ScalarType dtype) const;
 
   /// y [m, rows] = x [m, cols] W^T (+ bias [rows]), all in `dtype` (bf16 or f16), on `stream`;
-  /// `scratch` holds at least scratch_bytes(m, dtype).
+  /// `scratch` holds at least scratch_bytes(m, dtype). With y_fp32, y is fp32 and unrounded
+  /// (an LM head's logits), and past kW4A16KernelMaxRows rows cuBLASLt refuses a bias.
   Status forward(const void* x, std::int64_t m, const void* bias, void* y, cuda::ScalarType dtype,
-                 cuda::BlasLt& blas, void* scratch, std::size_t scratch_bytes,
-                 cudaStream_t stream) const;
+                 cuda::BlasLt& blas, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                 bool y_fp32 = false) const;
 
  private:
   W4A16Linear() = default;

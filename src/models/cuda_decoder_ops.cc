@@ -4,7 +4,6 @@
 
 #include "kernels/activation/gelu_tanh_mul.h"
 #include "kernels/activation/silu_mul.h"
-#include "kernels/embedding/embedding.h"
 #include "kernels/norm/head_rms_norm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/rope/rope_kv_cache.h"
@@ -67,15 +66,9 @@ kernels::PagedKvCache CudaDecoderOps::cache(std::int64_t layer) const {
 }
 
 Status CudaDecoderOps::embed() {
-  const ModelConfig& c = e_.config_;
-  return kernels::launch_embedding({.table = e_.weights_.embed_tokens.data(),
-                                    .ids = e_.metadata_.token_ids(),
-                                    .out = e_.residual_.data(),
-                                    .num_table_rows = c.vocab_size,
-                                    .num_tokens = shape_.num_tokens,
-                                    .hidden = c.hidden_size,
-                                    .dtype = e_.options_.dtype},
-                                   e_.stream_.get());
+  return e_.weights_.embed_tokens.gather_rows(e_.metadata_.token_ids(), shape_.num_tokens, 1.0f,
+                                              e_.residual_.data(), e_.options_.dtype,
+                                              e_.stream_.get());
 }
 
 Status CudaDecoderOps::rms_norm(std::int64_t layer, NormWeight weight) {

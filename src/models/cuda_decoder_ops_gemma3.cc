@@ -2,7 +2,6 @@
 // shared ops use for Gemma's weights (the sliding layers' RoPE table).
 #include <string>
 
-#include "kernels/embedding/scaled_embedding.h"
 #include "kernels/norm/rms_norm.h"
 #include "models/cuda_decoder_ops.h"
 
@@ -13,20 +12,13 @@ using cuda::ScalarType;
 // transformers multiplies the embedding by the scale as a tensor of the activation dtype
 // (Gemma3TextScaledWordEmbedding's embed_scale), so sqrt(640) = 25.298 runs as 25.25 in bf16.
 Status CudaDecoderOps::embed_scaled(float scale) {
-  const ModelConfig& c = e_.config_;
   const ScalarType t = e_.options_.dtype;
   std::uint32_t bits = 0;
   cuda::convert_from_f32(&scale, 1, t, &bits);
   float rounded = 0.0f;
   cuda::convert_to_f32(&bits, 1, t, &rounded);
-  return kernels::launch_scaled_embedding({.table = e_.weights_.embed_tokens.data(),
-                                           .ids = e_.metadata_.token_ids(),
-                                           .out = e_.residual_.data(),
-                                           .num_table_rows = c.vocab_size,
-                                           .num_tokens = shape_.num_tokens,
-                                           .hidden = c.hidden_size,
-                                           .dtype = t},
-                                          rounded, e_.stream_.get());
+  return e_.weights_.embed_tokens.gather_rows(e_.metadata_.token_ids(), shape_.num_tokens, rounded,
+                                              e_.residual_.data(), t, e_.stream_.get());
 }
 
 const void* CudaDecoderOps::gemma3_norm_weight(std::int64_t layer, NormWeight weight) const {

@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "kernels/embedding/embedding.h"
+#include "kernels/embedding/scaled_embedding.h"
 #include "kernels/gemm/skinny_gemm.h"
 
 namespace pagoda::models {
@@ -119,11 +121,12 @@ std::size_t CudaLinearLayer::max_scratch_bytes(std::int64_t max_rows, ScalarType
 
 Status CudaLinearLayer::forward(const void* x, std::int64_t m, const void* bias, void* y,
                                 ScalarType dtype, cuda::BlasLt& blas, LinearScratch scratch,
-                                cudaStream_t stream) const {
+                                cudaStream_t stream, bool y_fp32) const {
   if (const auto* w4 = std::get_if<kernels::W4A16Linear>(&impl_)) {
-    return w4->forward(x, m, bias, y, dtype, blas, scratch.data, scratch.bytes, stream);
+    return w4->forward(x, m, bias, y, dtype, blas, scratch.data, scratch.bytes, stream, y_fp32);
   }
   if (const auto* f8 = std::get_if<kernels::Fp8Linear>(&impl_)) {
+    if (y_fp32) return unimplemented("an FP8 linear layer writes 16-bit outputs only");
     return f8->forward(x, m, bias, y, dtype, blas, scratch.data, scratch.bytes, stream);
   }
   const auto& d = std::get<DenseLinearWeight>(impl_);
@@ -136,8 +139,26 @@ Status CudaLinearLayer::forward(const void* x, std::int64_t m, const void* bias,
                        .n = d.rows,
                        .k = d.cols,
                        .input_type = dtype,
-                       .output_type = dtype},
+                       .output_type = y_fp32 ? ScalarType::kF32 : dtype},
                       stream);
+}
+
+Status CudaLinearLayer::gather_rows(const std::int32_t* ids, std::int64_t n, float scale, void* out,
+                                    ScalarType dtype, cudaStream_t stream) const {
+  if (const auto* w4 = std::get_if<kernels::W4A16Linear>(&impl_)) {
+    return kernels::launch_w4a16_gather_rows(w4->weights(), ids, n, scale, out, dtype, stream);
+  }
+  const auto* d = std::get_if<DenseLinearWeight>(&impl_);
+  if (d == nullptr) return unimplemented("gather_rows: an FP8 table");
+  const kernels::EmbeddingParams p{.table = d->weight.data(),
+                                   .ids = ids,
+                                   .out = out,
+                                   .num_table_rows = d->rows,
+                                   .num_tokens = n,
+                                   .hidden = d->cols,
+                                   .dtype = dtype};
+  return scale == 1.0f ? kernels::launch_embedding(p, stream)
+                       : kernels::launch_scaled_embedding(p, scale, stream);
 }
 
 }  // namespace pagoda::models

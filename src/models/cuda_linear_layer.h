@@ -62,9 +62,18 @@ class CudaLinearLayer {
   std::size_t max_scratch_bytes(std::int64_t max_rows, cuda::ScalarType dtype) const;
 
   /// y [m, rows] = x [m, cols] W^T (+ bias [rows]), x, bias and y in `dtype`, on `stream`;
-  /// launches only (capturable in a CUDA graph once cuBLASLt has planned the shape).
+  /// launches only (capturable in a CUDA graph once cuBLASLt has planned the shape). With
+  /// y_fp32, y is fp32 and unrounded (the LM head's logits; dense and W4A16 forms only).
   Status forward(const void* x, std::int64_t m, const void* bias, void* y, cuda::ScalarType dtype,
-                 cuda::BlasLt& blas, LinearScratch scratch, cudaStream_t stream) const;
+                 cuda::BlasLt& blas, LinearScratch scratch, cudaStream_t stream,
+                 bool y_fp32 = false) const;
+
+  /// out [n, cols] = rows ids[0 .. n) of W in `dtype` (times `scale`, in fp32 and rounded once,
+  /// unless it is 1): the embedding lookup of a token table held as a linear layer's weight,
+  /// dense or in the W4A16 form (dequantized per lookup, so the table stays its file's size).
+  /// Ids out of range give zero rows.
+  Status gather_rows(const std::int32_t* ids, std::int64_t n, float scale, void* out,
+                     cuda::ScalarType dtype, cudaStream_t stream) const;
 
  private:
   std::variant<DenseLinearWeight, kernels::W4A16Linear, kernels::Fp8Linear> impl_;

@@ -142,15 +142,30 @@ StatusOr<CudaLinearLayer> upload_linear(std::span<const cpu::TensorView> parts, 
   return CudaLinearLayer::dense(std::move(w), rows, parts[0].num_cols);
 }
 
-// Device buffers of every weight, uninitialized; the linear layers dense only when
-// `dense_linears` (dummy weights), else left for upload_linear.
+// The embedding or the LM head in the form device_table_kind picks: a GGUF table keeps its W4A16
+// form, so the device holds about its file's bytes; the rest is dense in `dtype`.
+StatusOr<CudaLinearLayer> upload_table(const cpu::TensorView& table, ScalarType dtype,
+                                       Uploader& up) {
+  if (device_table_kind(table, dtype != ScalarType::kF32) != DeviceLinearKind::kDense) {
+    return upload_linear(std::span(&table, 1), dtype, up);
+  }
+  PAGODA_ASSIGN_OR_RETURN(DeviceBuffer w, allocate(table.num_rows * table.num_cols, dtype));
+  PAGODA_RETURN_IF_ERROR(up.matrix(table, w, 0));
+  return CudaLinearLayer::dense(std::move(w), table.num_rows, table.num_cols);
+}
+
+// Device buffers of every weight, uninitialized; the decoder layers' linear layers dense only
+// when `dense_linears`, and the embedding and LM head only when `dense_tables` (dummy weights),
+// else left for upload_linear / upload_table.
 StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dtype, bool bias,
-                                            bool qk_norm, bool separate_lm_head,
-                                            bool dense_linears) {
+                                            bool qk_norm, bool separate_lm_head, bool dense_linears,
+                                            bool dense_tables) {
   const Shapes s = shapes_of(c);
   CudaLlamaWeights w;
   w.dtype = dtype;
-  PAGODA_ASSIGN_OR_RETURN(w.embed_tokens, allocate(s.vocab * s.hidden, dtype));
+  if (dense_tables) {
+    PAGODA_ASSIGN_OR_RETURN(w.embed_tokens, allocate_dense(s.vocab, s.hidden, dtype));
+  }
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     CudaLayerWeights layer;
     PAGODA_ASSIGN_OR_RETURN(layer.input_layernorm, allocate(s.hidden, dtype));
@@ -172,8 +187,8 @@ StatusOr<CudaLlamaWeights> allocate_weights(const ModelConfig& c, ScalarType dty
     w.layers.push_back(std::move(layer));
   }
   PAGODA_ASSIGN_OR_RETURN(w.norm, allocate(s.hidden, dtype));
-  if (separate_lm_head) {
-    PAGODA_ASSIGN_OR_RETURN(w.lm_head, allocate(s.vocab * s.hidden, dtype));
+  if (dense_tables && separate_lm_head) {
+    PAGODA_ASSIGN_OR_RETURN(w.lm_head, allocate_dense(s.vocab, s.hidden, dtype));
   }
   PAGODA_ASSIGN_OR_RETURN(w.inv_freq, allocate(c.head_dim / 2, ScalarType::kF32));
   return w;
@@ -188,9 +203,10 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
   const bool qk_norm = !host.layers.empty() && !host.layers[0].q_norm.empty();
   const bool separate_lm_head = host.lm_head.data != host.embed_tokens.data;
   PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w,
-                          allocate_weights(c, dtype, bias, qk_norm, separate_lm_head, false));
+                          allocate_weights(c, dtype, bias, qk_norm, separate_lm_head,
+                                           /*dense_linears=*/false, /*dense_tables=*/false));
   PAGODA_ASSIGN_OR_RETURN(Uploader up, Uploader::create(dtype));
-  PAGODA_RETURN_IF_ERROR(up.matrix(host.embed_tokens, w.embed_tokens, 0));
+  PAGODA_ASSIGN_OR_RETURN(w.embed_tokens, upload_table(host.embed_tokens, dtype, up));
   for (std::size_t i = 0; i < host.layers.size(); ++i) {
     const LlamaLayerWeights& h = host.layers[i];
     CudaLayerWeights& d = w.layers[i];
@@ -216,7 +232,9 @@ StatusOr<CudaLlamaWeights> upload_llama_weights(const ModelConfig& c, const Llam
     d.v_cache_scale = h.v_scale;
   }
   PAGODA_RETURN_IF_ERROR(up.vector(host.norm, w.norm, 0, dtype));
-  if (separate_lm_head) PAGODA_RETURN_IF_ERROR(up.matrix(host.lm_head, w.lm_head, 0));
+  if (separate_lm_head) {
+    PAGODA_ASSIGN_OR_RETURN(w.lm_head, upload_table(host.lm_head, dtype, up));
+  }
   PAGODA_RETURN_IF_ERROR(up.vector(host.rope_inv_freq, w.inv_freq, 0, ScalarType::kF32));
   w.rope_style = host.rope_style == cpu::RopeStyle::kAdjacentPairs
                      ? kernels::RopeStyle::kAdjacentPairs
@@ -234,7 +252,8 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
   const bool quantized = quantization != quant::LoadTimeQuantization::kNone;
   PAGODA_ASSIGN_OR_RETURN(CudaLlamaWeights w,
                           allocate_weights(c, dtype, c.attention_bias, arch->qk_norm,
-                                           !c.tie_word_embeddings, /*dense_linears=*/!quantized));
+                                           !c.tie_word_embeddings, /*dense_linears=*/!quantized,
+                                           /*dense_tables=*/true));
   std::optional<Uploader> up;
   if (quantized) {
     PAGODA_ASSIGN_OR_RETURN(up, Uploader::create(dtype));
@@ -261,7 +280,8 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
     return cuda::fill_uniform(layer.dense_weight(), total * cols, dtype, -bound, bound, next_seed++,
                               nullptr);
   };
-  PAGODA_RETURN_IF_ERROR(fill(w.embed_tokens, s.vocab * s.hidden, -1.0f, 1.0f));
+  PAGODA_RETURN_IF_ERROR(cuda::fill_uniform(w.embed_tokens.dense_weight(), s.vocab * s.hidden,
+                                            dtype, -1.0f, 1.0f, next_seed++, nullptr));
   for (CudaLayerWeights& layer : w.layers) {
     PAGODA_RETURN_IF_ERROR(fill(layer.input_layernorm, s.hidden, 0.9f, 1.1f));
     PAGODA_RETURN_IF_ERROR(fill_linear(layer.qkv_proj, {s.q_dim, s.kv_dim, s.kv_dim}, s.hidden));
@@ -280,7 +300,8 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
   PAGODA_RETURN_IF_ERROR(fill(w.norm, s.hidden, 0.9f, 1.1f));
   if (!c.tie_word_embeddings) {
     const float bound = 1.0f / std::sqrt(static_cast<float>(s.hidden));
-    PAGODA_RETURN_IF_ERROR(fill(w.lm_head, s.vocab * s.hidden, -bound, bound));
+    PAGODA_RETURN_IF_ERROR(cuda::fill_uniform(w.lm_head.dense_weight(), s.vocab * s.hidden, dtype,
+                                              -bound, bound, next_seed++, nullptr));
   }
   const std::vector<float> inv_freq =
       cpu::rope_inv_freq(c.head_dim, c.rope_theta, cpu_rope_scaling(c.rope_scaling));
@@ -296,8 +317,8 @@ StatusOr<CudaLlamaWeights> dummy_llama_weights(const ModelConfig& c, ScalarType 
 namespace pagoda::models {
 
 std::size_t CudaLlamaWeights::device_bytes() const {
-  std::size_t bytes = embed_tokens.bytes() + norm.bytes() + lm_head.bytes() + inv_freq.bytes() +
-                      gemma3.device_bytes();
+  std::size_t bytes = embed_tokens.device_bytes() + norm.bytes() + lm_head.device_bytes() +
+                      inv_freq.bytes() + gemma3.device_bytes();
   for (const CudaLayerWeights& l : layers) {
     bytes += l.input_layernorm.bytes() + l.qkv_bias.bytes() + l.q_norm.bytes() + l.k_norm.bytes() +
              l.post_attention_layernorm.bytes();
@@ -320,8 +341,22 @@ std::string CudaLlamaWeights::summary() const {
     if (!text.empty()) text += " + ";
     text += std::to_string(n) + " " + std::string(device_linear_kind_name(kind));
   }
+  text += " linear layers";
+  // Tables kept quantized (a GGUF model's): "..., w8a16 embedding and LM head".
+  const DeviceLinearKind embed = embed_tokens.kind();
+  const DeviceLinearKind head = lm_head_layer().kind();
+  if (embed != DeviceLinearKind::kDense && embed == head) {
+    text += ", " + std::string(device_linear_kind_name(embed)) + " embedding and LM head";
+  } else {
+    if (embed != DeviceLinearKind::kDense) {
+      text += ", " + std::string(device_linear_kind_name(embed)) + " embedding";
+    }
+    if (head != DeviceLinearKind::kDense) {
+      text += ", " + std::string(device_linear_kind_name(head)) + " LM head";
+    }
+  }
   char bytes[48];
-  std::snprintf(bytes, sizeof(bytes), " linear layers, %.2f GiB of weights",
+  std::snprintf(bytes, sizeof(bytes), ", %.2f GiB of weights",
                 static_cast<double>(device_bytes()) / (1 << 30));
   return text + bytes;
 }

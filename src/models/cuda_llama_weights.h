@@ -3,7 +3,10 @@
 // layer takes the form its host weights allow (device_linear_plan.h): GPTQ / AWQ / int4 and
 // GGUF Q4_0 stay 4-bit (W4A16), per-channel FP8 stays FP8, the rest (and every matrix of an FP32
 // run) is dense in the activation dtype (BF16, FP16 or FP32), decoded exactly and rounded once.
-// Embedding, norms and the LM head are always in the activation dtype.
+// The embedding and the LM head are held as linear layers too: a GGUF or 4-bit table keeps its
+// W4A16 form (rows dequantized per lookup, the LM head through the W4A16 kernel with fp32
+// logits), so a GGUF model takes about its file's size; other tables are dense. Norms are always
+// in the activation dtype.
 #pragma once
 
 #include <cstddef>
@@ -48,21 +51,22 @@ struct CudaLayerWeights {
 /// The whole model on the device.
 struct CudaLlamaWeights {
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;
-  cuda::DeviceBuffer embed_tokens;  ///< [vocab, hidden]
+  CudaLinearLayer embed_tokens;  ///< [vocab, hidden]: rows looked up by gather_rows
   std::vector<CudaLayerWeights> layers;
   cuda::DeviceBuffer norm;      ///< [hidden]
-  cuda::DeviceBuffer lm_head;   ///< [vocab, hidden]; empty when tied (use embed_tokens)
+  CudaLinearLayer lm_head;      ///< [vocab, hidden]; empty (0 rows) when tied: embed_tokens
   cuda::DeviceBuffer inv_freq;  ///< [head_dim / 2], fp32
   kernels::RopeStyle rope_style = kernels::RopeStyle::kRotateHalf;
   CudaGemma3Weights gemma3;  ///< Gemma 3's sandwich norms and local RoPE table; else empty
 
-  /// The LM head matrix (the embedding when tied).
-  const void* lm_head_data() const {
-    return lm_head.data() != nullptr ? lm_head.data() : embed_tokens.data();
+  /// The LM head (the embedding when tied).
+  const CudaLinearLayer& lm_head_layer() const {
+    return lm_head.rows() > 0 ? lm_head : embed_tokens;
   }
   /// Device bytes of every weight.
   std::size_t device_bytes() const;
-  /// "4 w4a16 + 4 dense linear layers, 1.23 GiB of weights": what the weights became on the device.
+  /// "4 w4a16 + 4 dense linear layers, w8a16 embedding and LM head, 1.23 GiB of weights": what
+  /// the weights became on the device (the tables named only when not dense).
   std::string summary() const;
 };
 

@@ -134,6 +134,7 @@ Status CudaModelExecutor::allocate_activations() {
       scratch = std::max(scratch, linear->max_scratch_bytes(n, t));
     }
   }
+  scratch = std::max(scratch, weights_.lm_head_layer().max_scratch_bytes(kLogitsChunk, t));
   if (scratch > 0) {
     PAGODA_ASSIGN_OR_RETURN(linear_scratch_, DeviceBuffer::allocate(scratch));
   }
@@ -499,16 +500,9 @@ Status CudaModelExecutor::lm_head(const ForwardBatch& batch, std::int64_t first,
                                                     .hidden = c.hidden_size,
                                                     .dtype = t},
                                                    stream));
-  return dense_linear(*blas_,
-                      {.x = last_.data(),
-                       .w = weights_.lm_head_data(),
-                       .y = logits_.data(),
-                       .m = rows,
-                       .n = c.vocab_size,
-                       .k = c.hidden_size,
-                       .input_type = t,
-                       .output_type = ScalarType::kF32},
-                      stream);
+  return weights_.lm_head_layer().forward(last_.data(), rows, nullptr, logits_.data(), t, *blas_,
+                                          {linear_scratch_.data(), linear_scratch_.bytes()}, stream,
+                                          /*y_fp32=*/true);
 }
 
 // The LM head chunk by chunk, each chunk's logits copied to the caller.

@@ -183,6 +183,20 @@ StatusOr<std::size_t> planned_device_bytes(std::span<const cpu::TensorView> part
   return static_cast<std::size_t>(rows * cols) * dense_bytes;
 }
 
+DeviceLinearKind device_table_kind(const cpu::TensorView& table, bool activations_16bit) {
+  const DeviceLinearKind kind = device_linear_kind(std::span(&table, 1), activations_16bit);
+  const bool w4a16_form = kind == DeviceLinearKind::kW4A16 || kind == DeviceLinearKind::kW8A16;
+  return w4a16_form && table.input_permutation == nullptr ? kind : DeviceLinearKind::kDense;
+}
+
+StatusOr<std::size_t> planned_table_bytes(const cpu::TensorView& table, bool activations_16bit,
+                                          std::size_t dense_bytes) {
+  if (device_table_kind(table, activations_16bit) == DeviceLinearKind::kDense) {
+    return static_cast<std::size_t>(table.num_rows * table.num_cols) * dense_bytes;
+  }
+  return planned_device_bytes(std::span(&table, 1), activations_16bit, dense_bytes);
+}
+
 StatusOr<quant::Fp8ChannelMatrix> fp8_layout(std::span<const cpu::TensorView> parts) {
   PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
   return quant::split_fp8_per_channel(stacked);

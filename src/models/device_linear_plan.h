@@ -67,6 +67,16 @@ StatusOr<quant::W4A16Matrix> w4a16_layout(std::span<const cpu::TensorView> parts
 StatusOr<std::size_t> planned_device_bytes(std::span<const cpu::TensorView> parts,
                                            bool activations_16bit, std::size_t dense_bytes);
 
+/// The device form of a token table (the embedding, an LM head): the W4A16 / W8A16 form where
+/// device_linear_kind gives one (GGUF types, Q4_Z, Q4_0; rows dequantized per lookup, the LM
+/// head through the W4A16 kernel), else kDense (FP8 included: its kernels write no fp32 logits).
+DeviceLinearKind device_table_kind(const cpu::TensorView& table, bool activations_16bit);
+
+/// Device bytes of a token table in the form device_table_kind picks (`dense_bytes` per weight
+/// when dense).
+StatusOr<std::size_t> planned_table_bytes(const cpu::TensorView& table, bool activations_16bit,
+                                          std::size_t dense_bytes);
+
 /// The GPU layout of a kFp8 layer: the parts stacked, then split into codes and row scales.
 StatusOr<quant::Fp8ChannelMatrix> fp8_layout(std::span<const cpu::TensorView> parts);
 

@@ -191,16 +191,37 @@ void gguf_layers(models::LlamaWeights& weights, DType type, DType v_down) {
   }
 }
 
+// The token tables as a GGUF file holds them: the embedding as `embed`, an untied LM head
+// (Qwen2's) as `head`, a tied one the embedding itself. They stay in their W4A16 form on the GPU
+// (rows dequantized per lookup, the LM head through the W4A16 kernel with fp32 logits).
+void gguf_tables(models::LlamaWeights& weights, DType embed, DType head) {
+  const bool tied = weights.lm_head.data == weights.embed_tokens.data;
+  weights.embed_tokens = gguf(weights, weights.embed_tokens, embed);
+  weights.lm_head = tied ? weights.embed_tokens : gguf(weights, weights.lm_head, head);
+}
+
+struct GgufTables {
+  DType embed = DType::kF32;  ///< kF32: the tables stay dense (fp32 in, bf16 on the GPU)
+  DType head = DType::kF32;   ///< an untied LM head's type
+  std::string want;           ///< what the weights summary says of them
+};
+
 void run_gguf(bool qwen2, ScalarType type, DType dtype, DType v_down,
-              const std::string& want_summary) {
+              const std::string& want_summary, const GgufTables& tables = {}) {
   PAGODA_SKIP_WITHOUT_GPU();
   const auto model = gpu_test::make_model(qwen2, type, qwen2 ? 27u : 28u);
   ASSERT_EQ(model->weights.layers[0].q_proj.dtype, DType::kF32);
   gguf_layers(model->weights, dtype, v_down);
+  if (tables.embed != DType::kF32) gguf_tables(model->weights, tables.embed, tables.head);
   std::string summary;
   gpu_test::run_against_cpu(model->config, model->weights, type, kW4A16Tolerance,
                             qwen2 ? "qwen2" : "llama", &summary);
   EXPECT_THAT(summary, HasSubstr(want_summary));
+  if (tables.embed == DType::kF32) {
+    EXPECT_THAT(summary, ::testing::Not(HasSubstr("embedding")));
+  } else {
+    EXPECT_THAT(summary, HasSubstr(tables.want));
+  }
 }
 
 void run_quantized(bool qwen2, ScalarType type, Form form, double tolerance,
@@ -250,11 +271,13 @@ TEST(GpuQuantizedExecutor, GgufQ4_0LlamaBf16MatchesCpu) {
 // Q4_1, Q4_K; 5-bit Q5_0, Q5_K; 6-bit Q6_K; 8-bit Q8_0): the weights are the CPU's, unrounded (the
 // kernel multiplies (S sc)(q - z) and adds B mc times x's group sum), so the W4A16 bound holds.
 TEST(GpuQuantizedExecutor, GgufQ4_1LlamaBf16MatchesCpu) {
-  run_gguf(false, ScalarType::kBF16, DType::kQ4_1, DType::kQ4_1, "8 w4a16 linear layers");
+  run_gguf(false, ScalarType::kBF16, DType::kQ4_1, DType::kQ4_1, "8 w4a16 linear layers",
+           {DType::kQ4_1, DType::kF32, "linear layers, w4a16 embedding and LM head, "});
 }
 
 TEST(GpuQuantizedExecutor, GgufQ4_KQwen2Bf16MatchesCpu) {
-  run_gguf(true, ScalarType::kBF16, DType::kQ4_K, DType::kQ4_K, "8 w4a16 linear layers");
+  run_gguf(true, ScalarType::kBF16, DType::kQ4_K, DType::kQ4_K, "8 w4a16 linear layers",
+           {DType::kQ4_K, DType::kQ6_K, "linear layers, w4a16 embedding, w8a16 LM head, "});
 }
 
 TEST(GpuQuantizedExecutor, GgufQ4_KLlamaF16MatchesCpu) {
@@ -270,7 +293,8 @@ TEST(GpuQuantizedExecutor, GgufQ6_KLlamaBf16MatchesCpu) {
 }
 
 TEST(GpuQuantizedExecutor, GgufQ8_0Qwen2Bf16MatchesCpu) {
-  run_gguf(true, ScalarType::kBF16, DType::kQ8_0, DType::kQ8_0, "8 w8a16 linear layers");
+  run_gguf(true, ScalarType::kBF16, DType::kQ8_0, DType::kQ8_0, "8 w8a16 linear layers",
+           {DType::kQ8_0, DType::kQ6_K, "linear layers, w8a16 embedding and LM head, "});
 }
 
 TEST(GpuQuantizedExecutor, GgufQ5_0LlamaF16MatchesCpu) {
@@ -281,7 +305,8 @@ TEST(GpuQuantizedExecutor, GgufQ5_0LlamaF16MatchesCpu) {
 // general GGUF form (6-bit codes, group 16, Q6_K's zero folded into the min term); O and
 // gate/up stay 4-bit, down 6-bit.
 TEST(GpuQuantizedExecutor, GgufQ4_K_MMixLlamaBf16MatchesCpu) {
-  run_gguf(false, ScalarType::kBF16, DType::kQ4_K, DType::kQ6_K, "4 w4a16 + 4 w8a16 linear layers");
+  run_gguf(false, ScalarType::kBF16, DType::kQ4_K, DType::kQ6_K, "4 w4a16 + 4 w8a16 linear layers",
+           {DType::kQ4_K, DType::kF32, "linear layers, w4a16 embedding and LM head, "});
 }
 
 TEST(GpuQuantizedExecutor, Fp8LlamaBf16MatchesCpu) {

@@ -426,6 +426,95 @@ TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
   }
 }
 
+// A token table kept quantized (the embedding and LM head of a GGUF model): rows gathered by id
+// are the dequantizer's rows bit for bit (times Gemma's scale in fp32, rounded once), ids out of
+// range give zero rows; and the layer writes fp32 outputs (the logits) without the final
+// rounding, by the kernel (m <= kW4A16KernelMaxRows) and by dequantize + cuBLASLt.
+TEST(GpuW4A16Gemm, TableRowsAndFp32Outputs) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  auto blas = cuda::BlasLt::create(32u << 20);
+  ASSERT_TRUE(blas.ok());
+  std::mt19937_64 rng(14);
+  std::mt19937 rng32(15);
+  std::vector<std::pair<std::string, quant::W4A16Matrix>> tables;
+  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1}) {
+    const std::int64_t n = 72, k = 512;
+    const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, dtype, n, k);
+    StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(dtype, bytes.data(), n, k);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    tables.emplace_back(std::string(dtype_name(dtype)), std::move(*w));
+  }
+  tables.emplace_back("Q4_Z", random_matrix(rng, Shape{37, 640, 128}));
+  for (const auto& [name, w] : tables) {
+    SCOPED_TRACE(name);
+    const std::vector<float> exact = dense_weights(w);
+    const DeviceW4A16 dw(w);
+    const std::vector<std::int32_t> ids = {
+        5, 0, static_cast<std::int32_t>(w.rows - 1), -1, static_cast<std::int32_t>(w.rows), 33, 5};
+    const DeviceVector<std::int32_t> dids(ids);
+    const auto n_ids = static_cast<std::int64_t>(ids.size());
+    for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+      for (const float scale : {1.0f, 25.25f}) {
+        SCOPED_TRACE(std::string(gpu_test::name_of(type)) + " scale " + std::to_string(scale));
+        DeviceArray out(static_cast<std::size_t>(n_ids * w.cols), type);
+        out.poison();
+        ASSERT_TRUE(
+            launch_w4a16_gather_rows(dw.view, dids.data(), n_ids, scale, out.data(), type, nullptr)
+                .ok());
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> got = out.download();
+        for (std::int64_t t = 0; t < n_ids; ++t) {
+          const std::int32_t id = ids[static_cast<std::size_t>(t)];
+          const bool valid = id >= 0 && id < w.rows;
+          std::vector<float> row(static_cast<std::size_t>(w.cols), 0.0f);
+          if (valid) {
+            const auto first = exact.begin() + static_cast<std::ptrdiff_t>(id * w.cols);
+            row = gpu_test::round_to(std::vector<float>(first, first + w.cols), type);
+            if (scale != 1.0f) {
+              for (float& v : row) v *= scale;  // fp32, as the kernel
+              row = gpu_test::round_to(row, type);
+            }
+          }
+          for (std::int64_t c = 0; c < w.cols; ++c) {
+            ASSERT_EQ(got[static_cast<std::size_t>(t * w.cols + c)],
+                      row[static_cast<std::size_t>(c)])
+                << "token " << t << " (id " << id << ") col " << c;
+          }
+        }
+      }
+    }
+    StatusOr<W4A16Linear> layer = W4A16Linear::upload(w);
+    ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+    const ScalarType type = ScalarType::kBF16;
+    const std::vector<float> bias =
+        gpu_test::round_to(gpu_test::random_vector(static_cast<std::size_t>(w.rows), rng32), type);
+    for (std::int64_t m :
+         {std::int64_t{1}, std::int64_t{5}, kW4A16KernelMaxRows, kW4A16KernelMaxRows + 9}) {
+      const std::string what = name + " fp32 y, m=" + std::to_string(m);
+      SCOPED_TRACE(what);
+      const std::vector<float> x = gpu_test::round_to(
+          gpu_test::random_vector(static_cast<std::size_t>(m * w.cols), rng32), type);
+      DeviceArray dx(x, type), dbias(bias, type),
+          dy(static_cast<std::size_t>(m * w.rows), ScalarType::kF32);
+      dy.poison();
+      const std::size_t scratch_bytes = layer->scratch_bytes(m, type);
+      DeviceVector<std::uint8_t> scratch(std::max<std::size_t>(scratch_bytes, 1));
+      // cuBLASLt adds a bias only in the input type (an LM head has none).
+      const bool with_bias = m <= kW4A16KernelMaxRows;
+      const Status st =
+          layer->forward(dx.data(), m, with_bias ? dbias.data() : nullptr, dy.data(), type, **blas,
+                         scratch.data(), scratch_bytes, nullptr, /*y_fp32=*/true);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      // No output rounding: the bound's output term is fp32's; past the kernel's rows cuBLASLt
+      // multiplies the weights rounded to bf16.
+      expect_matches_reference(
+          dy.download(), x, w, m <= kW4A16KernelMaxRows ? exact : gpu_test::round_to(exact, type),
+          with_bias ? bias : std::vector<float>{}, m, ScalarType::kF32, what, min_terms(w));
+    }
+  }
+}
+
 TEST(GpuW4A16Gemm, GatherColumnsFollowsThePermutation) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(9);

@@ -300,9 +300,9 @@ TEST(DeviceLinearPlan, GgufTypesStayQuantized) {
 
 // The GPU memory a GGUF model's weights take after load, planned on the host (the figure issue 28
 // asks for: about the file's size), for the local Q4_K_M files when present. The embedding (and
-// an untied LM head) stays in --dtype on the GPU, so it is counted apart. A Q4_K_M file gives V
-// (and down) Q6_K in some layers and Q, K Q4_K: those fused QKV layers take the general GGUF
-// form (6-bit codes).
+// an untied LM head) keeps its GGUF type's W4A16 form too (device_table_kind). A Q4_K_M file
+// gives V (and down) Q6_K in some layers and Q, K Q4_K: those fused QKV layers take the general
+// GGUF form (6-bit codes).
 TEST(DeviceLinearPlan, GgufQ4KMModelNeedsAboutItsFileSizeOfGpuMemory) {
   int found = 0;
   for (const char* rel : {"/models/bench/llama-1b-shape.Q4_K_M.gguf",
@@ -334,16 +334,23 @@ TEST(DeviceLinearPlan, GgufQ4KMModelNeedsAboutItsFileSizeOfGpuMemory) {
     }
     const cpu::TensorView& e = w->embed_tokens;
     const bool tied = w->lm_head.data == e.data;
-    const std::size_t embed_gpu =
-        static_cast<std::size_t>(e.num_rows * e.num_cols) * 2 * (tied ? 1 : 2);
+    EXPECT_NE(device_table_kind(e, true), DeviceLinearKind::kDense);
+    EXPECT_EQ(device_table_kind(e, false), DeviceLinearKind::kDense);
+    auto embed_bytes = planned_table_bytes(e, true, 2);
+    ASSERT_TRUE(embed_bytes.ok()) << embed_bytes.status().to_string();
+    std::size_t embed_gpu = *embed_bytes;
+    if (!tied) {
+      auto head_bytes = planned_table_bytes(w->lm_head, true, 2);
+      ASSERT_TRUE(head_bytes.ok()) << head_bytes.status().to_string();
+      embed_gpu += *head_bytes;
+    }
     const std::size_t embed_file = bytes_of(e) + (tied ? 0 : bytes_of(w->lm_head));
     const auto file_size = static_cast<std::size_t>(std::filesystem::file_size(path));
     const double gib = 1 << 30;
     std::printf(
         "%s: file %.3f GiB; linear layers %.3f GiB in the file, %.3f GiB planned on the GPU "
         "(%.3fx; %zu of %zu QKV layers of mixed types); embedding%s %.3f GiB in the file, %.3f GiB "
-        "bf16; "
-        "all weights %.3f GiB (%.3fx the file)\n",
+        "planned; all weights %.3f GiB (%.3fx the file)\n",
         rel, file_size / gib, linear_file / gib, linear_gpu / gib,
         static_cast<double>(linear_gpu) / linear_file, mixed_qkv, w->layers.size(),
         tied ? "" : " + LM head", embed_file / gib, embed_gpu / gib, (linear_gpu + embed_gpu) / gib,
@@ -353,6 +360,8 @@ TEST(DeviceLinearPlan, GgufQ4KMModelNeedsAboutItsFileSizeOfGpuMemory) {
     // 256-blocks, so its file falls back to Q5_0 (5.75 bits on the GPU against 5.5) and Q8_0 for
     // many matrices (1.09x).
     EXPECT_LT(static_cast<double>(linear_gpu), 1.15 * static_cast<double>(linear_file));
+    EXPECT_LT(static_cast<double>(embed_gpu), 1.15 * static_cast<double>(embed_file));
+    EXPECT_LT(static_cast<double>(linear_gpu + embed_gpu), 1.15 * static_cast<double>(file_size));
   }
   if (found == 0) GTEST_SKIP() << "no local Q4_K_M model under models/";
 }
@@ -384,19 +393,25 @@ TEST(DeviceLinearPlan, Llama3_8BQ4KMPlannedGpuMemory) {
       linear_gpu += *bytes;
     }
   }
-  const std::size_t embed_file = bytes_of(cpu::dense_view(nullptr, DType::kQ4_K, vocab, hidden));
-  const std::size_t head_file = bytes_of(cpu::dense_view(nullptr, DType::kQ6_K, vocab, hidden));
-  const auto embed_gpu = static_cast<std::size_t>(vocab * hidden * 2);
+  const cpu::TensorView embed = cpu::dense_view(nullptr, DType::kQ4_K, vocab, hidden);
+  const cpu::TensorView head = cpu::dense_view(nullptr, DType::kQ6_K, vocab, hidden);
+  const std::size_t tables_file = bytes_of(embed) + bytes_of(head);
+  auto embed_gpu = planned_table_bytes(embed, true, 2);
+  auto head_gpu = planned_table_bytes(head, true, 2);
+  ASSERT_TRUE(embed_gpu.ok() && head_gpu.ok());
+  const std::size_t tables_gpu = *embed_gpu + *head_gpu;
   const double gb = 1e9;
-  const double file = static_cast<double>(linear_file + embed_file + head_file);
+  const double file = static_cast<double>(linear_file + tables_file);
+  const double all = static_cast<double>(linear_gpu + tables_gpu);
   std::printf(
       "Llama-3-8B Q4_K_M: linear layers %.2f GB in the file, %.2f GB planned on the GPU (%.3fx); "
-      "embedding + LM head %.2f GB in the file, %.2f GB bf16; all weights %.2f GB against the "
-      "file's %.2f GB of tensors (%.3fx)\n",
+      "embedding + LM head %.2f GB in the file, %.2f GB planned (bf16: %.2f GB); all weights "
+      "%.2f GB against the file's %.2f GB of tensors (%.3fx)\n",
       linear_file / gb, linear_gpu / gb, static_cast<double>(linear_gpu) / linear_file,
-      (embed_file + head_file) / gb, 2 * embed_gpu / gb, (linear_gpu + 2 * embed_gpu) / gb,
-      file / gb, (linear_gpu + 2 * embed_gpu) / file);
+      tables_file / gb, tables_gpu / gb, 2.0 * vocab * hidden * 2 / gb, all / gb, file / gb,
+      all / file);
   EXPECT_LT(static_cast<double>(linear_gpu), 1.1 * static_cast<double>(linear_file));
+  EXPECT_LT(all, 1.1 * file);
 }
 
 TEST(DeviceLinearPlan, Fp8LayoutHoldsThePartsWeights) {
