@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# A lent GPU's one long call (issues 27 and 28): every GPU test, the kernel and 8B model benches,
+# then 8B serving BF16 and FP8 (weights + KV cache), all inside a deadline, every figure in
+# $OUT/summary.txt. Made from run 28's script (docs/perf/gpu-runs/2026-11-27-h200-run28/), kept
+# here so a session's first call needs no writing:
+#
+#   here:   ninja -C build-gpu-check gpu_bench pagoda <the tests>   (scripts/gpu_check.sh prepare
+#           builds them all), then
+#           GPU_CHECK_BINARIES="gpu_bench pagoda $(scripts/gpu_session.sh --binaries)" \
+#             PAGODA_GPU_BUNDLE=.gpu-bundle scripts/gpu_check.sh bundle
+#   device: run(command="BUDGET=520 bash scripts/gpu_check.sh exec bash scripts/gpu_session.sh",
+#               carry=[".gpu-bundle", "models/vocab"], timeout_s=580)
+#
+# The tensor-core decode kernel over an FP8 cache is not kAuto's choice until a GPU run passes
+# it: when its tests pass here, the FP8 serving pass and model bench run it
+# (PAGODA_DECODE_ATTENTION=tensor-cores) and the summary says so. If a decode-path test fails,
+# the BF16 benches and serving run PAGODA_DECODE_ATTENTION=pipelined instead. Output files (the
+# device tool brings back 8): summary.txt, tests.log, bench.log, bench2.log and, per serving
+# pass, <name>/serve_bench_summary.txt and <name>/serve_bench.tgz.
+set -u
+TESTS=(gpu_paged_attention_test gpu_fp8_kv_cache_test gpu_mixed_step_test
+       gpu_cuda_model_executor_test gpu_w4a16_gemm_test gpu_quantized_executor_test
+       gpu_dummy_weights_test gpu_fp8_gemm_test gpu_gemma3_kernels_test gpu_tiny_hf_models_test
+       gpu_speculative_test gpu_elementwise_kernels_test gpu_skinny_gemm_test
+       gpu_sampling_kernel_test)
+if [[ "${1:-}" == --binaries ]]; then
+  echo "${TESTS[*]}"
+  exit 0
+fi
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+o=${OUT:?run on the device machine, where OUT is set}
+sum=$o/summary.txt tl=$o/tests.log bl=$o/bench.log b2=$o/bench2.log
+DEADLINE=$((SECONDS + ${BUDGET:-520}))
+{ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+  echo "commit $(git rev-parse --short HEAD 2>/dev/null) $(date -u +%FT%TZ)"; } >>"$sum"
+
+step() {  # step NAME CAP LOG CMD...: at most CAP seconds and never past the deadline
+  local name=$1 cap=$2 log=$3
+  shift 3
+  local left=$((DEADLINE - SECONDS))
+  ((left < 5)) && { echo "$name SKIPPED (deadline)" >>"$sum"; return 9; }
+  ((cap > left)) && cap=$left
+  local s=$SECONDS
+  echo "== $name" >>"$log"
+  timeout "$cap" "$@" >>"$log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $((SECONDS - s))s" >>"$sum"
+  return $rc
+}
+failed_tests() { grep -a -E '^\[  FAILED  \] .*\(' "$tl"; }
+
+G=--gtest_color=no
+# The attention tests' host oracle is slow (~160 s in all on a 16-core host): their own cap.
+step attention 200 "$tl" gpu_paged_attention_test $G
+for t in "${TESTS[@]:1}"; do step "${t#gpu_}" 60 "$tl" "$t" $G; done
+{ echo "-- failures"; failed_tests | head -30
+  echo -n "tests OK: "; grep -a -c '^\[       OK \]' "$tl"
+  echo -n "tests skipped: "; grep -a -c '^\[  SKIPPED \] .*(' "$tl"; } >>"$sum"
+
+if failed_tests | grep -q -i -E 'Decode|Mixed|Executor|SoftCap|Speculat'; then
+  export PAGODA_DECODE_ATTENTION=pipelined
+  echo "a decode-path test failed: the benches and serving run PAGODA_DECODE_ATTENTION=pipelined" >>"$sum"
+fi
+# The FP8 cache's tensor-core decode: its tests are the FP8 attention test and the soft-cap one.
+fp8_decode=()
+if ! failed_tests | grep -q -E 'GpuFp8KvCache\.Attention|SoftCap\.Fp8Cache' &&
+   grep -a -q '^\[       OK \] GpuFp8KvCache.AttentionOverCodesMatchesTheOracleOverTheirValues' "$tl"; then
+  fp8_decode=(PAGODA_DECODE_ATTENTION=tensor-cores)
+  echo "the FP8 tensor-core decode passed: the FP8 passes run PAGODA_DECODE_ATTENTION=tensor-cores" >>"$sum"
+fi
+
+step bench_attention 60 "$bl" gpu_bench kernels decode prefill
+step bench_elementwise 30 "$bl" gpu_bench kernels elementwise
+step bench_quant 45 "$bl" gpu_bench kernels fp8 gguf w4a16
+CFG=configs/models/llama-3.1-8b.json
+step model_b256 45 "$bl" gpu_bench model --config $CFG --batch 256 --context 1500 --steps 8
+step model_b1 25 "$bl" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16
+grep -a '^RESULT' "$bl" | sed 's/^RESULT //' >>"$sum"
+
+VOCAB=models/vocab/ggml-vocab-llama-bpe.gguf
+[[ -f "$VOCAB" ]] || VOCAB=.gpu-run/ggml-vocab-llama-bpe.gguf
+serve() {  # serve NAME CAP [ENV=VALUE...]: scripts/gpu_serve_bench.sh, async scheduling only
+  local name=$1 cap=$2
+  shift 2
+  local left=$((DEADLINE - SECONDS))
+  ((left < 40)) && { echo "serve $name SKIPPED (${left}s left)" >>"$sum"; return; }
+  ((cap > left)) && cap=$left
+  mkdir -p "$o/$name"
+  local s=$SECONDS
+  env OUT="$o/$name" SKIP_SPEC=1 SKIP_SYNC=1 NUM_PROMPTS=512 READY_TIMEOUT=90 "$@" \
+    timeout "$cap" bash scripts/gpu_serve_bench.sh "$VOCAB" >"$o/$name/serve.log" 2>&1
+  echo "serve $name rc=$? $((SECONDS - s))s $*" >>"$sum"
+  if [[ -f "$o/$name/serve_bench_summary.txt" ]]; then
+    cat "$o/$name/serve_bench_summary.txt" >>"$sum"
+    rm -f "$o/$name/serve.log"
+  else
+    tail -5 "$o/$name/serve.log" >>"$sum"
+  fi
+}
+serve bf16 150
+serve fp8 150 FP8=1 "${fp8_decode[@]}"
+step model_b256_fp8kv 60 "$b2" env "${fp8_decode[@]}" gpu_bench model --config $CFG --batch 256 \
+  --context 1500 --steps 8 --quantization fp8 --kv-cache-dtype fp8
+step model_b1_fp8 40 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
+  --quantization fp8
+step model_b1_int4 40 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
+  --quantization int4
+grep -a '^RESULT' "$b2" 2>/dev/null | sed 's/^RESULT //' >>"$sum"
+# memcheck on the decode kernels with K splits, the FP8 tensor-core path included.
+step memcheck_decode 60 "$tl" compute-sanitizer --tool memcheck --error-exitcode 7 \
+  gpu_fp8_kv_cache_test $G --gtest_filter='GpuFp8KvCache.AttentionOverCodesMatchesTheOracleOverTheirValues'
+grep -a 'ERROR SUMMARY' "$tl" >>"$sum"
+cat "$sum"
