@@ -20,6 +20,8 @@ const void* CudaDecoderOps::norm_weight(std::int64_t layer, NormWeight weight) c
     case NormWeight::kPostAttention: return l.post_attention_layernorm.data();
     case NormWeight::kQ: return l.q_norm.data();
     case NormWeight::kK: return l.k_norm.data();
+    case NormWeight::kPreFeedforward:
+    case NormWeight::kPostFeedforward: return gemma3_norm_weight(layer, weight);  // null if absent
     case NormWeight::kFinal: break;
   }
   return e_.weights_.norm.data();
