@@ -18,6 +18,12 @@ struct SiluMulParams {
   std::int64_t num_tokens = 0;
   std::int64_t width = 0;  ///< the MLP's intermediate size
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;
+  /// Optional: out also as E4M3 codes [num_tokens, width] with one fp32 scale per token in
+  /// out_fp8_scales, by kernels/quant/fp8_row_scale.cuh's rule applied to out as stored (the
+  /// same bits launch_fp8_quantize_rows would give from out): an FP8 down projection's input,
+  /// without its own quantization pass. Both or neither; 16-bit dtype.
+  std::uint8_t* out_fp8 = nullptr;
+  float* out_fp8_scales = nullptr;
 };
 
 /// out = silu(gate) * up, silu(g) = g / (1 + exp(-g)), in fp32, rounded once.

@@ -73,34 +73,65 @@ Status CudaDecoderOps::embed() {
                                               e_.stream_.get());
 }
 
+const CudaLinearLayer* CudaDecoderOps::fp8_consumer(const CudaLinearLayer* layer) const {
+  const bool fp8 = layer != nullptr && layer->kind() == DeviceLinearKind::kFp8;
+  return fp8 && e_.fp8_codes_.data() != nullptr ? layer : nullptr;
+}
+
+// Llama's norms: the input norm feeds QKV, the post-attention norm gate/up (Gemma 3's sandwich
+// norms go through post_norm_add_rms_norm, which writes no codes).
+const CudaLinearLayer* CudaDecoderOps::normed_consumer(std::int64_t layer,
+                                                       NormWeight weight) const {
+  if (layer < 0 || layer >= static_cast<std::int64_t>(e_.weights_.layers.size())) return nullptr;
+  if (weight == NormWeight::kInput) return fp8_consumer(&layer_weights(layer).qkv_proj);
+  if (weight == NormWeight::kPostAttention) return fp8_consumer(&layer_weights(layer).gate_up_proj);
+  return nullptr;
+}
+
+// With an FP8 consumer the norm also writes its output's codes (RmsNormParams::out_fp8), so the
+// consumer skips its own quantization pass.
 Status CudaDecoderOps::rms_norm(std::int64_t layer, NormWeight weight) {
-  return kernels::launch_rms_norm({.x = e_.residual_.data(),
-                                   .weight = norm_weight(layer, weight),
-                                   .out = e_.normed_.data(),
-                                   .num_tokens = shape_.num_tokens,
-                                   .hidden = e_.config_.hidden_size,
-                                   .eps = static_cast<float>(e_.config_.rms_norm_eps),
-                                   .dtype = e_.options_.dtype},
-                                  e_.stream_.get());
+  fp8_codes_for_ = normed_consumer(layer, weight);
+  return kernels::launch_rms_norm(
+      {.x = e_.residual_.data(),
+       .weight = norm_weight(layer, weight),
+       .out = e_.normed_.data(),
+       .num_tokens = shape_.num_tokens,
+       .hidden = e_.config_.hidden_size,
+       .eps = static_cast<float>(e_.config_.rms_norm_eps),
+       .dtype = e_.options_.dtype,
+       .out_fp8 = fp8_codes_for_ != nullptr ? e_.fp8_codes_.as<std::uint8_t>() : nullptr,
+       .out_fp8_scales = fp8_codes_for_ != nullptr ? e_.fp8_scales_.as<float>() : nullptr},
+      e_.stream_.get());
 }
 
 Status CudaDecoderOps::add_rms_norm(std::int64_t layer, NormWeight weight) {
-  return kernels::launch_rms_norm({.x = e_.proj_.data(),
-                                   .residual = e_.residual_.data(),
-                                   .weight = norm_weight(layer, weight),
-                                   .out = e_.normed_.data(),
-                                   .num_tokens = shape_.num_tokens,
-                                   .hidden = e_.config_.hidden_size,
-                                   .eps = static_cast<float>(e_.config_.rms_norm_eps),
-                                   .dtype = e_.options_.dtype},
-                                  e_.stream_.get());
+  fp8_codes_for_ = normed_consumer(layer, weight);
+  return kernels::launch_rms_norm(
+      {.x = e_.proj_.data(),
+       .residual = e_.residual_.data(),
+       .weight = norm_weight(layer, weight),
+       .out = e_.normed_.data(),
+       .num_tokens = shape_.num_tokens,
+       .hidden = e_.config_.hidden_size,
+       .eps = static_cast<float>(e_.config_.rms_norm_eps),
+       .dtype = e_.options_.dtype,
+       .out_fp8 = fp8_codes_for_ != nullptr ? e_.fp8_codes_.as<std::uint8_t>() : nullptr,
+       .out_fp8_scales = fp8_codes_for_ != nullptr ? e_.fp8_scales_.as<float>() : nullptr},
+      e_.stream_.get());
 }
 
 Status CudaDecoderOps::linear(const CudaLinearLayer& layer, const cuda::DeviceBuffer& x,
                               const void* bias, cuda::DeviceBuffer& y) {
+  const LinearScratch scratch{.data = e_.linear_scratch_.data(),
+                              .bytes = e_.linear_scratch_.bytes()};
+  if (fp8_codes_for_ == &layer) {
+    return layer.forward_fp8_codes(e_.fp8_codes_.as<std::uint8_t>(), e_.fp8_scales_.as<float>(),
+                                   shape_.num_tokens, bias, y.data(), e_.options_.dtype, *e_.blas_,
+                                   scratch, e_.stream_.get());
+  }
   return layer.forward(x.data(), shape_.num_tokens, bias, y.data(), e_.options_.dtype, *e_.blas_,
-                       {.data = e_.linear_scratch_.data(), .bytes = e_.linear_scratch_.bytes()},
-                       e_.stream_.get());
+                       scratch, e_.stream_.get());
 }
 
 Status CudaDecoderOps::qkv_projection(std::int64_t layer) {
@@ -220,13 +251,18 @@ Status CudaDecoderOps::gated_mlp(std::int64_t layer, GatedActivation activation)
   PAGODA_RETURN_IF_ERROR(linear(l.gate_up_proj, e_.normed_, nullptr, e_.gate_up_));
   const auto launch_gate = activation == GatedActivation::kSilu ? kernels::launch_silu_mul
                                                                 : kernels::launch_gelu_tanh_mul;
-  PAGODA_RETURN_IF_ERROR(launch_gate({.gate_up = e_.gate_up_.data(),
-                                      .gate_up_row_stride = 2 * c.intermediate_size,
-                                      .out = e_.act_.data(),
-                                      .num_tokens = n,
-                                      .width = c.intermediate_size,
-                                      .dtype = t},
-                                     stream));
+  // An FP8 down projection takes the gate's codes (SiluMulParams::out_fp8).
+  fp8_codes_for_ = fp8_consumer(&l.down_proj);
+  PAGODA_RETURN_IF_ERROR(launch_gate(
+      {.gate_up = e_.gate_up_.data(),
+       .gate_up_row_stride = 2 * c.intermediate_size,
+       .out = e_.act_.data(),
+       .num_tokens = n,
+       .width = c.intermediate_size,
+       .dtype = t,
+       .out_fp8 = fp8_codes_for_ != nullptr ? e_.fp8_codes_.as<std::uint8_t>() : nullptr,
+       .out_fp8_scales = fp8_codes_for_ != nullptr ? e_.fp8_scales_.as<float>() : nullptr},
+      stream));
   return linear(l.down_proj, e_.act_, nullptr, e_.proj_);
 }
 

@@ -42,9 +42,14 @@ class CudaDecoderOps final : public DecoderOps {
 
  private:
   const void* norm_weight(std::int64_t layer, NormWeight weight) const;
-  // y = x W^T (+ bias) over the step's tokens, whatever form the layer's weight has.
+  // y = x W^T (+ bias) over the step's tokens, whatever form the layer's weight has; from the
+  // executor's fp8_codes_ when the producer of x wrote them for this very layer.
   Status linear(const CudaLinearLayer& layer, const cuda::DeviceBuffer& x, const void* bias,
                 cuda::DeviceBuffer& y);
+  // The FP8 layer the next norm's (or gate's) output feeds, when it should also write its codes
+  // for it: the consumer of `normed` after rms_norm / add_rms_norm(layer, weight), or null.
+  const CudaLinearLayer* fp8_consumer(const CudaLinearLayer* layer) const;
+  const CudaLinearLayer* normed_consumer(std::int64_t layer, NormWeight weight) const;
   const CudaLayerWeights& layer_weights(std::int64_t layer) const {
     return e_.weights_.layers[static_cast<std::size_t>(layer)];
   }
@@ -57,6 +62,9 @@ class CudaDecoderOps final : public DecoderOps {
 
   CudaModelExecutor& e_;
   const CudaModelExecutor::LayerShape& shape_;
+  // The layer whose input e_.fp8_codes_ holds (written by the last producer), or null. Any op
+  // that writes the producers' outputs without codes clears it.
+  const CudaLinearLayer* fp8_codes_for_ = nullptr;
 };
 
 }  // namespace pagoda::models

@@ -44,6 +44,7 @@ const void* CudaDecoderOps::gemma3_norm_weight(std::int64_t layer, NormWeight we
 // as transformers' bf16 Gemma3RMSNorm output is.
 Status CudaDecoderOps::post_norm_add_rms_norm(std::int64_t layer, NormWeight post,
                                               std::int64_t next_layer, NormWeight next) {
+  fp8_codes_for_ = nullptr;  // normed_ without codes
   const ModelConfig& c = e_.config_;
   const void* w_post = gemma3_norm_weight(layer, post);
   const void* w_next = gemma3_norm_weight(next_layer, next);

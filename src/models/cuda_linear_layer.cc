@@ -143,6 +143,16 @@ Status CudaLinearLayer::forward(const void* x, std::int64_t m, const void* bias,
                       stream);
 }
 
+Status CudaLinearLayer::forward_fp8_codes(const std::uint8_t* x_codes, const float* x_scales,
+                                          std::int64_t m, const void* bias, void* y,
+                                          ScalarType dtype, cuda::BlasLt& blas,
+                                          LinearScratch scratch, cudaStream_t stream) const {
+  const auto* f8 = std::get_if<kernels::Fp8Linear>(&impl_);
+  if (f8 == nullptr) return invalid_argument("forward_fp8_codes: not an FP8 layer");
+  return f8->forward_quantized(x_codes, x_scales, m, bias, y, dtype, blas, scratch.data,
+                               scratch.bytes, stream);
+}
+
 Status CudaLinearLayer::gather_rows(const std::int32_t* ids, std::int64_t n, float scale, void* out,
                                     ScalarType dtype, cudaStream_t stream) const {
   if (const auto* w4 = std::get_if<kernels::W4A16Linear>(&impl_)) {

@@ -68,6 +68,13 @@ class CudaLinearLayer {
                  cuda::BlasLt& blas, LinearScratch scratch, cudaStream_t stream,
                  bool y_fp32 = false) const;
 
+  /// The same product from activations a producer already quantized for an FP8 layer (RMSNorm's
+  /// or the gated activation's fused FP8 output): codes [m, cols] and per-token scales, the bits
+  /// forward() would make from x itself. FP8 form only.
+  Status forward_fp8_codes(const std::uint8_t* x_codes, const float* x_scales, std::int64_t m,
+                           const void* bias, void* y, cuda::ScalarType dtype, cuda::BlasLt& blas,
+                           LinearScratch scratch, cudaStream_t stream) const;
+
   /// out [n, cols] = rows ids[0 .. n) of W in `dtype` (times `scale`, in fp32 and rounded once,
   /// unless it is 1): the embedding lookup of a token table held as a linear layer's weight,
   /// dense or in the W4A16 form (dequantized per lookup, so the table stays its file's size).

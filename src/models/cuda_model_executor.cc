@@ -135,6 +135,18 @@ Status CudaModelExecutor::allocate_activations() {
     }
   }
   scratch = std::max(scratch, weights_.lm_head_layer().max_scratch_bytes(kLogitsChunk, t));
+  bool fp8_layers = false;
+  for (const CudaLayerWeights& layer : weights_.layers) {
+    for (const CudaLinearLayer* linear : layer.linear_layers()) {
+      fp8_layers = fp8_layers || linear->kind() == DeviceLinearKind::kFp8;
+    }
+  }
+  if (fp8_layers && options_.fuse_fp8_producers) {
+    const std::int64_t widest = std::max(c.hidden_size, c.intermediate_size);
+    PAGODA_ASSIGN_OR_RETURN(fp8_codes_,
+                            DeviceBuffer::allocate(static_cast<std::size_t>(n * widest)));
+    PAGODA_ASSIGN_OR_RETURN(fp8_scales_, allocate(n, ScalarType::kF32));
+  }
   if (scratch > 0) {
     PAGODA_ASSIGN_OR_RETURN(linear_scratch_, DeviceBuffer::allocate(scratch));
   }

@@ -49,6 +49,9 @@ struct CudaExecutorOptions {
   /// checkpoint's k_scale / v_scale, else 1), half the bytes per block of a 16-bit cache;
   /// bf16/f16 only.
   kernels::KvCacheStorage kv_cache_storage = kernels::KvCacheStorage::kActivations;
+  /// FP8 linear layers take their input's codes from the producing kernel (RMSNorm, the gated
+  /// activation) instead of quantizing it themselves; the same bits either way (tests compare).
+  bool fuse_fp8_producers = true;
 };
 
 /// What the decode CUDA graphs took at start-up.
@@ -241,6 +244,11 @@ class CudaModelExecutor final : public ModelExecutor {
   // The quantized linear layers' scratch (activation codes, act-order gathers, W4A16 split-K
   // partials or its dequantized weight): the most any layer takes at the token budget.
   cuda::DeviceBuffer linear_scratch_;
+  // With FP8 linear layers: a producer's fused FP8 output (RMSNorm for QKV and gate/up, the gated
+  // activation for down), E4M3 [tokens, max(hidden, intermediate)] and a scale per token;
+  // empty otherwise.
+  cuda::DeviceBuffer fp8_codes_;
+  cuda::DeviceBuffer fp8_scales_;
   kernels::DeviceSampler sampler_;  // slot state, processed logits, step in/out
   cuda::StepTimer step_timer_;
   Status deferred_error_;                  // from accept_tokens, for the next execute()

@@ -14,10 +14,12 @@
 #include "backend/cpu/kv_cache_view.h"
 #include "backend/cpu/rms_norm.h"
 #include "backend/cpu/rope.h"
+#include "kernels/activation/gelu_tanh_mul.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/embedding/embedding.h"
 #include "kernels/norm/head_rms_norm.h"
 #include "kernels/norm/rms_norm.h"
+#include "kernels/quant/fp8_quantize.h"
 #include "kernels/rope/rope_kv_cache.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -186,6 +188,84 @@ TEST(GpuSiluMul, MatchesCpuOnStridedGateUp) {
           std::string(gpu_test::name_of(type)) + " width " + std::to_string(width));
     }
   }
+}
+
+// An FP8 down projection's input straight from the gate (SiLU and tanh-GELU): the bf16/f16
+// output the same bits as without it, and the codes and per-token scales those
+// launch_fp8_quantize_rows gives from that output, on the vector path and the element-wise one
+// (an odd width, a row stride off 16 bytes).
+TEST(GpuGatedActivation, FusedFp8OutputEqualsQuantizingItsOutput) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(31);
+  for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+    for (const auto launch : {kernels::launch_silu_mul, kernels::launch_gelu_tanh_mul}) {
+      for (std::int64_t width : {std::int64_t{14336}, std::int64_t{1001}}) {
+        SCOPED_TRACE(std::string(gpu_test::name_of(type)) + " width " + std::to_string(width));
+        const std::int64_t tokens = 9;
+        const std::int64_t stride = 2 * width + (width % 2);
+        const auto gate_up = gpu_test::round_to(
+            gpu_test::random_vector(static_cast<std::size_t>(tokens * stride), rng, -6.0f, 6.0f),
+            type);
+        // A zero row: codes 0, scale 1.
+        const std::vector<float> zeros(static_cast<std::size_t>(stride), 0.0f);
+        std::vector<float> with_zero = gate_up;
+        std::copy(zeros.begin(), zeros.end(), with_zero.begin() + 3 * stride);
+        DeviceArray d_gate_up(with_zero, type);
+        const auto n = static_cast<std::size_t>(tokens * width);
+        DeviceArray plain(n, type), fused(n, type);
+        DeviceVector<std::uint8_t> fused_codes(n), codes(n);
+        DeviceVector<float> fused_scales(static_cast<std::size_t>(tokens)),
+            scales(static_cast<std::size_t>(tokens));
+        kernels::SiluMulParams p{.gate_up = d_gate_up.data(),
+                                 .gate_up_row_stride = stride,
+                                 .out = plain.data(),
+                                 .num_tokens = tokens,
+                                 .width = width,
+                                 .dtype = type};
+        ASSERT_TRUE(launch(p, nullptr).ok());
+        p.out = fused.data();
+        p.out_fp8 = fused_codes.data();
+        p.out_fp8_scales = fused_scales.data();
+        ASSERT_TRUE(launch(p, nullptr).ok());
+        ASSERT_TRUE(kernels::launch_fp8_quantize_rows({.x = plain.data(),
+                                                       .codes = codes.data(),
+                                                       .scales = scales.data(),
+                                                       .rows = tokens,
+                                                       .cols = width,
+                                                       .dtype = type},
+                                                      nullptr)
+                        .ok());
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        EXPECT_EQ(fused.download(), plain.download());
+        EXPECT_EQ(fused_scales.download(), scales.download());
+        EXPECT_EQ(fused_codes.download(), codes.download());
+        EXPECT_EQ(fused_scales.download()[3], 1.0f);
+      }
+    }
+  }
+  // Both or neither, and 16-bit only.
+  DeviceArray x(64, ScalarType::kF32), y(32, ScalarType::kF32);
+  DeviceVector<std::uint8_t> c(32);
+  DeviceVector<float> sc(1);
+  EXPECT_FALSE(kernels::launch_silu_mul({.gate_up = x.data(),
+                                         .gate_up_row_stride = 64,
+                                         .out = y.data(),
+                                         .num_tokens = 1,
+                                         .width = 32,
+                                         .dtype = ScalarType::kF32,
+                                         .out_fp8 = c.data(),
+                                         .out_fp8_scales = sc.data()},
+                                        nullptr)
+                   .ok());
+  EXPECT_FALSE(kernels::launch_silu_mul({.gate_up = x.data(),
+                                         .gate_up_row_stride = 64,
+                                         .out = y.data(),
+                                         .num_tokens = 1,
+                                         .width = 32,
+                                         .dtype = ScalarType::kF32,
+                                         .out_fp8 = c.data()},
+                                        nullptr)
+                   .ok());
 }
 
 struct RopeCase {
