@@ -174,7 +174,7 @@ run_all() {
                 "gpu_mixed_step_test:GpuMixedStep.TinyQwen3Bf16MatchesCpu:GpuMixedStep.TinyGemma3WindowsAndKvGroupsBf16MatchCpu" \
                 "gpu_skinny_gemm_test:GpuSkinnyGemm.*" \
                 "gpu_w4a16_gemm_test:GpuW4A16Gemm.DequantizeIsExactThenRoundedOnce:GpuW4A16Gemm.GatherColumnsFollowsThePermutation:GpuW4A16Gemm.GgufFormDequantizeAndLayerDispatch" \
-                "gpu_fp8_gemm_test:GpuFp8.QuantizeRowsIsTheHostRuleBitForBit:GpuFp8.RmsNormFusedOutputEqualsQuantizingItsOutput"; do
+                "gpu_fp8_gemm_test:GpuFp8.QuantizeRowsIsTheHostRuleBitForBit:GpuFp8.RmsNormFusedOutputEqualsQuantizingItsOutput:GpuFp8.SkinnyGemmIsExactOnExactlySummableCodes"; do
       local t="${spec%%:*}" filter="${spec#*:}"
       [[ -x "$bin/$t" ]] || continue  # not in the bundle
       echo "== memcheck $t $filter" >>"$sanitizer_log"

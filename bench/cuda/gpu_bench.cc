@@ -342,7 +342,10 @@ int run_kernels(const std::vector<std::string>& groups) {
   if (wanted("skinny")) bench_skinny_gemm(ceil, **blas);
   if (wanted("w4a16")) bench_w4a16(ceil, **blas);
   if (wanted("gguf")) bench_gguf(**blas);
-  if (wanted("fp8")) bench_fp8(ceil, **blas);
+  if (wanted("fp8")) {
+    bench_fp8_decode(ceil, **blas);
+    bench_fp8(ceil, **blas);
+  }
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -204,6 +205,63 @@ void bench_gguf(cuda::BlasLt& blas) {
                       static_cast<long long>(k), device_bytes / (ours_ms * 1e-3) / 1e9);
         result(label, ours_ms * 1e3, "us", cublas_ms / ours_ms, "(info: x cuBLAS bf16)");
       }
+    }
+  }
+}
+
+// FP8 W8A8 at decode's m on Llama-3-8B's shapes: the layer from quantized activations
+// (Fp8Linear::forward_quantized) through the skinny kernel, which kAuto takes at these m, and
+// through cuBLASLt, each as weight bytes over time against B (BF16's G5 goal is 0.80 B); eight
+// weight copies rotated past L2.
+void bench_fp8_decode(const Ceilings& ceil, cuda::BlasLt& blas) {
+  const std::int64_t shapes[][2] = {{6144, 4096}, {28672, 4096}, {4096, 14336}, {4096, 4096}};
+  constexpr int kCopies = 8;
+  std::mt19937 rng(110);
+  for (const auto& s : shapes) {
+    const std::int64_t n = s[0], k = s[1];
+    quant::Fp8ChannelMatrix host{.rows = n, .cols = k};
+    host.codes.resize(static_cast<std::size_t>(n * k));
+    for (std::size_t i = 0; i < host.codes.size(); i += 4) {
+      const std::uint32_t codes = rng() & 0x77777777u;  // finite
+      std::memcpy(&host.codes[i], &codes, 4);
+    }
+    host.scales.assign(static_cast<std::size_t>(n), 1.0f / 256);
+    std::vector<kernels::Fp8Linear> layers;
+    for (int i = 0; i < kCopies; ++i) {
+      StatusOr<kernels::Fp8Linear> layer = kernels::Fp8Linear::upload(host);
+      check(layer.status(), "fp8 upload");
+      layers.push_back(std::move(*layer));
+    }
+    const double weight_bytes = static_cast<double>(n) * static_cast<double>(k);
+    for (std::int64_t m : {1, 4, 16}) {
+      DeviceBuffer x = random_buffer(m * k / 4, ScalarType::kF32, 111);  // raw codes
+      DeviceBuffer xs = random_buffer(m, ScalarType::kF32, 112, 1.0f / 512, 1.0f / 128);
+      DeviceBuffer y = alloc(static_cast<std::size_t>(m * n) * 2);
+      DeviceBuffer sums = alloc(layers[0].sums_scratch_bytes(m));
+      const auto time = [&](kernels::Fp8GemmPath path) {
+        return median_ms([&](int i) {
+          check(layers[static_cast<std::size_t>(i % kCopies)].forward_quantized(
+                    x.as<std::uint8_t>(), xs.as<float>(), m, nullptr, y.data(), ScalarType::kBF16,
+                    blas, sums.data(), sums.bytes(), nullptr, path),
+                "fp8 layer");
+        });
+      };
+      const double skinny_ms = time(kernels::Fp8GemmPath::kSkinny);
+      const double cublas_ms = time(kernels::Fp8GemmPath::kCublasLt);
+      char label[128];
+      std::snprintf(label, sizeof(label),
+                    "G5 fp8 skinny M=%lld %lldx%lld (%.1f us, cuBLASLt/ours %.2fx)",
+                    static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                    skinny_ms * 1e3, cublas_ms / skinny_ms);
+      const double skinny_gbs = weight_bytes / (skinny_ms * 1e-3) / 1e9;
+      result(label, skinny_gbs, "GB/s", skinny_gbs / ceil.bandwidth_gbs,
+             ">= 0.80 B (weight bytes; kAuto's path)");
+      std::snprintf(label, sizeof(label), "G5 fp8 cuBLASLt M=%lld %lldx%lld (%.1f us)",
+                    static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                    cublas_ms * 1e3);
+      const double cublas_gbs = weight_bytes / (cublas_ms * 1e-3) / 1e9;
+      result(label, cublas_gbs, "GB/s", cublas_gbs / ceil.bandwidth_gbs,
+             "(info: the path above m = 16)");
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/gemm/fp8_scale_epilogue.h"
+#include "kernels/gemm/fp8_skinny_gemm.h"
 #include "kernels/quant/fp8_quantize.h"
 
 namespace pagoda::kernels {
@@ -57,7 +58,8 @@ std::size_t Fp8Linear::scratch_bytes(std::int64_t m) const {
 
 Status Fp8Linear::forward(const void* x, std::int64_t m, const void* bias, void* y,
                           cuda::ScalarType dtype, cuda::BlasLt& blas, void* scratch,
-                          std::size_t scratch_bytes_given, cudaStream_t stream) const {
+                          std::size_t scratch_bytes_given, cudaStream_t stream,
+                          Fp8GemmPath path) const {
   if (m <= 0) return Status::ok_status();
   if (scratch_bytes_given < scratch_bytes(m)) {
     return invalid_argument("fp8 linear: " + std::to_string(scratch_bytes_given) +
@@ -72,14 +74,28 @@ Status Fp8Linear::forward(const void* x, std::int64_t m, const void* bias, void*
       stream));
   return forward_quantized(codes, scales, m, bias, y, dtype, blas,
                            codes + codes_bytes + scales_bytes,
-                           scratch_bytes_given - codes_bytes - scales_bytes, stream);
+                           scratch_bytes_given - codes_bytes - scales_bytes, stream, path);
 }
 
 Status Fp8Linear::forward_quantized(const std::uint8_t* x_codes, const float* x_scales,
                                     std::int64_t m, const void* bias, void* y,
                                     cuda::ScalarType dtype, cuda::BlasLt& blas, void* scratch,
-                                    std::size_t scratch_bytes_given, cudaStream_t stream) const {
+                                    std::size_t scratch_bytes_given, cudaStream_t stream,
+                                    Fp8GemmPath path) const {
   if (m <= 0) return Status::ok_status();
+  if (path == Fp8GemmPath::kSkinny || (path == Fp8GemmPath::kAuto && m <= kFp8SkinnyGemmMaxRows)) {
+    return launch_fp8_skinny_gemm({.x = x_codes,
+                                   .x_scales = x_scales,
+                                   .w = codes_.as<std::uint8_t>(),
+                                   .w_scales = scales_.as<float>(),
+                                   .bias = bias,
+                                   .y = y,
+                                   .m = m,
+                                   .n = rows_,
+                                   .k = cols_,
+                                   .dtype = dtype},
+                                  stream);
+  }
   if (!blas.fp8_linear_supported()) {
     if (scratch_bytes_given < sums_scratch_bytes(m)) {
       return invalid_argument("fp8 linear: " + std::to_string(scratch_bytes_given) +

@@ -1,11 +1,15 @@
 // FP8 W8A8 on the GPU: the per-token activation quantizer and RMSNorm's fused FP8 output against
-// the host's reproduction of the same rule (bit for bit), and cuBLASLt's FP8 product with
-// per-token x per-channel scales against float64 on the dequantized operands: cuBLASLt's own
-// per-row scaling where it has it, and its fp32 sums + fp8_scale_epilogue (Hopper's path).
+// the host's reproduction of the same rule (bit for bit), cuBLASLt's FP8 product with per-token x
+// per-channel scales against float64 on the dequantized operands (cuBLASLt's own per-row scaling
+// where it has it, and its fp32 sums + fp8_scale_epilogue, Hopper's path), and the skinny kernel
+// decode takes at m <= 16: bit for bit against the host on codes whose sums are exact, and beside
+// cuBLASLt against float64 through the layer.
 //
-// Product tolerance: the codes' products are exact; Hopper's FP8 tensor cores add them with a
-// narrower accumulator that cuBLASLt promotes to fp32 every few k-steps (no fast-accumulate), so
-// |got - ref| <= u_out |ref| + 2^-10 sum |x w|; a wrong scale, row or channel is off by whole
+// Product tolerance (product_tolerance): the codes' products are exact; Hopper's FP8 tensor cores
+// add them with a narrower accumulator that cuBLASLt promotes to fp32 every few k-steps (no
+// fast-accumulate), and the skinny kernel's f16 mma.sync adds them in fp32 (the tensor cores
+// align and truncate the addends), so |got - ref| <= u_out |ref| + 2^-10 sum |x w| for both, and
+// the two paths are within twice that of each other; a wrong scale, row or channel is off by whole
 // terms.
 #include <gtest/gtest.h>
 
@@ -17,6 +21,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "kernels/gemm/fp8_linear.h"
 #include "kernels/gemm/fp8_scale_epilogue.h"
+#include "kernels/gemm/fp8_skinny_gemm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/quant/fp8_quantize.h"
 #include "model/dequantize.h"
@@ -30,6 +35,12 @@ namespace {
 using cuda::ScalarType;
 using gpu_test::DeviceArray;
 using gpu_test::DeviceVector;
+
+// The bound in the header: one rounding to the output type, and 2^-10 of the terms' magnitude
+// (sum |x w| + |bias|) for the tensor cores' accumulation.
+double product_tolerance(ScalarType out_type, double ref, double magnitude) {
+  return gpu_test::unit_roundoff(out_type) * std::abs(ref) + 0x1p-10 * magnitude + 1e-30;
+}
 
 struct HostFp8Rows {
   std::vector<std::uint8_t> codes;
@@ -224,7 +235,6 @@ TEST(GpuFp8, LinearMatchesFloat64OnTheDequantizedOperands) {
           const std::vector<float> got = dy.download();
           const std::vector<std::uint8_t> xc = x_codes.download();
           const std::vector<float> xs = x_scales.download();
-          const double u_out = gpu_test::unit_roundoff(out_type);
           int failures = 0;
           for (std::int64_t i = 0; i < m && failures < 5; ++i) {
             for (std::int64_t j = 0; j < n && failures < 5; ++j) {
@@ -240,7 +250,7 @@ TEST(GpuFp8, LinearMatchesFloat64OnTheDequantizedOperands) {
                 magnitude += std::abs(p);
               }
               const double g = got[static_cast<std::size_t>(i * n + j)];
-              const double tol = u_out * std::abs(ref) + 0x1p-10 * magnitude + 1e-30;
+              const double tol = product_tolerance(out_type, ref, magnitude);
               if (!(std::abs(g - ref) <= tol)) {
                 ADD_FAILURE() << "y[" << i << ", " << j << "] = " << g << ", want " << ref << " +- "
                               << tol;
@@ -300,7 +310,7 @@ TEST(GpuFp8, LinearLayerFromCpuBlocks) {
             magnitude += std::abs(p);
           }
           const double g = got[static_cast<std::size_t>(i * n + j)];
-          const double tol = gpu_test::unit_roundoff(type) * std::abs(ref) + 0x1p-10 * magnitude;
+          const double tol = product_tolerance(type, ref, magnitude);
           if (!(std::abs(g - ref) <= tol)) {
             ADD_FAILURE() << "y[" << i << ", " << j << "] = " << g << ", want " << ref;
             ++failures;
@@ -309,6 +319,299 @@ TEST(GpuFp8, LinearLayerFromCpuBlocks) {
       }
     }
   }
+}
+
+// --- The skinny kernel (fp8_skinny_gemm.h) ---
+
+// Codes whose products, and every partial sum of up to 4100 of them, are exact in fp32 in any
+// order: the integers -15..15, or the subnormals +-j 2^-9 (j = 0..7). The kernel's fp32 sums are
+// then the exact sums and its outputs the host's epilogue bit for bit, so a wrong column, tail,
+// row, channel or scale shows as a mismatch, not as a rounding. Subnormal codes exercise the f16
+// subnormals they become in the kernel.
+enum class CodeSet { kIntegers, kSubnormals };
+
+std::vector<std::uint8_t> exact_codes(std::size_t n, CodeSet set, std::mt19937& rng) {
+  std::vector<std::uint8_t> codes(n);
+  for (std::uint8_t& c : codes) {
+    if (set == CodeSet::kIntegers) {
+      c = quant::float_to_fp8_e4m3(static_cast<float>(static_cast<int>(rng() % 31) - 15));
+    } else {
+      c = static_cast<std::uint8_t>((rng() & 0x80u) | (rng() & 0x07u));  // exponent field 0
+    }
+  }
+  return codes;
+}
+
+// The kernel's epilogue on the host: ((sum * x_scale) * w_scale) + bias, each step rounded to
+// fp32 once (a product of two floats is exact in double).
+float host_epilogue(float sum, float x_scale, float w_scale, const float* bias) {
+  const auto mul = [](float a, float b) { return static_cast<float>(static_cast<double>(a) * b); };
+  const float out = mul(mul(sum, x_scale), w_scale);
+  return bias != nullptr ? out + *bias : out;
+}
+
+// One and two mma tiles of x, each full and partial.
+constexpr std::int64_t kSkinnyRows[] = {1, 2, 3, 7, 8, 9, kFp8SkinnyGemmMaxRows};
+
+const char* name_of(CodeSet set) {
+  return set == CodeSet::kIntegers ? "integers" : "subnormals";
+}
+
+// launch_fp8_skinny_gemm on [16, k] x codes from `x_set` and [n, k] weight codes from `w_set`, at
+// every m of kSkinnyRows, bf16 and f16 out, with and without bias, against the host's exact sums.
+// `misalign` bytes before x and w in their buffers take the byte loads even at k % 16 == 0.
+void expect_skinny_exact(std::int64_t n, std::int64_t k, CodeSet x_set, CodeSet w_set,
+                         std::mt19937& rng, std::size_t misalign = 0) {
+  constexpr std::int64_t kRows = kFp8SkinnyGemmMaxRows;
+  const auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  const std::vector<std::uint8_t> x = exact_codes(at(kRows * k), x_set, rng);
+  const std::vector<std::uint8_t> w = exact_codes(at(n * k), w_set, rng);
+  const std::vector<float> x_scales =
+      gpu_test::random_vector(at(kRows), rng, 1.0f / 512, 1.0f / 128);
+  const std::vector<float> w_scales = gpu_test::random_vector(at(n), rng, 1.0f / 4096, 1.0f / 256);
+  const std::vector<float> bias_values = gpu_test::random_vector(at(n), rng);
+  std::vector<double> xv(x.size()), wv(w.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xv[i] = fp8_e4m3_to_float(x[i]);
+  for (std::size_t i = 0; i < w.size(); ++i) wv[i] = fp8_e4m3_to_float(w[i]);
+  std::vector<float> sums(at(kRows * n));  // exact: fewer than 2^24 units of the smallest product
+  for (std::int64_t i = 0; i < kRows; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (std::int64_t c = 0; c < k; ++c) sum += xv[at(i * k + c)] * wv[at(j * k + c)];
+      sums[at(i * n + j)] = static_cast<float>(sum);
+    }
+  }
+  std::vector<std::uint8_t> x_padded(misalign, 0), w_padded(misalign, 0);
+  x_padded.insert(x_padded.end(), x.begin(), x.end());
+  w_padded.insert(w_padded.end(), w.begin(), w.end());
+  DeviceVector<std::uint8_t> dx(x_padded), dw(w_padded);
+  DeviceVector<float> dxs(x_scales), dws(w_scales);
+  for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+    const std::vector<float> bias = gpu_test::round_to(bias_values, type);
+    DeviceArray db(bias, type);
+    for (const bool with_bias : {false, true}) {
+      for (const std::int64_t m : kSkinnyRows) {
+        SCOPED_TRACE(std::string(gpu_test::name_of(type)) + " m=" + std::to_string(m) +
+                     " n=" + std::to_string(n) + " k=" + std::to_string(k) + " x " +
+                     name_of(x_set) + " w " + name_of(w_set) + (with_bias ? " bias" : "") +
+                     " misalign " + std::to_string(misalign));
+        DeviceArray dy(at(m * n), type);
+        dy.poison();
+        const Status s = launch_fp8_skinny_gemm({.x = dx.data() + misalign,
+                                                 .x_scales = dxs.data(),
+                                                 .w = dw.data() + misalign,
+                                                 .w_scales = dws.data(),
+                                                 .bias = with_bias ? db.data() : nullptr,
+                                                 .y = dy.data(),
+                                                 .m = m,
+                                                 .n = n,
+                                                 .k = k,
+                                                 .dtype = type},
+                                                nullptr);
+        ASSERT_TRUE(s.ok()) << s.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<float> want(at(m * n));
+        for (std::int64_t i = 0; i < m; ++i) {
+          for (std::int64_t j = 0; j < n; ++j) {
+            want[at(i * n + j)] =
+                host_epilogue(sums[at(i * n + j)], x_scales[at(i)], w_scales[at(j)],
+                              with_bias ? &bias[at(j)] : nullptr);
+          }
+        }
+        want = gpu_test::round_to(want, type);
+        const std::vector<float> got = dy.download();
+        int failures = 0;
+        for (std::size_t e = 0; e < want.size() && failures < 5; ++e) {
+          if (!(got[e] == want[e])) {
+            ADD_FAILURE() << "y[" << e / at(n) << ", " << e % at(n) << "] = " << got[e] << ", want "
+                          << want[e];
+            ++failures;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Small shapes through every path of the kernel: k within one load (16), not a multiple of 16
+// (40: byte loads, a tail), a multiple of 16 but not of a warp's 512-column span (1040); channels
+// within one CTA's 16 (1, 7) and past whole CTAs (129); subnormal codes on either side; x and w
+// misaligned at k % 16 == 0 (byte loads).
+TEST(GpuFp8, SkinnyGemmIsExactOnExactlySummableCodes) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(41);
+  for (const std::int64_t n : {1, 7, 129}) {
+    for (const std::int64_t k : {16, 40, 1040}) {
+      expect_skinny_exact(n, k, CodeSet::kIntegers, CodeSet::kIntegers, rng);
+    }
+  }
+  for (const auto& [x_set, w_set] :
+       std::vector<std::pair<CodeSet, CodeSet>>{{CodeSet::kSubnormals, CodeSet::kIntegers},
+                                                {CodeSet::kIntegers, CodeSet::kSubnormals},
+                                                {CodeSet::kSubnormals, CodeSet::kSubnormals}}) {
+    expect_skinny_exact(129, 1040, x_set, w_set, rng);
+  }
+  expect_skinny_exact(129, 1040, CodeSet::kIntegers, CodeSet::kIntegers, rng, 3);
+}
+
+// Llama-3-8B's k (4096: whole spans; 4100: a 4-code tail, byte loads) and a weight of 6150 rows
+// (384 whole CTAs and a partial one), with the small shapes' other sizes.
+TEST(GpuFp8, SkinnyGemmIsExactAtModelShapes) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(43);
+  for (const std::int64_t n : {1, 7, 129, 6150}) {
+    for (const std::int64_t k : {4096, 4100}) {
+      expect_skinny_exact(n, k, CodeSet::kIntegers, CodeSet::kIntegers, rng);
+    }
+  }
+  for (const std::int64_t k : {16, 40}) {
+    expect_skinny_exact(6150, k, CodeSet::kIntegers, CodeSet::kIntegers, rng);
+  }
+}
+
+// Both paths through the layer (Fp8Linear::forward_quantized) on device-quantized activations and
+// random finite weight codes: each within product_tolerance of float64 on the dequantized
+// operands, so within twice it of each other. kAuto is the skinny kernel bit for bit up to
+// kFp8SkinnyGemmMaxRows and cuBLASLt past it, where kSkinny is refused.
+TEST(GpuFp8, SkinnyGemmAndCublasLtAgreeThroughTheLayer) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 tensor cores need sm_89 or later";
+  auto blas = cuda::BlasLt::create(32u << 20);
+  ASSERT_TRUE(blas.ok());
+  std::mt19937 rng(47);
+  const auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  struct Case {
+    std::int64_t n, k;
+    std::vector<ScalarType> types;
+    std::vector<std::int64_t> ms;
+  };
+  const std::vector<std::int64_t> all_ms = {1, 2, 3, 7, 16, kFp8SkinnyGemmMaxRows + 1};
+  for (const Case& c : {Case{48, 64, {ScalarType::kBF16, ScalarType::kF16}, all_ms},
+                        Case{112, 1040, {ScalarType::kBF16, ScalarType::kF16}, all_ms},
+                        Case{6144, 4096, {ScalarType::kBF16}, {1, 16, 17}}}) {
+    quant::Fp8ChannelMatrix host{.rows = c.n, .cols = c.k};
+    host.codes.resize(at(c.n * c.k));
+    for (std::uint8_t& code : host.codes) {
+      do {
+        code = static_cast<std::uint8_t>(rng());
+      } while ((code & 0x7F) == 0x7F);  // E4M3's NaN codes
+    }
+    host.scales = gpu_test::random_vector(at(c.n), rng, 1.0f / 4096, 1.0f / 256);
+    StatusOr<Fp8Linear> layer = Fp8Linear::upload(host);
+    ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+    std::vector<double> w(host.codes.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      w[i] = static_cast<double>(fp8_e4m3_to_float(host.codes[i])) * host.scales[i / at(c.k)];
+    }
+    for (const ScalarType type : c.types) {
+      for (const std::int64_t m : c.ms) {
+        SCOPED_TRACE(std::string(gpu_test::name_of(type)) + " m=" + std::to_string(m) +
+                     " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+        const std::vector<float> x =
+            gpu_test::round_to(gpu_test::random_vector(at(m * c.k), rng, -4.0f, 4.0f), type);
+        const std::vector<float> bias =
+            gpu_test::round_to(gpu_test::random_vector(at(c.n), rng), type);
+        const bool with_bias = m % 2 == 1;
+        DeviceArray dx(x, type), db(bias, type);
+        DeviceVector<std::uint8_t> x_codes(x.size());
+        DeviceVector<float> x_scales(at(m));
+        ASSERT_TRUE(launch_fp8_quantize_rows({.x = dx.data(),
+                                              .codes = x_codes.data(),
+                                              .scales = x_scales.data(),
+                                              .rows = m,
+                                              .cols = c.k,
+                                              .dtype = type},
+                                             nullptr)
+                        .ok());
+        DeviceVector<std::uint8_t> sums(layer->sums_scratch_bytes(m));
+        const auto run = [&](Fp8GemmPath path, DeviceArray& y) {
+          y.poison();
+          return layer->forward_quantized(x_codes.data(), x_scales.data(), m,
+                                          with_bias ? db.data() : nullptr, y.data(), type, **blas,
+                                          sums.data(), layer->sums_scratch_bytes(m), nullptr, path);
+        };
+        DeviceArray y_skinny(at(m * c.n), type), y_cublas(at(m * c.n), type),
+            y_auto(at(m * c.n), type);
+        const bool skinny_applies = m <= kFp8SkinnyGemmMaxRows;
+        const Status skinny = run(Fp8GemmPath::kSkinny, y_skinny);
+        if (skinny_applies) {
+          ASSERT_TRUE(skinny.ok()) << skinny.to_string();
+        } else {
+          EXPECT_EQ(skinny.code(), StatusCode::kInvalidArgument);
+        }
+        const Status cublas = run(Fp8GemmPath::kCublasLt, y_cublas);
+        ASSERT_TRUE(cublas.ok()) << cublas.to_string();
+        const Status automatic = run(Fp8GemmPath::kAuto, y_auto);
+        ASSERT_TRUE(automatic.ok()) << automatic.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> got_cublas = y_cublas.download();
+        const std::vector<float> got_auto = y_auto.download();
+        const std::vector<float> got_skinny =
+            skinny_applies ? y_skinny.download() : std::vector<float>{};
+        EXPECT_EQ(got_auto, skinny_applies ? got_skinny : got_cublas);
+        const std::vector<std::uint8_t> xc = x_codes.download();
+        const std::vector<float> xs = x_scales.download();
+        int failures = 0;
+        for (std::int64_t i = 0; i < m && failures < 5; ++i) {
+          for (std::int64_t j = 0; j < c.n && failures < 5; ++j) {
+            double ref = with_bias ? bias[at(j)] : 0.0;
+            double magnitude = std::abs(ref);
+            for (std::int64_t col = 0; col < c.k; ++col) {
+              const double p = static_cast<double>(fp8_e4m3_to_float(xc[at(i * c.k + col)])) *
+                               xs[at(i)] * w[at(j * c.k + col)];
+              ref += p;
+              magnitude += std::abs(p);
+            }
+            const double tol = product_tolerance(type, ref, magnitude);
+            const std::size_t e = at(i * c.n + j);
+            const auto fail = [&](const char* what, double got, double want, double bound) {
+              ADD_FAILURE() << what << " y[" << i << ", " << j << "] = " << got << ", want " << want
+                            << " +- " << bound;
+              ++failures;
+            };
+            if (!(std::abs(got_cublas[e] - ref) <= tol)) fail("cublas", got_cublas[e], ref, tol);
+            if (!skinny_applies) continue;
+            if (!(std::abs(got_skinny[e] - ref) <= tol)) fail("skinny", got_skinny[e], ref, tol);
+            if (!(std::abs(got_skinny[e] - got_cublas[e]) <= 2 * tol)) {
+              fail("skinny vs cublas", got_skinny[e], got_cublas[e], 2 * tol);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The launcher's checks come before any CUDA call, so they hold without a device.
+TEST(Fp8SkinnyGemm, LauncherRefusesWhatItCannotRun) {
+  const std::uint8_t codes[16] = {};
+  const float scales[1] = {1.0f};
+  std::uint16_t y[1] = {};
+  const Fp8SkinnyGemmParams good{.x = codes,
+                                 .x_scales = scales,
+                                 .w = codes,
+                                 .w_scales = scales,
+                                 .y = y,
+                                 .m = 1,
+                                 .n = 1,
+                                 .k = 16};
+  const auto refused = [&](auto&& change) {
+    Fp8SkinnyGemmParams p = good;
+    change(p);
+    return launch_fp8_skinny_gemm(p, nullptr).code() == StatusCode::kInvalidArgument;
+  };
+  EXPECT_TRUE(refused([](Fp8SkinnyGemmParams& p) { p.m = kFp8SkinnyGemmMaxRows + 1; }));
+  EXPECT_TRUE(refused([](Fp8SkinnyGemmParams& p) { p.m = -1; }));
+  EXPECT_TRUE(refused([](Fp8SkinnyGemmParams& p) { p.n = 0; }));
+  EXPECT_TRUE(refused([](Fp8SkinnyGemmParams& p) { p.k = 0; }));
+  EXPECT_TRUE(refused([](Fp8SkinnyGemmParams& p) { p.dtype = ScalarType::kF32; }));
+  EXPECT_TRUE(refused([](Fp8SkinnyGemmParams& p) { p.w = nullptr; }));
+  EXPECT_TRUE(refused([](Fp8SkinnyGemmParams& p) { p.y = nullptr; }));
+  Fp8SkinnyGemmParams empty = good;
+  empty.m = 0;
+  empty.x = nullptr;
+  empty.y = nullptr;
+  EXPECT_TRUE(launch_fp8_skinny_gemm(empty, nullptr).ok());  // m = 0: nothing to launch
 }
 
 }  // namespace
