@@ -329,9 +329,12 @@ int run_kernels(const std::vector<std::string>& groups) {
                            ">= 0.75 B", {1, 2, 4});
     bench_decode_attention(ceil, props->num_sms, 64, 512, "G2 decode attn b64 ctx512", ">= 0.60 B",
                            {1, 2});
+    // Run 28: 32 splits beat the planner's 64 for every kernel (tensor cores 0.56 against 0.50 B);
+    // the sweeps find where each kernel's best split count sits before the planner changes.
     bench_decode_attention(ceil, props->num_sms, 1, 16384, "G3 decode attn b1 ctx16k", ">= 0.70 B",
-                           {32, 64, 128});
-    bench_decode_attention(ceil, props->num_sms, 16, 4096, "decode attn b16 ctx4096", "(info)");
+                           {16, 24, 32, 48, 64, 128});
+    bench_decode_attention(ceil, props->num_sms, 16, 4096, "decode attn b16 ctx4096", "(info)",
+                           {2, 3, 4, 5, 8});
     // The 8B serving benchmark's decode steps: 256 sequences at its mean context.
     bench_decode_attention(ceil, props->num_sms, 256, 1536, "decode attn b256 ctx1536",
                            "(info: serving shape)");
