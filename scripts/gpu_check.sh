@@ -105,18 +105,29 @@ cuda_library_path() {
 }
 
 unpack() {
-  [[ -f "$BUNDLE/bundle.tar.xz" ]] ||
-    { echo "no $BUNDLE/bundle.tar.xz: run 'scripts/gpu_check.sh prepare' first" >&2; return 1; }
-  rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && xz -dc "$BUNDLE/bundle.tar.xz" | tar -C "$UNPACKED" -xf - ||
-    { echo "cannot unpack $BUNDLE/bundle.tar.xz" >&2; return 1; }
+  # A later call on the same warm machine may leave the bundle behind (it carried staged model
+  # parts instead, scripts/gpu_stage.sh) and reuse what an earlier call unpacked.
+  if [[ ! -f "$BUNDLE/bundle.tar.xz" && -x "$UNPACKED/bin/gpu_bench" ]]; then
+    echo "gpu_check: no bundle carried; reusing $UNPACKED from an earlier call" >&2
+  else
+    [[ -f "$BUNDLE/bundle.tar.xz" ]] ||
+      { echo "no $BUNDLE/bundle.tar.xz: run 'scripts/gpu_check.sh prepare' first" >&2; return 1; }
+    rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && xz -dc "$BUNDLE/bundle.tar.xz" | tar -C "$UNPACKED" -xf - ||
+      { echo "cannot unpack $BUNDLE/bundle.tar.xz" >&2; return 1; }
+  fi
   export LD_LIBRARY_PATH="$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$UNPACKED/bin:$PATH"
   # The binaries run away from the source tree they were built in: point the real-model test at
   # this checkout's golden data and, if present, the default model (it skips without one).
   export PAGODA_TEST_DATA="$ROOT/tests/data"
+  # The models come from models/ when carried, else from what scripts/gpu_stage.sh assembled in
+  # /tmp/pagoda-stage over earlier calls (the default model is over the carry limit beside the
+  # bundle).
   local model="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+  [[ -f "$model" ]] || model=/tmp/pagoda-stage/SmolLM2-135M-Instruct.Q4_1.gguf
   [[ -z "${PAGODA_SMOLLM2_GGUF:-}" && -f "$model" ]] && export PAGODA_SMOLLM2_GGUF="$model"
   local gemma="$ROOT/models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf"
+  [[ -f "$gemma" ]] || gemma=/tmp/pagoda-stage/gemma-3-270m-q4_k_m.gguf
   [[ -z "${PAGODA_GEMMA3_GGUF:-}" && -f "$gemma" ]] && export PAGODA_GEMMA3_GGUF="$gemma"
   return 0
 }

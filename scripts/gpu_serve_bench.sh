@@ -15,6 +15,7 @@
 # Environment: CONFIG (configs/models/llama-3.1-8b.json), NUM_PROMPTS (512), CONCURRENCY (256),
 # INPUT_LEN (1000), OUTPUT_LEN (1000), MAX_MODEL_LEN (4096), PORT (8123), READY_TIMEOUT (300 s),
 # SPEC_PROMPTS (32), SERVE_ARGS (extra flags for every serve), SKIP_SPEC (1: no speculation runs),
+# SKIP_SERVE (1: only the speculation runs),
 # SKIP_SYNC (1: only the --async-scheduling pass), QUANTIZATION (none; fp8 or int4: the dummy
 # weights quantized at load into FP8 W8A8 / W4A16 layers), KV_CACHE_DTYPE (auto; fp8: e4m3
 # cache), FP8 (1: QUANTIZATION=fp8 and KV_CACHE_DTYPE=fp8, issue 28's FP8 serving case, goal
@@ -118,11 +119,13 @@ EOF
 }
 
 say "== gpu_serve_bench $(date -u +%Y-%m-%dT%H:%M:%SZ): $(basename "$CONFIG") dummy, --quantization $QUANTIZATION, --kv-cache-dtype $KV_CACHE_DTYPE, $NUM_PROMPTS prompts x ($INPUT_LEN in + $OUTPUT_LEN out), concurrency $CONCURRENCY"
-[[ "${SKIP_SYNC:-0}" == 1 ]] || serve_run "${PRECISION}sync"
-# (Not `pagoda serve --help | grep -q`: with pipefail, grep's early exit fails the pipeline.)
-serve_help=$(pagoda serve --help 2>&1)
-if [[ "$serve_help" == *--async-scheduling* ]]; then
-  serve_run "${PRECISION}async" --async-scheduling
+if [[ "${SKIP_SERVE:-0}" != 1 ]]; then
+  [[ "${SKIP_SYNC:-0}" == 1 ]] || serve_run "${PRECISION}sync"
+  # (Not `pagoda serve --help | grep -q`: with pipefail, grep's early exit fails the pipeline.)
+  serve_help=$(pagoda serve --help 2>&1)
+  if [[ "$serve_help" == *--async-scheduling* ]]; then
+    serve_run "${PRECISION}async" --async-scheduling
+  fi
 fi
 
 if [[ "${SKIP_SPEC:-0}" != 1 ]]; then
