@@ -16,9 +16,8 @@
 # (PAGODA_DECODE_ATTENTION=tensor-cores) and the summary says so. If a decode-path test fails,
 # the BF16 benches and serving run PAGODA_DECODE_ATTENTION=pipelined instead. Output files (the
 # device tool brings back 8): summary.txt, tests.log, bench.log, bench2.log and, per serving
-# pass, <name>/serve_bench_summary.txt and <name>/serve_bench.tgz (the speculation pass's spec/
-# too when the default model was staged: then bench2.log and a serving archive may be left
-# out). The real-model tests and the speculation figures need the default model, which is over
+# pass, <name>/serve_bench.tgz (bf16, fp8, and spec when the default model was staged), whose
+# summaries summary.txt repeats. The real-model tests and the speculation figures need the default model, which is over
 # the carry limit beside the bundle: scripts/gpu_stage.sh brings it over earlier calls.
 set -u
 TESTS=(gpu_paged_attention_test gpu_fp8_kv_cache_test gpu_mixed_step_test
@@ -95,8 +94,9 @@ serve() {  # serve NAME CAP [ENV=VALUE...]: scripts/gpu_serve_bench.sh, async sc
     timeout "$cap" bash scripts/gpu_serve_bench.sh "$VOCAB" >"$o/$name/serve.log" 2>&1
   echo "serve $name rc=$? $((SECONDS - s))s $*" >>"$sum"
   if [[ -f "$o/$name/serve_bench_summary.txt" ]]; then
+    # In summary.txt and in the archive: the device tool brings back 8 files.
     cat "$o/$name/serve_bench_summary.txt" >>"$sum"
-    rm -f "$o/$name/serve.log"
+    rm -f "$o/$name/serve.log" "$o/$name/serve_bench_summary.txt"
   else
     tail -5 "$o/$name/serve.log" >>"$sum"
   fi
@@ -109,7 +109,10 @@ if [[ -n "${PAGODA_SMOLLM2_GGUF:-}" ]]; then
   mkdir -p "$o/spec"
   step spec 150 "$o/spec/spec.log" env OUT="$o/spec" SKIP_SERVE=1 \
     bash scripts/gpu_serve_bench.sh "$PAGODA_SMOLLM2_GGUF"
-  cat "$o/spec/serve_bench_summary.txt" >>"$sum" 2>/dev/null
+  if [[ -f "$o/spec/serve_bench_summary.txt" ]]; then
+    cat "$o/spec/serve_bench_summary.txt" >>"$sum"
+    rm -f "$o/spec/serve_bench_summary.txt" "$o/spec/spec.log"
+  fi
 fi
 step model_b256_fp8kv 60 "$b2" env "${fp8_decode[@]}" gpu_bench model --config $CFG --batch 256 \
   --context 1500 --steps 8 --quantization fp8 --kv-cache-dtype fp8
