@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_features.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 
@@ -87,6 +88,24 @@ bool cpu_int16_activations() {
     return value != nullptr && std::string_view(value) == "0";
   }();
   return !turned_off && cpu_has_avx2();
+}
+
+namespace {
+std::atomic<bool>& direct_vnni() {
+  static std::atomic<bool> on{[] {
+    const char* value = std::getenv("PAGODA_CPU_VNNI_DIRECT");
+    return value == nullptr || std::string_view(value) != "0";
+  }()};
+  return on;
+}
+}  // namespace
+
+bool cpu_int16_direct_vnni() {
+  return direct_vnni().load(std::memory_order_relaxed);
+}
+
+void set_cpu_int16_direct_vnni(bool on) {
+  direct_vnni().store(on, std::memory_order_relaxed);
 }
 
 }  // namespace pagoda::cpu

@@ -124,11 +124,20 @@ TEST_F(MatmulInt16Test, IsTheContractBitForBit) {
         }
       }
       for (MatmulKernel kernel : kernels) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " k=" + std::to_string(k) + " m=" +
-                     std::to_string(m) + " kernel=" + std::to_string(static_cast<int>(kernel)));
-        std::vector<float> y(static_cast<std::size_t>(m * n), -1.0f);
-        matmul(pool, x.data(), m, w, bias.data(), y.data(), kernel);
-        EXPECT_TRUE(bitwise_equal(y, want));
+        // The AVX-512 direct kernel both ways: VNNI byte products on split x (the default) and
+        // vpmaddwd on int16 x.
+        for (const bool vnni : {true, false}) {
+          if (!vnni && (kernel == MatmulKernel::kBroadcastInt16 || !cpu_has_avx512_vnni()))
+            continue;
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " k=" + std::to_string(k) + " m=" +
+                       std::to_string(m) + " kernel=" + std::to_string(static_cast<int>(kernel)) +
+                       (vnni ? "" : " vpmaddwd"));
+          set_cpu_int16_direct_vnni(vnni);
+          std::vector<float> y(static_cast<std::size_t>(m * n), -1.0f);
+          matmul(pool, x.data(), m, w, bias.data(), y.data(), kernel);
+          EXPECT_TRUE(bitwise_equal(y, want));
+        }
+        set_cpu_int16_direct_vnni(true);
       }
     }
   }
