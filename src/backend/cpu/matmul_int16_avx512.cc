@@ -477,11 +477,13 @@ void int16_direct_group_vnni(const SplitRows& x, const float* scales, const floa
     int16::for_each_block<kGroup / 2>([&](auto half) {
       constexpr int j = 2 * decltype(half)::value;
       const std::int64_t b = g * kGroup + j;
-      if (!last) {  // the next group's rows, these blocks' bytes (as int16_direct_group)
+      // The next group's rows, a line per pair of blocks: the group's 144 bytes touch at most
+      // 4 lines, the ones holding its bytes 0, 64, 128 and 143.
+      if (!last) {
+        constexpr int kByte = j == 0 ? 0 : j == 2 ? 64 : j == 4 ? 128 : Block::kGroupBytes - 1;
 #pragma GCC unroll 16
         for (int r = 0; r < kInt16DirectGroup; ++r) {
-          __builtin_prefetch(rows[r] + w_stride + at + j * Block::kGroupBytes / kGroup, 0, 3);
-          __builtin_prefetch(rows[r] + w_stride + at + (j + 1) * Block::kGroupBytes / kGroup, 0, 3);
+          __builtin_prefetch(rows[r] + w_stride + at + kByte, 0, 3);
         }
       }
       __m512i qu[kInt16DirectGroup];
