@@ -27,10 +27,10 @@ bool cpu_has_amx_int8();
 /// (docs/quantization.md, "Numerics on the CPU").
 bool cpu_int16_activations();
 
-/// The AVX-512 int16 direct kernel's Q4_K through VNNI's byte products on x split into bytes
-/// (matmul_int16_avx512.h; the same bits): on unless PAGODA_CPU_VNNI_DIRECT=0 or a test turns it
-/// off. Here, not in the AVX-512 translation unit, so no AVX-512 code runs before
-/// the ISA check.
+/// The AVX-512 int16 direct kernel's Q4_K, Q4_0 and Q8_0 through VNNI's byte products on x split
+/// into bytes (matmul_int16_avx512.h; the same bits): on unless PAGODA_CPU_VNNI_DIRECT=0 or a test
+/// turns it off. Here, not in the AVX-512 translation unit, so no AVX-512 code runs before the ISA
+/// check.
 bool cpu_int16_direct_vnni();
 void set_cpu_int16_direct_vnni(bool on);
 

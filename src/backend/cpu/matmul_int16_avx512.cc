@@ -401,59 +401,100 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   }
 }
 
-// The types int16_direct_group_vnni takes by default: Q4_K, whose pairs of blocks come from one
-// load (one thread, hot weights, Llama-1B's 2048x2048, AMD EPYC Zen 5: 28.5 -> 36.3 G weights/s).
-// The other one-sub-block types decode each block apart and insert the halves; there it measured
-// no faster (Q4_1 24.8 both ways, Q5_K 24.0 -> 24.8) or slower (Q8_0 29.8 -> 24.7: the offset
-// added per pair and taken off per row of x), so they keep vpmaddwd.
-template <typename Block>
-constexpr bool kVnniDirect = Block::kType == DType::kQ4_K;
-
 // x split for the VNNI direct kernel: q = 256 h + l with h = q >> 8 (signed) and l = q & 255
 // (unsigned), per row of x.
 struct SplitRows {
   std::vector<std::int8_t> high;
   std::vector<std::uint8_t> low;
+  std::vector<std::int32_t> high_sums;  // [m, k / 32]: each block's sum of h
 };
 
 void split_rows(const std::int16_t* q, std::int64_t m, std::int64_t k, SplitRows& out) {
   const auto n = static_cast<std::size_t>(m * k);  // k is a multiple of 32
   out.high.resize(n);
   out.low.resize(n);
+  out.high_sums.resize(n / 32);
   for (std::size_t c = 0; c < n; c += 32) {
     const __m512i v = _mm512_loadu_si512(q + c);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.high.data() + c),
-                        _mm512_cvtepi16_epi8(_mm512_srai_epi16(v, 8)));
+    const __m512i h = _mm512_srai_epi16(v, 8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.high.data() + c), _mm512_cvtepi16_epi8(h));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.low.data() + c), _mm512_cvtepi16_epi8(v));
+    out.high_sums[c / 32] = _mm512_reduce_add_epi32(_mm512_madd_epi16(h, _mm512_set1_epi16(1)));
   }
 }
 
-// Blocks j and j + 1 (j even) of a Q4_K group are one 32-byte run's low and high nibbles: a
-// broadcast load, a variable shift and a mask give both blocks' codes (0..15) in one zmm.
-inline __m512i q4_k_codes_pair(const std::uint8_t* group, int j) {
-  const __m512i run = _mm512_broadcast_i64x4(int16::load_256(group + 16 + 32 * (j / 2)));
-  const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-  return _mm512_and_si512(_mm512_srlv_epi16(run, shift), _mm512_set1_epi8(0x0F));
+// The VNNI direct kernel's codes: two blocks of a row in one zmm as unsigned bytes qu = qw + c,
+// the block's own quants plus the type's offset c (0 where the codes are unsigned already).
+//   Q4_K: blocks j, j + 1 (j even) of a group are one 32-byte run's low and high nibbles: a
+//         broadcast load, a variable shift and a mask.
+//   Q4_0: each block's 16 bytes of nibbles (columns 0-15 low, 16-31 high) broadcast to a
+//         256-bit half, then the same shift and mask; c = 8.
+//   Q8_0: the two blocks' int8 quants, each 32 bytes, with the sign bit flipped (c = 128).
+// The types int16_direct_group_vnni takes. One thread, Llama-1B shapes, cold weights, AMD EPYC
+// Zen 5 (G weights/s, vpmaddwd -> VNNI): Q4_K 26-28 -> 31-35, Q8_0 21-23 -> 24-27; 1B decode
+// Q4_0 22.0 -> 24.4 tok/s. Q4_1 measured the same both ways (25-27; the default model 200 tok/s),
+// so it keeps vpmaddwd, as do Q5_0/Q5_1 and Q5_K (their fifth bits are spread by shuffles) and
+// the two-sub-block K-quants (their dots are per 16 columns).
+template <typename Block>
+constexpr bool kVnniDirect =
+    Block::kType == DType::kQ4_K || Block::kType == DType::kQ4_0 || Block::kType == DType::kQ8_0;
+
+template <typename Block>
+constexpr int kVnniOffset = Block::kType == DType::kQ4_0   ? 8
+                            : Block::kType == DType::kQ8_0 ? 128
+                                                           : 0;
+
+// Per 16-bit lane shift counts: 0 for the low 128 (256) bits of each half, 4 for the high.
+inline __m512i nibble_shifts_halves() {
+  return _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+}
+inline __m512i nibble_shifts_quarters() {
+  return _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
+                          0x0004000400040004, 0, 0);
 }
 
-// int16_direct_group's contract with VNNI's byte products, for Q4_K, two blocks per zmm: the
-// codes qu (unsigned, 0..15) of a row's blocks b and b + 1 take 64 byte lanes, x's h and l of the
-// same columns likewise, and
+// Block j0 at g0 and block j1 at g1 of one row (bytes of a group each).
+template <typename Block>
+inline __m512i vnni_codes_pair(const std::uint8_t* g0, int j0, const std::uint8_t* g1) {
+  if constexpr (Block::kType == DType::kQ4_K) {
+    const __m512i run = _mm512_broadcast_i64x4(int16::load_256(g0 + 16 + 32 * (j0 / 2)));
+    return _mm512_and_si512(_mm512_srlv_epi16(run, nibble_shifts_halves()), _mm512_set1_epi8(0x0F));
+  } else if constexpr (Block::kType == DType::kQ8_0) {
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(int16::load_256(g0 + 2)),
+                                            int16::load_256(g1 + 2), 1);
+    return _mm512_xor_si512(both, _mm512_set1_epi8(static_cast<char>(0x80)));
+  } else {
+    static_assert(Block::kType == DType::kQ4_0);
+    const auto half = [](const std::uint8_t* g) {  // the nibbles, after the fp16 d
+      return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 2)));
+    };
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(half(g0)), half(g1), 1);
+    return _mm512_and_si512(_mm512_srlv_epi16(both, nibble_shifts_quarters()),
+                            _mm512_set1_epi8(0x0F));
+  }
+}
+
+// int16_direct_group's contract with VNNI's byte products, two blocks per zmm: the unsigned
+// codes qu = qw + c of a row's blocks b and b + 1 take 64 byte lanes (vnni_codes_pair), x's h and
+// l of the same columns likewise, and
 //
-//   dot(qu, q) = 256 dot(qu, h) + dot(l, qu)
+//   dot(qw, q) = 256 dot(qu, h) + dot(l, qu) - c qsum     (qu < 128: the 4-bit types)
+//   dot(qw, q) = 256 (dot(qu, h) - c sum(h)) + dot(l, qw)  (Q8_0, whose qu do not fit a signed
+//   byte)
 //
-// as vpdpbusd(qu unsigned, h signed), a shift, vpdpbusd(l unsigned, qu as signed bytes): the same
-// exact int32 block dots as vpmaddwd's, in about 40% fewer instructions (no sign extension, the
-// accumulation built in, one transposing sum for two blocks), then the same fp32 steps in the
-// same order, so the same bits. A type with signed quants would take qu = qw + c and subtract
-// 256 c sum(h) per block; with its blocks decoded apart and joined, that measured slower
-// (kVnniDirect).
+// (qsum: the block's sum of q) as vpdpbusd(qu unsigned, h signed), a shift, vpdpbusd(l unsigned,
+// qu or qw signed), then one correction per block shared by every row. The same exact int32
+// block dots as vpmaddwd's, in fewer instructions (no sign extension, the accumulation built in,
+// one transposing sum for two blocks), then the same fp32 steps in the same order, so the same
+// bits.
 template <typename Block, int kRows>
 void int16_direct_group_vnni(const SplitRows& x, const float* scales, const float* scaled_sums,
-                             std::int64_t k, const std::uint8_t* w, std::size_t w_stride, int count,
-                             std::int64_t lane_stride, bool last, float* y, std::int64_t ldy) {
-  static_assert(Block::kType == DType::kQ4_K);
+                             const std::int32_t* qsums, std::int64_t k, const std::uint8_t* w,
+                             std::size_t w_stride, int count, std::int64_t lane_stride, bool last,
+                             float* y, std::int64_t ldy) {
+  static_assert(kVnniDirect<Block>);
   constexpr int kGroup = Block::kGroupBlocks;
+  constexpr int kOffset = kVnniOffset<Block>;
   const std::int64_t num_blocks = k / kInt16Block;
   const std::uint8_t* rows[kInt16DirectGroup];
   alignas(64) std::int32_t offsets[kInt16DirectGroup];
@@ -465,56 +506,114 @@ void int16_direct_group_vnni(const SplitRows& x, const float* scales, const floa
   }
   const __m256i offsets_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
   const __m256i offsets_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets + 8));
-  alignas(64) float group_scale[kGroup][16];
-  alignas(64) float group_min[kGroup][16];
+  // The scales and mins of the blocks in flight: a K-quant group's 8, or two one-block groups'.
+  alignas(64) float block_scale[8][16];
+  alignas(64) float block_min[8][16];
+  const auto one_block_scales = [&](std::size_t at, int slot) {
+    // One gather of the 16 rows' fp16 scale (and min above it), as int16_direct_group.
+    const __m512i header = _mm512_i32gather_epi32(_mm512_load_si512(offsets), w + at, 1);
+    _mm512_store_ps(block_scale[slot], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header)));
+    if constexpr (Block::kHasMin) {
+      _mm512_store_ps(block_min[slot],
+                      _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16))));
+    }
+  };
   __m512 acc[kRows];
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
-  for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
-    const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
-    Block::scales8(w + at, offsets_low, group_scale[0], group_min[0], 16);
-    Block::scales8(w + at, offsets_high, group_scale[0] + 8, group_min[0] + 8, 16);
-    int16::for_each_block<kGroup / 2>([&](auto half) {
-      constexpr int j = 2 * decltype(half)::value;
-      const std::int64_t b = g * kGroup + j;
-      // The next group's rows, a line per pair of blocks: the group's 144 bytes touch at most
-      // 4 lines, the ones holding its bytes 0, 64, 128 and 143.
-      if (!last) {
-        constexpr int kByte = j == 0 ? 0 : j == 2 ? 64 : j == 4 ? 128 : Block::kGroupBytes - 1;
+  // Blocks b (block j0 of the group at byte g0 of each row, scales in slot s0) and b + 1 (at g1,
+  // slot s1), or b alone when `single` (an odd last block: its second half is x's zeros).
+  const auto pair = [&](std::int64_t b, std::size_t g0, int j0, int s0, std::size_t g1, int s1,
+                        bool single) {
+    __m512i qu[kInt16DirectGroup];
 #pragma GCC unroll 16
-        for (int r = 0; r < kInt16DirectGroup; ++r) {
-          __builtin_prefetch(rows[r] + w_stride + at + kByte, 0, 3);
-        }
-      }
-      __m512i qu[kInt16DirectGroup];
-#pragma GCC unroll 16
-      for (int r = 0; r < kInt16DirectGroup; ++r) qu[r] = q4_k_codes_pair(rows[r] + at, j);
-      const __m512 d0 = _mm512_load_ps(group_scale[j]);
-      const __m512 d1 = _mm512_load_ps(group_scale[j + 1]);
-      const __m512 min0 = _mm512_load_ps(group_min[j]);
-      const __m512 min1 = _mm512_load_ps(group_min[j + 1]);
+    for (int r = 0; r < kInt16DirectGroup; ++r) {
+      qu[r] = vnni_codes_pair<Block>(rows[r] + g0, j0, rows[r] + g1);
+    }
+    const __m512 d0 = _mm512_load_ps(block_scale[s0]);
+    const __m512 d1 = _mm512_load_ps(block_scale[s1]);
+    __m512 min0 = _mm512_setzero_ps(), min1 = _mm512_setzero_ps();
+    if constexpr (Block::kHasMin) {
+      min0 = _mm512_load_ps(block_min[s0]);
+      min1 = _mm512_load_ps(block_min[s1]);
+    }
+    const __mmask64 lanes = single ? 0x00000000FFFFFFFFull : ~0ull;
 #pragma GCC unroll 8
-      for (int i = 0; i < kRows; ++i) {
-        const std::size_t xc = static_cast<std::size_t>(i * k + b * kInt16Block);
-        const __m512i h = _mm512_loadu_si512(x.high.data() + xc);
-        const __m512i l = _mm512_loadu_si512(x.low.data() + xc);
-        __m512i sums[kInt16DirectGroup];
+    for (int i = 0; i < kRows; ++i) {
+      const std::size_t xc = static_cast<std::size_t>(i * k + b * kInt16Block);
+      const __m512i h = _mm512_maskz_loadu_epi8(lanes, x.high.data() + xc);
+      const __m512i l = _mm512_maskz_loadu_epi8(lanes, x.low.data() + xc);
+      __m512i sums[kInt16DirectGroup];
 #pragma GCC unroll 16
-        for (int r = 0; r < kInt16DirectGroup; ++r) {
-          const __m512i high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qu[r], h);
-          sums[r] = _mm512_dpbusd_epi32(_mm512_slli_epi32(high, 8), l, qu[r]);
-        }
-        __m512i dot[2];
-        sum_rows(sums, dot);  // lane r: row r's dot over block b (dot[0]) and b + 1 (dot[1])
-        const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]),
-                                 _mm512_mul_ps(d0, _mm512_set1_ps(scales[xb])), acc[i]);
+      for (int r = 0; r < kInt16DirectGroup; ++r) {
+        // The second pass's signed operand: qu where it is below 128 (every type but Q8_0),
+        // else qw itself (qu with the sign bit flipped back), with no offset to take off.
+        const __m512i second =
+            kOffset >= 128 ? _mm512_xor_si512(qu[r], _mm512_set1_epi8(static_cast<char>(0x80)))
+                           : qu[r];
+        const __m512i high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qu[r], h);
+        sums[r] = _mm512_dpbusd_epi32(_mm512_slli_epi32(high, 8), l, second);
+      }
+      __m512i dot[2];
+      sum_rows(sums, dot);  // lane r: row r's dot over block b (dot[0]) and b + 1 (dot[1])
+      const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
+      if constexpr (kOffset != 0) {
+        const auto taken = [&](std::size_t block) {
+          return kOffset >= 128 ? 256 * kOffset * x.high_sums[block] : kOffset * qsums[block];
+        };
+        dot[0] = _mm512_sub_epi32(dot[0], _mm512_set1_epi32(taken(xb)));
+        if (!single) dot[1] = _mm512_sub_epi32(dot[1], _mm512_set1_epi32(taken(xb + 1)));
+      }
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]),
+                               _mm512_mul_ps(d0, _mm512_set1_ps(scales[xb])), acc[i]);
+      if constexpr (Block::kHasMin) {
         acc[i] = _mm512_fmadd_ps(min0, _mm512_set1_ps(scaled_sums[xb]), acc[i]);
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[1]),
-                                 _mm512_mul_ps(d1, _mm512_set1_ps(scales[xb + 1])), acc[i]);
+      }
+      if (single) continue;
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[1]),
+                               _mm512_mul_ps(d1, _mm512_set1_ps(scales[xb + 1])), acc[i]);
+      if constexpr (Block::kHasMin) {
         acc[i] = _mm512_fmadd_ps(min1, _mm512_set1_ps(scaled_sums[xb + 1]), acc[i]);
       }
-    });
+    }
+  };
+  if constexpr (kGroup == 1) {
+    for (std::int64_t b = 0; b < num_blocks; b += 2) {
+      const bool single = b + 1 == num_blocks;
+      const std::size_t g0 = static_cast<std::size_t>(b) * Block::kGroupBytes;
+      const std::size_t g1 = single ? g0 : g0 + Block::kGroupBytes;
+      // The next group's rows, the line of each block's start (a pair spans at most 2 lines
+      // more than a line apart only for Q8_0's 68 bytes).
+      if (!last) {
+#pragma GCC unroll 16
+        for (int r = 0; r < kInt16DirectGroup; ++r) {
+          __builtin_prefetch(rows[r] + w_stride + g0, 0, 3);
+          __builtin_prefetch(rows[r] + w_stride + g1 + Block::kGroupBytes - 1, 0, 3);
+        }
+      }
+      one_block_scales(g0, 0);
+      if (!single) one_block_scales(g1, 1);
+      pair(b, g0, 0, 0, g1, single ? 0 : 1, single);
+    }
+  } else {
+    for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
+      const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
+      Block::scales8(w + at, offsets_low, block_scale[0], block_min[0], 16);
+      Block::scales8(w + at, offsets_high, block_scale[0] + 8, block_min[0] + 8, 16);
+      int16::for_each_block<kGroup / 2>([&](auto half) {
+        constexpr int j = 2 * decltype(half)::value;
+        // The next group's rows, a line per pair of blocks: the group's 144 bytes touch at most
+        // 4 lines, the ones holding its bytes 0, 64, 128 and 143.
+        if (!last) {
+          constexpr int kByte = j == 0 ? 0 : j == 2 ? 64 : j == 4 ? 128 : Block::kGroupBytes - 1;
+#pragma GCC unroll 16
+          for (int r = 0; r < kInt16DirectGroup; ++r) {
+            __builtin_prefetch(rows[r] + w_stride + at + kByte, 0, 3);
+          }
+        }
+        pair(g * kGroup + j, at, j, j, at, j + 1, false);
+      });
+    }
   }
   if (lane_stride == 1) {
     const auto lanes = static_cast<__mmask16>((1u << count) - 1);
@@ -549,9 +648,9 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
 }
 
 void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
-                  const std::int32_t* /*qsums*/, std::int64_t m, std::int64_t k,
-                  const std::uint8_t* w, std::size_t w_stride, std::int64_t n_begin,
-                  std::int64_t n_end, float* y, std::int64_t ldy) {
+                  const std::int32_t* qsums, std::int64_t m, std::int64_t k, const std::uint8_t* w,
+                  std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end, float* y,
+                  std::int64_t ldy) {
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
@@ -566,8 +665,8 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
             if constexpr (kVnniDirect<Block>) {
               if (vnni) {
                 int16_direct_group_vnni<Block, decltype(rows)::value>(
-                    split, scales, scaled_sums, k, group, w_stride, count, lane_stride, last, y + n,
-                    ldy);
+                    split, scales, scaled_sums, qsums, k, group, w_stride, count, lane_stride, last,
+                    y + n, ldy);
                 return;
               }
             }

@@ -93,9 +93,9 @@ void quantize_rows_int16(const float* x /* [m, k] */, std::int64_t m, std::int64
 /// and weight rows n in [n_begin, n_end) of an int16_decodes() type (row n at w + n * w_stride),
 /// in groups of kInt16DirectGroup rows, each lane reading its own run of consecutive rows
 /// (int16_kernel_loops.h's for_each_lane_group); the next group's bytes are prefetched meanwhile.
-/// qsums is unused (the quants are decoded signed). Q4_K goes through VNNI's byte products on x
-/// split into bytes unless cpu_int16_direct_vnni() is off: the same int32 block dots, so the same
-/// bits, in fewer instructions.
+/// Q4_K, Q4_0 and Q8_0 go through VNNI's byte products on x split into bytes (with qsums taking
+/// off the codes' offset) unless cpu_int16_direct_vnni() is off: the same int32 block dots, so
+/// the same bits, in fewer instructions; the other types' quants are decoded signed.
 void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
                   const std::int32_t* qsums, std::int64_t m, std::int64_t k, const std::uint8_t* w,
                   std::size_t w_stride, std::int64_t n_begin, std::int64_t n_end,
