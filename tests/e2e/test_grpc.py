@@ -286,8 +286,17 @@ def test_abort_by_request_id(stub, pb):
     rest = list(call)
     assert rest[-1].finish_reason == pb.gen.FINISH_REASON_ABORT
     wait_idle(stub, pb, timeout=5)
-    error = rpc_error(lambda: stub.Abort(pb.svc.AbortRequest(request_id="abort-me")))
-    assert error.code() == grpc.StatusCode.NOT_FOUND
+    # The id leaves the registry when the call's end reaches the server (gRPC's OnDone), a moment
+    # after the client has read the final status: poll briefly rather than race it.
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            stub.Abort(pb.svc.AbortRequest(request_id="abort-me"))
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.NOT_FOUND
+            break
+        assert time.monotonic() < deadline, "the id stayed in flight after its call ended"
+        time.sleep(0.01)
 
 
 # ---- bad input ----------------------------------------------------------------------------------
