@@ -88,37 +88,32 @@ const CudaLinearLayer* CudaDecoderOps::normed_consumer(std::int64_t layer,
   return nullptr;
 }
 
-// With an FP8 consumer the norm also writes its output's codes (RmsNormParams::out_fp8), so the
-// consumer skips its own quantization pass.
-Status CudaDecoderOps::rms_norm(std::int64_t layer, NormWeight weight) {
+// normed = RMSNorm(x, or x + residual written back into residual); with an FP8 consumer the norm
+// also writes its output's codes (RmsNormParams::out_fp8), so the consumer skips its own
+// quantization pass.
+Status CudaDecoderOps::launch_norm(const void* x, void* residual, std::int64_t layer,
+                                   NormWeight weight) {
   fp8_codes_for_ = normed_consumer(layer, weight);
-  return kernels::launch_rms_norm(
-      {.x = e_.residual_.data(),
-       .weight = norm_weight(layer, weight),
-       .out = e_.normed_.data(),
-       .num_tokens = shape_.num_tokens,
-       .hidden = e_.config_.hidden_size,
-       .eps = static_cast<float>(e_.config_.rms_norm_eps),
-       .dtype = e_.options_.dtype,
-       .out_fp8 = fp8_codes_for_ != nullptr ? e_.fp8_codes_.as<std::uint8_t>() : nullptr,
-       .out_fp8_scales = fp8_codes_for_ != nullptr ? e_.fp8_scales_.as<float>() : nullptr},
-      e_.stream_.get());
+  const bool codes = fp8_codes_for_ != nullptr;
+  return kernels::launch_rms_norm({.x = x,
+                                   .residual = residual,
+                                   .weight = norm_weight(layer, weight),
+                                   .out = e_.normed_.data(),
+                                   .num_tokens = shape_.num_tokens,
+                                   .hidden = e_.config_.hidden_size,
+                                   .eps = static_cast<float>(e_.config_.rms_norm_eps),
+                                   .dtype = e_.options_.dtype,
+                                   .out_fp8 = codes ? e_.fp8_codes_.as<std::uint8_t>() : nullptr,
+                                   .out_fp8_scales = codes ? e_.fp8_scales_.as<float>() : nullptr},
+                                  e_.stream_.get());
+}
+
+Status CudaDecoderOps::rms_norm(std::int64_t layer, NormWeight weight) {
+  return launch_norm(e_.residual_.data(), nullptr, layer, weight);
 }
 
 Status CudaDecoderOps::add_rms_norm(std::int64_t layer, NormWeight weight) {
-  fp8_codes_for_ = normed_consumer(layer, weight);
-  return kernels::launch_rms_norm(
-      {.x = e_.proj_.data(),
-       .residual = e_.residual_.data(),
-       .weight = norm_weight(layer, weight),
-       .out = e_.normed_.data(),
-       .num_tokens = shape_.num_tokens,
-       .hidden = e_.config_.hidden_size,
-       .eps = static_cast<float>(e_.config_.rms_norm_eps),
-       .dtype = e_.options_.dtype,
-       .out_fp8 = fp8_codes_for_ != nullptr ? e_.fp8_codes_.as<std::uint8_t>() : nullptr,
-       .out_fp8_scales = fp8_codes_for_ != nullptr ? e_.fp8_scales_.as<float>() : nullptr},
-      e_.stream_.get());
+  return launch_norm(e_.proj_.data(), e_.residual_.data(), layer, weight);
 }
 
 Status CudaDecoderOps::linear(const CudaLinearLayer& layer, const cuda::DeviceBuffer& x,

@@ -50,6 +50,7 @@ class CudaDecoderOps final : public DecoderOps {
   // for it: the consumer of `normed` after rms_norm / add_rms_norm(layer, weight), or null.
   const CudaLinearLayer* fp8_consumer(const CudaLinearLayer* layer) const;
   const CudaLinearLayer* normed_consumer(std::int64_t layer, NormWeight weight) const;
+  Status launch_norm(const void* x, void* residual, std::int64_t layer, NormWeight weight);
   const CudaLayerWeights& layer_weights(std::int64_t layer) const {
     return e_.weights_.layers[static_cast<std::size_t>(layer)];
   }

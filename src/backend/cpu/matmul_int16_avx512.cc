@@ -281,6 +281,38 @@ inline void sum_rows(const __m512i p[16], __m512i half[2]) {
   half[1] = _mm512_shuffle_i64x2(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1));
 }
 
+// A direct group's lanes: lane r reads the row r * lane_stride rows past w (lanes past `count`
+// read the last row again; their sums are not stored), at the byte offsets the gathers take.
+struct LaneRows {
+  LaneRows(const std::uint8_t* w, std::size_t w_stride, int count, std::int64_t lane_stride) {
+    for (int r = 0; r < kInt16DirectGroup; ++r) {
+      const std::size_t offset =
+          static_cast<std::size_t>(std::min(r, count - 1) * lane_stride) * w_stride;
+      rows[r] = w + offset;
+      offsets[r] = static_cast<std::int32_t>(offset);
+    }
+  }
+  const std::uint8_t* rows[kInt16DirectGroup];
+  alignas(64) std::int32_t offsets[kInt16DirectGroup];
+};
+
+// y[i, r * lane_stride] = lane r of acc[i] for the group's `count` lanes.
+template <int kRows>
+void store_lanes(const __m512 (&acc)[kRows], int count, std::int64_t lane_stride, float* y,
+                 std::int64_t ldy) {
+  if (lane_stride == 1) {
+    const auto lanes = static_cast<__mmask16>((1u << count) - 1);
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + i * ldy, lanes, acc[i]);
+    return;
+  }
+  for (int i = 0; i < kRows; ++i) {
+    alignas(64) float lanes[kInt16DirectGroup];
+    _mm512_store_ps(lanes, acc[i]);
+    for (int r = 0; r < count; ++r) y[i * ldy + r * lane_stride] = lanes[r];
+  }
+}
+
 // One group of up to 16 weight rows (lane r: the row at w + r * lane_stride rows, y likewise)
 // against kRows rows of x. Per stored group (1 or 8 blocks) the 16 rows' scales in two gathers;
 // per block each row's 32 quants as int16, one vpmaddwd per row of x, the 16 products summed
@@ -296,15 +328,9 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   // Q2_K: mins per 16 columns need x's sums per 16 columns, summed here from q.
   constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
   const std::int64_t num_blocks = k / kInt16Block;
-  // Lanes past `count` read the last row again; their sums are not stored.
-  const std::uint8_t* rows[kInt16DirectGroup];
-  alignas(64) std::int32_t offsets[kInt16DirectGroup];
-  for (int r = 0; r < kInt16DirectGroup; ++r) {
-    const std::size_t offset =
-        static_cast<std::size_t>(std::min(r, count - 1) * lane_stride) * w_stride;
-    rows[r] = w + offset;
-    offsets[r] = static_cast<std::int32_t>(offset);
-  }
+  const LaneRows lanes(w, w_stride, count, lane_stride);
+  const std::uint8_t* const* rows = lanes.rows;
+  const std::int32_t* offsets = lanes.offsets;
   const __m256i offsets_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
   const __m256i offsets_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets + 8));
   alignas(64) float group_scale[kGroup * kSub][16];
@@ -388,17 +414,7 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
       }
     });
   }
-  if (lane_stride == 1) {
-    const auto lanes = static_cast<__mmask16>((1u << count) - 1);
-#pragma GCC unroll 8
-    for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + i * ldy, lanes, acc[i]);
-    return;
-  }
-  for (int i = 0; i < kRows; ++i) {
-    alignas(64) float lanes[kInt16DirectGroup];
-    _mm512_store_ps(lanes, acc[i]);
-    for (int r = 0; r < count; ++r) y[i * ldy + r * lane_stride] = lanes[r];
-  }
+  store_lanes<kRows>(acc, count, lane_stride, y, ldy);
 }
 
 // x split for the VNNI direct kernel: q = 256 h + l with h = q >> 8 (signed) and l = q & 255
@@ -496,14 +512,9 @@ void int16_direct_group_vnni(const SplitRows& x, const float* scales, const floa
   constexpr int kGroup = Block::kGroupBlocks;
   constexpr int kOffset = kVnniOffset<Block>;
   const std::int64_t num_blocks = k / kInt16Block;
-  const std::uint8_t* rows[kInt16DirectGroup];
-  alignas(64) std::int32_t offsets[kInt16DirectGroup];
-  for (int r = 0; r < kInt16DirectGroup; ++r) {
-    const std::size_t offset =
-        static_cast<std::size_t>(std::min(r, count - 1) * lane_stride) * w_stride;
-    rows[r] = w + offset;
-    offsets[r] = static_cast<std::int32_t>(offset);
-  }
+  const LaneRows lanes(w, w_stride, count, lane_stride);
+  const std::uint8_t* const* rows = lanes.rows;
+  const std::int32_t* offsets = lanes.offsets;
   const __m256i offsets_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
   const __m256i offsets_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets + 8));
   // The scales and mins of the blocks in flight: a K-quant group's 8, or two one-block groups'.
@@ -615,17 +626,7 @@ void int16_direct_group_vnni(const SplitRows& x, const float* scales, const floa
       });
     }
   }
-  if (lane_stride == 1) {
-    const auto lanes = static_cast<__mmask16>((1u << count) - 1);
-#pragma GCC unroll 8
-    for (int i = 0; i < kRows; ++i) _mm512_mask_storeu_ps(y + i * ldy, lanes, acc[i]);
-    return;
-  }
-  for (int i = 0; i < kRows; ++i) {
-    alignas(64) float lanes[kInt16DirectGroup];
-    _mm512_store_ps(lanes, acc[i]);
-    for (int r = 0; r < count; ++r) y[i * ldy + r * lane_stride] = lanes[r];
-  }
+  store_lanes<kRows>(acc, count, lane_stride, y, ldy);
 }
 
 }  // namespace
