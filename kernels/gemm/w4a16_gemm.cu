@@ -474,73 +474,6 @@ __global__ void w4a16_reduce_kernel(const float* __restrict__ partial, int split
   store_output<T>(y, y_fp32, i, sum);
 }
 
-// Element (row, col) of the matrix in fp32: d (q - z), or the GGUF form's (S sc) (q - code_zero)
-// + B mc with the reference dequantizer's order and roundings (quant/w4a16_layout.h; no FMA
-// contraction would change them, the products being exact, but say so).
-__device__ __forceinline__ float dequantize_element(const W4A16Weights& w, std::int64_t row,
-                                                    std::int64_t col, std::int64_t k_tiles,
-                                                    std::int64_t padded_rows) {
-  std::int64_t word = 0;
-  int shift = 0;
-  quant::w4a16_slot(row, col, k_tiles, &word, &shift);
-  int q = static_cast<int>((w.packed[word] >> shift) & 0xF);
-  const std::int64_t group = col / w.group_size;
-  const std::int64_t at = group * padded_rows + row;
-  const auto* scales = reinterpret_cast<const __half*>(w.scales);
-  if (w.scale_codes == nullptr) {
-    return __half2float(scales[at]) * static_cast<float>(q - w.zeros[at]);
-  }
-  if (w.hi_bits > 0) {
-    quant::w4a16_hi_slot(row, col, k_tiles, w.hi_bits, &word, &shift);
-    q |= static_cast<int>((w.packed_hi[word] >> shift) & ((1u << w.hi_bits) - 1)) << 4;
-  }
-  const std::int64_t super_at = (group >> w.super_shift) * padded_rows + row;
-  const float scale =
-      __fmul_rn(__half2float(scales[super_at]), static_cast<float>(w.scale_codes[at]));
-  float v = __fmul_rn(scale, static_cast<float>(q - w.code_zero));
-  if (w.mins != nullptr) {
-    const auto* mins = reinterpret_cast<const __half*>(w.mins);
-    v = __fadd_rn(v, __fmul_rn(__half2float(mins[super_at]), static_cast<float>(w.min_codes[at])));
-  }
-  return v;
-}
-
-template <typename T>
-__global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ out,
-                                        std::int64_t k_tiles, std::int64_t padded_rows) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= w.rows * w.cols) return;
-  out[i] = from_float<T>(dequantize_element(w, i / w.cols, i % w.cols, k_tiles, padded_rows));
-}
-
-// out[t] = row ids[t] as launch_w4a16_dequantize writes it (then times `scale`, in fp32 and
-// rounded once, when `scaled`); ids out of range give zero rows.
-template <typename T>
-__global__ void w4a16_gather_rows_kernel(const W4A16Weights w, const std::int32_t* __restrict__ ids,
-                                         std::int64_t num_ids, bool scaled, float scale,
-                                         T* __restrict__ out, std::int64_t k_tiles,
-                                         std::int64_t padded_rows) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= num_ids * w.cols) return;
-  const std::int32_t id = ids[i / w.cols];
-  if (id < 0 || id >= w.rows) {
-    out[i] = from_float<T>(0.0f);
-    return;
-  }
-  const T v = from_float<T>(dequantize_element(w, id, i % w.cols, k_tiles, padded_rows));
-  out[i] = scaled ? from_float<T>(to_float(v) * scale) : v;
-}
-
-template <typename T>
-__global__ void gather_columns_kernel(const T* __restrict__ x, std::int64_t m, std::int64_t k,
-                                      const std::int32_t* __restrict__ permutation,
-                                      T* __restrict__ out) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= m * k) return;
-  const std::int64_t row = i / k, col = i % k;
-  out[i] = x[row * k + permutation[col]];
-}
-
 int sm_count() {
   // One entry per device ordinal: the attribute never changes, and the launch path must not
   // make a runtime query per matmul.
@@ -710,10 +643,6 @@ bool is_16_bit(cuda::ScalarType t) {
   return t == cuda::ScalarType::kBF16 || t == cuda::ScalarType::kF16;
 }
 
-unsigned blocks_for(std::int64_t elements, int threads) {
-  return static_cast<unsigned>((elements + threads - 1) / threads);
-}
-
 }  // namespace
 
 std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n) {
@@ -751,78 +680,6 @@ Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream) {
   }
   return p.dtype == cuda::ScalarType::kBF16 ? launch_typed<__nv_bfloat16>(p, stream)
                                             : launch_typed<__half>(p, stream);
-}
-
-namespace {
-bool dequantizable(const W4A16Weights& w, cuda::ScalarType dtype) {
-  const std::int64_t least_group = w.scale_codes == nullptr ? 32 : 16;
-  return is_16_bit(dtype) && w.rows >= 1 && w.cols >= 32 && w.cols % 32 == 0 &&
-         w.group_size >= least_group;
-}
-std::int64_t k_tiles_of(const W4A16Weights& w) {
-  return (w.cols + kTileCols - 1) / kTileCols;
-}
-std::int64_t padded_rows_of(const W4A16Weights& w) {
-  return (w.rows + kTileRows - 1) / kTileRows * kTileRows;
-}
-}  // namespace
-
-Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarType dtype,
-                               cudaStream_t stream) {
-  if (!dequantizable(w, dtype)) {
-    return invalid_argument("w4a16 dequantize: unsupported shape or dtype");
-  }
-  const std::int64_t k_tiles = k_tiles_of(w);
-  const std::int64_t padded_rows = padded_rows_of(w);
-  const unsigned blocks = blocks_for(w.rows * w.cols, 256);
-  if (dtype == cuda::ScalarType::kBF16) {
-    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__nv_bfloat16*>(out),
-                                                        k_tiles, padded_rows);
-  } else {
-    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__half*>(out), k_tiles,
-                                                        padded_rows);
-  }
-  return cuda::check_launch("w4a16_dequantize_kernel");
-}
-
-Status launch_w4a16_gather_rows(const W4A16Weights& w, const std::int32_t* ids,
-                                std::int64_t num_ids, float scale, void* out,
-                                cuda::ScalarType dtype, cudaStream_t stream) {
-  if (!dequantizable(w, dtype) || num_ids < 0) {
-    return invalid_argument("w4a16 gather rows: unsupported shape or dtype");
-  }
-  if (num_ids == 0) return Status::ok_status();
-  if (ids == nullptr || out == nullptr) return invalid_argument("w4a16 gather rows: null pointer");
-  const unsigned blocks = blocks_for(num_ids * w.cols, 256);
-  const bool scaled = scale != 1.0f;
-  if (dtype == cuda::ScalarType::kBF16) {
-    w4a16_gather_rows_kernel<<<blocks, 256, 0, stream>>>(w, ids, num_ids, scaled, scale,
-                                                         static_cast<__nv_bfloat16*>(out),
-                                                         k_tiles_of(w), padded_rows_of(w));
-  } else {
-    w4a16_gather_rows_kernel<<<blocks, 256, 0, stream>>>(w, ids, num_ids, scaled, scale,
-                                                         static_cast<__half*>(out), k_tiles_of(w),
-                                                         padded_rows_of(w));
-  }
-  return cuda::check_launch("w4a16_gather_rows_kernel");
-}
-
-Status launch_gather_columns(const void* x, std::int64_t m, std::int64_t k,
-                             const std::int32_t* permutation, void* out, cuda::ScalarType dtype,
-                             cudaStream_t stream) {
-  if (!is_16_bit(dtype) || m < 0 || k < 1) {
-    return invalid_argument("gather columns: unsupported shape or dtype");
-  }
-  if (m == 0) return Status::ok_status();
-  const unsigned blocks = blocks_for(m * k, 256);
-  if (dtype == cuda::ScalarType::kBF16) {
-    gather_columns_kernel<<<blocks, 256, 0, stream>>>(
-        static_cast<const __nv_bfloat16*>(x), m, k, permutation, static_cast<__nv_bfloat16*>(out));
-  } else {
-    gather_columns_kernel<<<blocks, 256, 0, stream>>>(static_cast<const __half*>(x), m, k,
-                                                      permutation, static_cast<__half*>(out));
-  }
-  return cuda::check_launch("gather_columns_kernel");
 }
 
 }  // namespace pagoda::kernels

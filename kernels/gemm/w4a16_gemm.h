@@ -84,9 +84,9 @@ bool w4a16_gemm_applies(const W4A16GemmParams& p);
 /// workspace smaller than w4a16_gemm_workspace_bytes only means fewer CTAs share K.
 Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream);
 
-/// out [rows, cols] dtype = d * (q - z), computed exactly in fp32 and rounded once; the GGUF form
-/// (S sc) (q - code_zero) + B mc, its fp32 rounding (the CPU dequantizer's value), then the
-/// dtype's.
+/// (w4a16_dequantize.cu) out [rows, cols] dtype = d * (q - z), computed exactly in fp32 and
+/// rounded once; the GGUF form (S sc) (q - code_zero) + B mc, its fp32 rounding (the CPU
+/// dequantizer's value), then the dtype's.
 Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarType dtype,
                                cudaStream_t stream);
 

@@ -296,6 +296,18 @@ struct LaneRows {
   alignas(64) std::int32_t offsets[kInt16DirectGroup];
 };
 
+// A one-block group's fp16 scale (and min above it) for the 16 lanes' rows, one gather at
+// `group` + offsets[r]: int16_blocks.h's layout.
+template <typename Block>
+void one_block_scales(const std::int32_t* offsets, const std::uint8_t* group, float* scale,
+                      float* min) {
+  const __m512i header = _mm512_i32gather_epi32(_mm512_load_si512(offsets), group, 1);
+  _mm512_store_ps(scale, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header)));
+  if constexpr (Block::kHasMin) {
+    _mm512_store_ps(min, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16))));
+  }
+}
+
 // y[i, r * lane_stride] = lane r of acc[i] for the group's `count` lanes.
 template <int kRows>
 void store_lanes(const __m512 (&acc)[kRows], int count, std::int64_t lane_stride, float* y,
@@ -341,13 +353,7 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
     const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
     if constexpr (kGroup == 1) {
-      // One gather of the 16 rows' fp16 scale (and min above it): int16_blocks.h's layout.
-      const __m512i header = _mm512_i32gather_epi32(_mm512_load_si512(offsets), w + at, 1);
-      _mm512_store_ps(group_scale[0], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header)));
-      if constexpr (Block::kHasMin) {
-        _mm512_store_ps(group_min[0],
-                        _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16))));
-      }
+      one_block_scales<Block>(offsets, w + at, group_scale[0], group_min[0]);
     } else {
       Block::scales8(w + at, offsets_low, group_scale[0], group_min[0], 16);
       Block::scales8(w + at, offsets_high, group_scale[0] + 8, group_min[0] + 8, 16);
@@ -520,15 +526,6 @@ void int16_direct_group_vnni(const SplitRows& x, const float* scales, const floa
   // The scales and mins of the blocks in flight: a K-quant group's 8, or two one-block groups'.
   alignas(64) float block_scale[8][16];
   alignas(64) float block_min[8][16];
-  const auto one_block_scales = [&](std::size_t at, int slot) {
-    // One gather of the 16 rows' fp16 scale (and min above it), as int16_direct_group.
-    const __m512i header = _mm512_i32gather_epi32(_mm512_load_si512(offsets), w + at, 1);
-    _mm512_store_ps(block_scale[slot], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(header)));
-    if constexpr (Block::kHasMin) {
-      _mm512_store_ps(block_min[slot],
-                      _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(header, 16))));
-    }
-  };
   __m512 acc[kRows];
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) acc[i] = _mm512_setzero_ps();
@@ -602,8 +599,8 @@ void int16_direct_group_vnni(const SplitRows& x, const float* scales, const floa
           __builtin_prefetch(rows[r] + w_stride + g1 + Block::kGroupBytes - 1, 0, 3);
         }
       }
-      one_block_scales(g0, 0);
-      if (!single) one_block_scales(g1, 1);
+      one_block_scales<Block>(offsets, w + g0, block_scale[0], block_min[0]);
+      if (!single) one_block_scales<Block>(offsets, w + g1, block_scale[1], block_min[1]);
       pair(b, g0, 0, 0, g1, single ? 0 : 1, single);
     }
   } else {
