@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/interleaved_rows.h"
 #include "backend/cpu/tensor_view.h"
 
 namespace pagoda::cpu::bench {
@@ -60,6 +61,16 @@ class WeightSet {
     }
   }
 
+  /// Every copy repacked into 16-row panels (interleaved_rows.h), as a model's weights are at load
+  /// on AVX-512 VNNI CPUs; the row-major copies are freed.
+  void interleave() {
+    for (TensorView& view : views_) {
+      interleaved_.push_back(interleave_rows(view));
+      view = interleaved_.back().view;
+    }
+    storage_ = {};
+  }
+
   /// The i-th copy, cycling.
   const TensorView& next() { return views_[next_++ % views_.size()]; }
   /// Bytes of one copy.
@@ -68,6 +79,7 @@ class WeightSet {
  private:
   std::vector<std::uint8_t> storage_;
   std::vector<TensorView> views_;
+  std::vector<InterleavedMatrix> interleaved_;
   std::size_t bytes_per_copy_ = 0;
   std::size_t next_ = 0;
 };

@@ -237,9 +237,78 @@ void BM_MatmulLlama1B(benchmark::State& state) {
                  std::to_string(shape.n) + "x" + std::to_string(shape.k));
 }
 BENCHMARK(BM_MatmulLlama1B)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 16, 512}, {1, 0}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 512}, {1, 0}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+
+// BM_MatmulLlama1B's int16 cases on weights interleaved at load (interleaved_rows.h, AVX-512 VNNI
+// only): Args: type (kLlama1BTypes, Q5_K excluded), shape, m.
+void BM_MatmulLlama1BInterleaved(benchmark::State& state) {
+  static ThreadPool single(1);
+  const DType dtype = kLlama1BTypes[static_cast<std::size_t>(state.range(0))];
+  const Shape shape = kLlama1BShapes[static_cast<std::size_t>(state.range(1))];
+  const std::int64_t m = state.range(2);
+  if (!cpu_has_avx512_vnni() || !interleave_supported(dtype)) {
+    state.SkipWithError("interleaved weights need AVX-512 VNNI and a Q4_0/Q4_1/Q8_0/Q4_K/Q6_K type");
+    return;
+  }
+  const bool hot = std::getenv("PAGODA_BENCH_HOT_WEIGHTS") != nullptr;
+  WeightSet weights(dtype, shape.n, shape.k, m == 1 && !hot ? kColdBytes : 0);
+  weights.interleave();
+  std::vector<float> x(static_cast<std::size_t>(m * shape.k));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 29) * 0.03f - 0.4f;
+  std::vector<float> y(static_cast<std::size_t>(m * shape.n));
+  for (auto _ : state) {
+    matmul(single, x.data(), m, weights.next(), nullptr, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * weights.bytes_per_copy()));
+  state.counters["Gweights/s"] = benchmark::Counter(
+      static_cast<double>(shape.n * shape.k) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.SetLabel("interleaved 1T " + std::to_string(m) + "x" + std::to_string(shape.k) + " " +
+                 std::string(dtype_name(dtype)) + " " + std::to_string(shape.n) + "x" +
+                 std::to_string(shape.k));
+}
+BENCHMARK(BM_MatmulLlama1BInterleaved)
+    ->ArgsProduct({{0, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 512}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// Prefill (m = 512, kBroadcastInt16, one thread) on the same weights row-major and interleaved at
+// load: int16_tile against int16_tile_interleaved (matmul_int16_avx512.h). Args: type
+// (kLayoutTypes), shape (kLlama1BShapes), interleaved (0 or 1).
+constexpr std::array kLayoutTypes = {DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kQ8_0};
+
+void BM_MatmulPrefillLayout(benchmark::State& state) {
+  static ThreadPool single(1);
+  const DType dtype = kLayoutTypes[static_cast<std::size_t>(state.range(0))];
+  const Shape shape = kLlama1BShapes[static_cast<std::size_t>(state.range(1))];
+  const bool interleaved = state.range(2) != 0;
+  if (interleaved && !cpu_has_avx512_vnni()) {
+    state.SkipWithError("interleaved weights need AVX-512 VNNI");
+    return;
+  }
+  WeightSet weights(dtype, shape.n, shape.k, 0);
+  if (interleaved) weights.interleave();
+  std::vector<float> x(static_cast<std::size_t>(kPrefillRows * shape.k));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 29) * 0.03f - 0.4f;
+  std::vector<float> y(static_cast<std::size_t>(kPrefillRows * shape.n));
+  for (auto _ : state) {
+    matmul(single, x.data(), kPrefillRows, weights.next(), nullptr, y.data(),
+           MatmulKernel::kBroadcastInt16);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, shape);
+  state.SetLabel(std::string(interleaved ? "interleaved " : "row-major ") + "1T " +
+                 std::to_string(kPrefillRows) + "x" + std::to_string(shape.k) + " " +
+                 std::string(dtype_name(dtype)) + " " + std::to_string(shape.n) + "x" +
+                 std::to_string(shape.k));
+}
+BENCHMARK(BM_MatmulPrefillLayout)
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 2}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // One thread summing a 512 MiB buffer of 64-bit words (eight accumulators, so the loads set the
 // pace): the read bandwidth the m = 1 rows above are set against.

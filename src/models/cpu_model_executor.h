@@ -69,7 +69,7 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
   std::shared_ptr<const ModelFiles> files_;  // Keeps the mapped weights alive.
   const Architecture& architecture_;
   ModelExecutorInfo info_;
-  cpu::ThreadPool pool_;
+  cpu::ThreadPool pool_;  // Before ops_: the weights are interleaved on it (for_decode).
   CpuDecoderOps ops_;
   cpu::KvDtype kv_dtype_;
   // Every layer's K and V pools in one allocation, uninitialized: a slot is read only after

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/check.h"
 #include "quant/f8_s_block.h"
 #include "quant/gguf_repack.h"
 #include "quant/q4_z_block.h"
@@ -71,6 +72,14 @@ bool gguf_stackable(std::span<const cpu::TensorView> parts) {
   return true;
 }
 
+// Every form here is built from the file's rows: interleaved views (interleaved_rows.h) are the
+// CPU executor's own, made after its load, and never reach a GPU upload.
+void check_row_major(std::span<const cpu::TensorView> parts) {
+  for (const cpu::TensorView& p : parts) {
+    PAGODA_CHECK(!p.interleaved) << "an interleaved CPU weight handed to the GPU upload";
+  }
+}
+
 bool one_type(std::span<const cpu::TensorView> parts) {
   for (const cpu::TensorView& p : parts) {
     if (p.dtype != parts[0].dtype) return false;
@@ -92,6 +101,7 @@ std::string_view device_linear_kind_name(DeviceLinearKind kind) {
 
 DeviceLinearKind device_linear_kind(std::span<const cpu::TensorView> parts,
                                     bool activations_16bit) {
+  check_row_major(parts);
   if (!activations_16bit) return DeviceLinearKind::kDense;
   if (gguf_stackable(parts)) {
     // GGUF files carry no act-order permutation; mixed types take the 8-bit general form.
@@ -115,6 +125,7 @@ DeviceLinearKind device_linear_kind(std::span<const cpu::TensorView> parts,
 }
 
 StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorView> parts) {
+  check_row_major(parts);
   if (!stackable(parts)) {
     return invalid_argument(
         "concatenate_rows: the parts differ in block type, columns or input permutation, or are "
@@ -142,6 +153,7 @@ StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorVie
 }
 
 StatusOr<quant::W4A16Matrix> w4a16_layout(std::span<const cpu::TensorView> parts) {
+  check_row_major(parts);
   if (gguf_stackable(parts)) {
     std::vector<quant::GgufPart> gguf;
     for (const cpu::TensorView& p : parts) {

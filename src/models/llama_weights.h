@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/interleaved_rows.h"
 #include "backend/cpu/rope.h"
 #include "backend/cpu/tensor_view.h"
 #include "model/model_files.h"
@@ -67,6 +68,9 @@ struct LlamaWeights {
   std::vector<std::shared_ptr<const quant::QuantizedMatrix>> repacked;
   /// The bf16 matrices of dummy_llama_weights that the views above point into.
   std::vector<std::shared_ptr<const std::vector<std::uint16_t>>> dummy_storage;
+  /// The matrices interleave_for_decode repacked into 16-row panels (interleaved_rows.h) that
+  /// the layers' linear views and lm_head point into; empty unless the CPU executor interleaves.
+  std::vector<std::shared_ptr<const cpu::InterleavedMatrix>> interleaved;
 };
 
 /// How to load the weights.

@@ -108,4 +108,10 @@ void set_cpu_int16_direct_vnni(bool on) {
   direct_vnni().store(on, std::memory_order_relaxed);
 }
 
+bool cpu_interleave_weights() {
+  if (!cpu_has_avx512_vnni() || cpu_has_amx_int8()) return false;
+  const char* value = std::getenv("PAGODA_CPU_INTERLEAVE");
+  return value == nullptr || std::string_view(value) != "0";
+}
+
 }  // namespace pagoda::cpu

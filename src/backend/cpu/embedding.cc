@@ -2,7 +2,9 @@
 
 #include <optional>
 #include <span>
+#include <vector>
 
+#include "backend/cpu/interleaved_rows.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
 #include "model/dequantize.h"
@@ -31,10 +33,11 @@ void embedding_reference(const TensorView& table, const std::int32_t* token_ids,
   const std::optional<std::uint64_t> row_bytes = dtype_num_bytes(table.dtype, table.num_cols);
   PAGODA_CHECK(row_bytes.has_value())
       << table.num_cols << " " << dtype_name(table.dtype) << " columns";
+  std::vector<std::uint8_t> scratch;  // an interleaved table's row
   for (std::int64_t t = 0; t < num_tokens; ++t) {
     check_token(table, token_ids[t]);
     const Status status =
-        dequantize(table.dtype, std::span(table.row(token_ids[t]), *row_bytes),
+        dequantize(table.dtype, std::span(gguf_row(table, token_ids[t], scratch), *row_bytes),
                    std::span(out + t * table.num_cols, static_cast<std::size_t>(table.num_cols)));
     PAGODA_CHECK(status.ok()) << status.to_string();
   }

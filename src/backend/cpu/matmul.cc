@@ -10,12 +10,14 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/input_permutation.h"
+#include "backend/cpu/interleaved_rows.h"
 #include "backend/cpu/matmul_avx2.h"
 #include "backend/cpu/matmul_avx512.h"
 #include "backend/cpu/matmul_broadcast_avx512.h"
 #include "backend/cpu/matmul_int16_amx.h"
 #include "backend/cpu/matmul_int16_avx2.h"
 #include "backend/cpu/matmul_int16_avx512.h"
+#include "backend/cpu/matmul_interleaved_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
 #include "model/dequantize.h"
@@ -281,10 +283,16 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
         for (std::int64_t tile = begin; tile < end; ++tile) {
           const std::int64_t n0 = tile * tile_rows;
           const std::int64_t count = std::min(tile_rows, n - n0);
-          const std::int64_t next_rows = tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
+          // int16_tile_interleaved prefetches the next panel itself.
+          const std::int64_t next_rows =
+              tile + 1 < end && !w.interleaved ? std::min(tile_rows, n - n0 - count) : 0;
           const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
           std::fill(acc.begin(), acc.end(), 0.0f);
-          if (int16_activations) {
+          if (int16_activations && w.interleaved) {
+            avx512::int16_tile_interleaved(w.dtype, pairs, scales, scaled_sums, vectors, k,
+                                           static_cast<const std::uint8_t*>(w.data), w.row_stride,
+                                           n0, count, acc.data());
+          } else if (int16_activations) {
             avx512::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0),
                                w.row_stride, count, next, next_rows, acc.data());
           } else if (avx512::decodes(w.dtype)) {
@@ -415,7 +423,20 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
   const std::int32_t* qsums = qsums_buffer.data();
+  // Interleaved weights' x: the same q split into bytes (matmul_interleaved_avx512.h).
+  thread_local avx512::InterleavedX interleaved_x;
+  const bool any_interleaved = std::any_of(outputs.begin(), outputs.end(),
+                                           [](const MatmulOutput& out) { return out.w.interleaved; });
+  if (any_interleaved) {
+    PAGODA_CHECK(avx512_kernel) << "interleaved weights need the AVX-512 VNNI kernels";
+    avx512::split_interleaved_x(q, m, k, interleaved_x);
+    interleaved_x.scales = scales;
+    interleaved_x.scaled_sums = scaled_sums;
+    interleaved_x.qsums = qsums;
+  }
+  const avx512::InterleavedX& x_bytes = interleaved_x;
   const std::int64_t group = avx512_kernel ? avx512::kInt16DirectGroup : avx2::kInt16DirectGroup;
+  static_assert(avx512::kInt16DirectGroup == kInterleavedRows, "a dispatch unit is one panel");
   dispatch(
       pool, outputs, group,
       [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
@@ -423,7 +444,10 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
         const std::int64_t n = w.num_rows;
         const std::int64_t n_begin = begin * group;
         const std::int64_t n_end = std::min(n, end * group);
-        if (avx512_kernel) {
+        if (w.interleaved) {
+          avx512::interleaved_direct(w.dtype, x_bytes, m, k, static_cast<const std::uint8_t*>(w.data),
+                                     w.row_stride, n, begin, end, out.y, n);
+        } else if (avx512_kernel) {
           avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0), w.row_stride,
                                n_begin, n_end, out.y, n);
         } else {
@@ -546,6 +570,38 @@ void matmul_blas_panel(ThreadPool& pool, const float* x, std::int64_t m,
            });
 }
 
+// Interleaved weights for a kernel that reads GGUF rows (every kernel but the AVX-512 int16 ones):
+// each interleaved output's rows deinterleaved a chunk at a time and multiplied as a row-major
+// matrix. Correct, not fast; the layout is only made where the int16 kernels run
+// (interleaved_rows.h), so this serves tests and a kernel forced by hand.
+void matmul_deinterleaved(ThreadPool& pool, const float* x, std::int64_t m,
+                          std::span<const MatmulOutput> outputs, MatmulKernel kernel) {
+  constexpr std::int64_t kChunkRows = 256;
+  for (const MatmulOutput& out : outputs) {
+    if (!out.w.interleaved) {
+      matmul_fused(pool, x, m, std::span(&out, 1), kernel);
+      continue;
+    }
+    const std::int64_t n = out.w.num_rows;
+    std::vector<std::uint8_t> rows(static_cast<std::size_t>(kChunkRows) * out.w.row_stride);
+    std::vector<float> y(static_cast<std::size_t>(m * kChunkRows));
+    for (std::int64_t r0 = 0; r0 < n; r0 += kChunkRows) {
+      const std::int64_t count = std::min(kChunkRows, n - r0);
+      deinterleave_rows(out.w, r0, r0 + count, rows.data());
+      TensorView chunk = out.w;
+      chunk.data = rows.data();
+      chunk.num_rows = count;
+      chunk.interleaved = false;
+      const MatmulOutput piece{
+          .w = chunk, .bias = out.bias != nullptr ? out.bias + r0 : nullptr, .y = y.data()};
+      matmul_fused(pool, x, m, std::span(&piece, 1), kernel);
+      for (std::int64_t i = 0; i < m; ++i) {
+        std::copy_n(y.data() + i * count, count, out.y + i * n + r0);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool matmul_supported(DType dtype) {
@@ -598,6 +654,15 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   }
   if (kernel == MatmulKernel::kRowGroup && !cpu_has_avx512()) kernel = MatmulKernel::kPacked;
   if (kernel == MatmulKernel::kPacked && !cpu_has_avx2()) kernel = MatmulKernel::kBlasPanel;
+  // The AVX-512 int16 kernels read interleaved panels in place; AMX tiles read rows.
+  const bool reads_interleaved =
+      int16_on_avx512() && (kernel == MatmulKernel::kDirectInt16 ||
+                            (kernel == MatmulKernel::kBroadcastInt16 && !cpu_has_amx_int8()));
+  if (!reads_interleaved && std::any_of(outputs.begin(), outputs.end(), [](const auto& out) {
+        return out.w.interleaved;
+      })) {
+    return matmul_deinterleaved(pool, x, m, outputs, kernel);
+  }
   switch (kernel) {
     case MatmulKernel::kBroadcast: return matmul_broadcast(pool, x, m, outputs, false);
     case MatmulKernel::kBroadcastInt16: return matmul_broadcast_int16(pool, x, m, outputs);
@@ -616,8 +681,9 @@ void matmul_reference(const float* x, std::int64_t m, const TensorView& w, const
   const std::optional<std::uint64_t> row_bytes = dtype_num_bytes(w.dtype, k);
   PAGODA_CHECK(row_bytes.has_value()) << k << " " << dtype_name(w.dtype) << " columns";
   std::vector<float> row(static_cast<std::size_t>(k));
+  std::vector<std::uint8_t> scratch;
   for (std::int64_t j = 0; j < w.num_rows; ++j) {
-    const Status status = dequantize(w.dtype, std::span(w.row(j), *row_bytes), row);
+    const Status status = dequantize(w.dtype, std::span(gguf_row(w, j, scratch), *row_bytes), row);
     PAGODA_CHECK(status.ok()) << status.to_string();
     for (std::int64_t i = 0; i < m; ++i) {
       double sum = bias != nullptr ? bias[j] : 0.0;

@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
+#include "backend/cpu/interleaved_rows.h"
 #include "common/check.h"
 
 namespace pagoda::cpu::avx512 {
@@ -105,58 +106,283 @@ inline float load_half(const std::uint8_t* p) {
   return _cvtsh_ss(bits);
 }
 
+// int16_tile_typed's weight rows, one policy per layout. Each decodes the next block's quants
+// into the tile's buffer in kDecodeSteps steps, spread over the current block's pairs, with row
+// r's pair p (columns 2p, 2p + 1 as int16) at pair_index(r, p), and gives a group's scales of the
+// tile's 8 rows as int16_blocks.h's scales8 computes them:
+//
+//   decode(step, g, j, quants, scale, min)  step `step` of block j of group g: quants [8 * 16]
+//                                            (and a one-block group's scale, min [8])
+//   scales8(g, scale, min)                   a K-quant group's, [kGroupBlocks * kSubBlocks][8]
+//   prefetch_next(b)                         while block b is multiplied
+//
+// Rows past num_rows hold zeros or another row's finite values: their sums are dropped by the
+// caller.
+
+// Row-major GGUF rows, row r at w + r * w_stride. Step r decodes row r; the next tile's rows are
+// prefetched a block's bytes at a time.
+template <typename Block, int kRows>
+class RowMajorTile {
+ public:
+  static constexpr int kDecodeSteps = kRows;
+  static constexpr int pair_index(int r, int p) { return r * kInt16Block / 2 + p; }
+
+  RowMajorTile(const std::uint8_t* w, std::size_t w_stride, std::int64_t num_rows,
+               const std::uint8_t* next, std::int64_t next_rows)
+      : w_(w), w_stride_(w_stride), num_rows_(num_rows), next_(next), next_rows_(next_rows) {
+    alignas(32) std::int32_t offsets[8];
+    for (int r = 0; r < 8; ++r) {
+      offsets[r] = static_cast<std::int32_t>(std::min<std::int64_t>(r, num_rows - 1) * w_stride);
+    }
+    row_offsets_ = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
+  }
+  void decode(int r, std::int64_t g, int j, std::int32_t* quants, float* scale, float* min) const {
+    if (r >= num_rows_) return;
+    const std::uint8_t* group =
+        w_ + r * w_stride_ + static_cast<std::size_t>(g) * Block::kGroupBytes;
+    // A branch per block index, so each decode has constant shifts: the pattern repeats every
+    // kGroupBlocks blocks and predicts well.
+    __m256i q = _mm256_setzero_si256();
+    int16::for_each_block<Block::kGroupBlocks>([&](auto j_constant) {
+      if (j == j_constant) q = Block::quants(group, j_constant);
+    });
+    _mm512_store_si512(quants + pair_index(r, 0), _mm512_cvtepi8_epi16(q));
+    if constexpr (Block::kGroupBlocks == 1) {
+      // fp16 scale first, then the fp16 min: int16_blocks.h's one-block layouts.
+      scale[r] = load_half(group);
+      if constexpr (Block::kHasMin) min[r] = load_half(group + 2);
+    }
+  }
+  void scales8(std::int64_t g, float* scale, float* min) const {
+    Block::scales8(w_ + static_cast<std::size_t>(g) * Block::kGroupBytes, row_offsets_, scale, min,
+                   8);
+  }
+  void prefetch_next(std::int64_t b) const {
+    if (next_ == nullptr) return;
+    const std::size_t at = static_cast<std::size_t>(b) * Block::kGroupBytes / Block::kGroupBlocks;
+    for (std::int64_t r = 0; r < next_rows_; ++r) {
+      __builtin_prefetch(next_ + r * w_stride_ + at, /*rw=*/0, /*locality=*/3);
+    }
+  }
+
+ private:
+  const std::uint8_t* w_;
+  std::size_t w_stride_;
+  std::int64_t num_rows_;
+  const std::uint8_t* next_;
+  std::int64_t next_rows_;
+  __m256i row_offsets_;  // row r's bytes from row 0's (rows past num_rows: the last row's)
+};
+
+// The types InterleavedTile reads: interleave_segments()'s.
+template <typename Block>
+constexpr bool kInterleaves =
+    Block::kType == DType::kQ8_0 || Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1 ||
+    Block::kType == DType::kQ4_K || Block::kType == DType::kQ6_K;
+
+// An interleaved matrix (interleaved_rows.h): row n0 + r in panel (n0 + r) / 16 at lane
+// (n0 + r) % 16. A panel's group holds each segment's unit i of its 16 rows side by side (units
+// of u bytes, row lane l's at s + (i * 16 + l) * u), so one load takes a field of the tile's 8
+// rows, one row per lane, where the row-major layout needs a gather or a load per row:
+//
+//   Q8_0, Q4_0  d 0 | qs 32                 Q4_K  d 0 | dmin 32 | scales 64 | qs 256
+//   Q4_1        d 0 | m 32 | qs 64           Q6_K  d 0 | scales 32 | half h (h = 0, 1) at 1536 h:
+//                                                   ql 288 (two runs of 512) | qh 1312
+//
+// Step i decodes code unit i of the block for all 8 rows, with the row-major decoders' shifts and
+// masks on the same bytes: 4 columns per row, which sign-extended are its pairs 2i and 2i + 1, so
+// the buffer holds row r's pair p at (p / 2) * 16 + 2r + p % 2 (Q4_0/Q4_1: a unit's low nibbles
+// are pairs 2i and 2i + 1, its high nibbles pairs 8 + 2i and 9 + 2i, so 4 steps). Where the 8
+// lanes run past the panel (6-row tiles from lane 11 on) two masked loads take them from row 0's
+// panel and the next.
+template <typename Block>
+class InterleavedTile {
+  static_assert(kInterleaves<Block>);
+  static constexpr bool kNibbles = Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1;
+
+ public:
+  static constexpr int kDecodeSteps = kNibbles ? 4 : 8;
+  static constexpr int pair_index(int r, int p) { return p / 2 * 16 + 2 * r + p % 2; }
+
+  InterleavedTile(const std::uint8_t* panels, std::size_t row_bytes, std::int64_t n0,
+                  std::int64_t num_rows)
+      : panel_bytes_(row_bytes * kInterleavedRows),
+        panel_(panels + static_cast<std::size_t>(n0 / kInterleavedRows) * panel_bytes_),
+        lane_(static_cast<int>(n0 % kInterleavedRows)) {
+    const int in_panel = static_cast<int>(kInterleavedRows) - lane_;
+    one_panel_ = in_panel >= 8;
+    mask_a_ = static_cast<__mmask8>(one_panel_ ? 0xFF : (1u << in_panel) - 1);
+    mask_b_ = static_cast<__mmask8>(num_rows > in_panel ? 0xFF & ~mask_a_ : 0);
+  }
+  // Inlined whole: an out-of-line block-index dispatch in the pair loop spills its accumulators
+  // (2.6x slower, Q4_K).
+  [[gnu::always_inline, gnu::flatten]] void decode(int step, std::int64_t g, int j,
+                                                   std::int32_t* quants, float* scale,
+                                                   float* min) const {
+    const std::uint8_t* group = group_at(g);
+    if constexpr (Block::kGroupBlocks == 1) {
+      if (step == 0) {
+        _mm256_store_ps(scale, halves(group));
+        if constexpr (Block::kHasMin) _mm256_store_ps(min, halves(group + 32));
+      }
+    }
+    const std::uint8_t* unit = group + 64 * step;
+    const auto store = [&](int slot, __m256i codes) {
+      _mm512_store_si512(quants + 16 * slot, _mm512_cvtepi8_epi16(codes));
+    };
+    if constexpr (Block::kType == DType::kQ8_0) {
+      store(step, words(unit + 32));
+    } else if constexpr (kNibbles) {
+      const __m256i codes = words(unit + (Block::kHasMin ? 64 : 32));
+      const __m256i offset = _mm256_set1_epi8(Block::kHasMin ? 0 : 8);  // Q4_0: nibble - 8
+      store(step, _mm256_sub_epi8(int16::byte_field(codes, 0, 0x0F), offset));
+      store(4 + step, _mm256_sub_epi8(int16::byte_field(codes, 4, 0x0F), offset));
+    } else {
+      int16::for_each_block<8>([&](auto j_constant) {
+        if (j == j_constant) store(step, k_codes<decltype(j_constant)::value>(unit));
+      });
+    }
+  }
+  void scales8(std::int64_t g, float* scale, float* min) const {
+    const std::uint8_t* group = group_at(g);
+    if constexpr (Block::kType == DType::kQ4_K) {
+      // k_scales8's arithmetic on the same fields.
+      const __m256 d = halves(group);
+      const __m256 dmin = halves(group + 32);
+      const __m256i s0 = words(group + 64);   // s[0..3]
+      const __m256i s1 = words(group + 128);  // s[4..7]
+      const __m256i s2 = words(group + 192);  // s[8..11]
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        _mm256_storeu_ps(scale + j * 8, int16::times(d, int16::lane_bits(s0, 8 * j, 63)));
+        _mm256_storeu_ps(min + j * 8, int16::minus_times(dmin, int16::lane_bits(s1, 8 * j, 63)));
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i sc =
+            _mm256_or_si256(int16::lane_bits(s2, 8 * j, 15), int16::lane_bits(s0, 8 * j + 2, 0x30));
+        const __m256i m = _mm256_or_si256(int16::lane_bits(s2, 8 * j + 4, 15),
+                                          int16::lane_bits(s1, 8 * j + 2, 0x30));
+        _mm256_storeu_ps(scale + (4 + j) * 8, int16::times(d, sc));
+        _mm256_storeu_ps(min + (4 + j) * 8, int16::minus_times(dmin, m));
+      }
+    } else if constexpr (Block::kType == DType::kQ6_K) {
+      // Q6_KInt16::scales8's: scale_t of block j = d * (int8) scales[2 j + t].
+      const __m256 d = halves(group);
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        _mm256_storeu_ps(scale + i * 8, int16::times(d, signed_bytes(group + 32 + 16 * i)));
+      }
+    }
+  }
+  // The next panel's bytes of block b, which the tiles that start there read from their first
+  // block on (the hardware prefetcher alone: Q8_0 8192x2048 prefill 43% slower than row-major
+  // rows, which prefetch the next tile's). Past the last panel this names memory that may not be
+  // mapped: a prefetch does not fault.
+  void prefetch_next(std::int64_t b) const {
+    constexpr std::size_t kBlockBytes = kInterleavedRows * Block::kGroupBytes / Block::kGroupBlocks;
+    const std::uintptr_t next = reinterpret_cast<std::uintptr_t>(panel_) + panel_bytes_ +
+                                static_cast<std::size_t>(b) * kBlockBytes;
+#pragma GCC unroll 16
+    for (std::size_t at = 0; at < kBlockBytes; at += 64) {
+      __builtin_prefetch(reinterpret_cast<const void*>(next + at), /*rw=*/0, /*locality=*/3);
+    }
+  }
+
+ private:
+  const std::uint8_t* group_at(std::int64_t g) const {
+    return panel_ + static_cast<std::size_t>(g) * kInterleavedRows * Block::kGroupBytes;
+  }
+  // Q4_K's and Q6_K's code unit (`unit`: the group plus 64 times its index) of block kJ, as
+  // Q4_KInt16::quants and Q6_KInt16::quants decode them.
+  template <int kJ>
+  __m256i k_codes(const std::uint8_t* unit) const {
+    if constexpr (Block::kType == DType::kQ4_K) {
+      return int16::byte_field(words(unit + 256 + 512 * (kJ / 2)), 4 * (kJ % 2), 0x0F);
+    } else {
+      const std::uint8_t* half = unit + 1536 * (kJ / 4);
+      const __m256i low =
+          int16::byte_field(words(half + 288 + 512 * (kJ % 2)), 4 * ((kJ % 4) / 2), 0x0F);
+      const __m256i high = int16::byte_field_at(words(half + 1312), 2 * (kJ % 4), 4, 3);
+      return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
+    }
+  }
+  // The tile's 8 rows' fields of a segment unit whose lane 0 is at `at` in row 0's panel: 4-byte
+  // words, fp16 values as fp32, int8 values as int32.
+  __m256i words(const std::uint8_t* at) const {
+    const std::uint8_t* first = at + 4 * lane_;
+    if (one_panel_) return int16::load_256(first);
+    const __m256i v = _mm256_maskz_loadu_epi32(mask_a_, first);
+    if (mask_b_ == 0) return v;
+    return _mm256_mask_loadu_epi32(v, mask_b_, first + panel_bytes_ - 4 * kInterleavedRows);
+  }
+  __m256 halves(const std::uint8_t* at) const {
+    const std::uint8_t* first = at + 2 * lane_;
+    __m128i v;
+    if (one_panel_) {
+      v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(first));
+    } else {
+      v = _mm_maskz_loadu_epi16(mask_a_, first);
+      if (mask_b_ != 0) {
+        v = _mm_mask_loadu_epi16(v, mask_b_, first + panel_bytes_ - 2 * kInterleavedRows);
+      }
+    }
+    return _mm256_cvtph_ps(v);
+  }
+  __m256i signed_bytes(const std::uint8_t* at) const {
+    const std::uint8_t* first = at + lane_;
+    __m128i v;
+    if (one_panel_) {
+      v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(first));
+    } else {
+      v = _mm_maskz_loadu_epi8(mask_a_, first);
+      if (mask_b_ != 0) {
+        v = _mm_mask_loadu_epi8(v, mask_b_, first + panel_bytes_ - kInterleavedRows);
+      }
+    }
+    return _mm256_cvtepi8_epi32(v);
+  }
+
+  std::size_t panel_bytes_;
+  const std::uint8_t* panel_;  // row n0's panel
+  int lane_;                   // row n0's lane
+  bool one_panel_;             // the 8 lanes lane_ .. lane_ + 7 lie in panel_
+  __mmask8 mask_a_;            // else the lanes in panel_
+  __mmask8 mask_b_;            // and those of the tile's rows in the next panel
+};
+
 // Per 32-column block: 16 column pairs, each kVectors loads of x and kRows x kVectors
 // vpdpwssd whose weight pair is an embedded broadcast; the first pair of each sub-block uses
 // vpmaddwd, so its sums start without a zeroing, and after its last pair the sums join the fp32
-// accumulators. Between pairs the next block's rows are decoded into the other buffer, one row
-// every 16 / kRows pairs; a group's scales (all its blocks, all rows) are decoded before its first
-// block.
-template <typename Block, int kVectors>
+// accumulators. Between pairs the next block is decoded into the other buffer, one of the
+// layout's kDecodeSteps every 16 / kDecodeSteps pairs; a group's scales (all its blocks, all rows)
+// are decoded before its first block.
+template <typename Block, int kVectors, typename Rows>
 void int16_tile_typed(const std::int32_t* pairs, const float* scales, const float* scaled_sums,
-                      std::int64_t k, const std::uint8_t* w, std::size_t w_stride,
-                      std::int64_t num_rows, const std::uint8_t* next, std::int64_t next_rows,
-                      float* acc) {
+                      std::int64_t k, const Rows& rows, float* acc) {
   constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
   constexpr int kWidth = 16 * kVectors;
   constexpr int kPairs = kInt16Block / 2;
   constexpr int kSub = Block::kSubBlocks;
   constexpr int kSubPairs = kPairs / kSub;
   constexpr int kGroup = Block::kGroupBlocks;
+  constexpr int kSteps = Rows::kDecodeSteps;
   static_assert(kRows <= 8, "one scales8 call decodes the tile's scales");
   // Q2_K: mins per 16 columns need x's sums per 16 columns, which quantize_columns_int16 does not
   // give; the tile sums them from the pairs (one more vpdpwssd per pair and vector).
   constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
   const std::int64_t num_blocks = k / kInt16Block;
-  // Rows past num_rows stay zero (their scales repeat the last row's): their sums are finite and
-  // dropped by the caller.
-  alignas(64) std::int32_t quants[2][kRows][kPairs] = {};
-  alignas(32) std::int32_t offsets[8];
-  for (int r = 0; r < 8; ++r) {
-    offsets[r] = static_cast<std::int32_t>(std::min<std::int64_t>(r, num_rows - 1) * w_stride);
-  }
-  const __m256i row_offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
+  alignas(64) std::int32_t quants[2][8 * kPairs] = {};
   // Scales of the current group ([j * kSub + t][row]) or, for one-block groups, of each buffer's
   // block ([buffer][row], read with its quants: cheaper than a gather per block).
   alignas(32) float group_scale[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
   alignas(32) float group_min[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
-  auto decode = [&](int buffer, int r, std::int64_t g, int j) {
-    const std::uint8_t* group = w + r * w_stride + static_cast<std::size_t>(g) * Block::kGroupBytes;
-    // A branch per block index, so each decode has constant shifts: the pattern repeats every
-    // kGroup blocks and predicts well.
-    __m256i q = _mm256_setzero_si256();
-    int16::for_each_block<kGroup>([&](auto j_constant) {
-      if (j == j_constant) q = Block::quants(group, j_constant);
-    });
-    _mm512_store_si512(quants[buffer][r], _mm512_cvtepi8_epi16(q));
-    if constexpr (kGroup == 1) {
-      // fp16 scale first, then the fp16 min: int16_blocks.h's one-block layouts.
-      group_scale[buffer][r] = load_half(group);
-      if constexpr (Block::kHasMin) group_min[buffer][r] = load_half(group + 2);
-    }
+  // Block b's decode into `buffer` (the one-block scales too; K-quants' come from scales8).
+  const auto decode = [&](int step, int buffer, std::int64_t b) {
+    rows.decode(step, b / kGroup, static_cast<int>(b % kGroup), quants[buffer],
+                group_scale[buffer], group_min[buffer]);
   };
-  for (std::int64_t r = 0; r < num_rows; ++r) {
-    decode(0, static_cast<int>(r), 0, 0);
-  }
+  for (int step = 0; step < kSteps; ++step) decode(step, 0, 0);
   __m512 a[kRows][kVectors];
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
@@ -168,19 +394,11 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
   // Q4_K 512x2048).
   for (std::int64_t b = 0; b < num_blocks; ++b) {
     const int j = static_cast<int>(b % kGroup);
-    if (kGroup > 1 && j == 0) {
-      Block::scales8(w + static_cast<std::size_t>(b / kGroup) * Block::kGroupBytes, row_offsets,
-                     group_scale[0], group_min[0], 8);
-    }
+    if (kGroup > 1 && j == 0) rows.scales8(b / kGroup, group_scale[0], group_min[0]);
     const int current = static_cast<int>(b & 1);
     const int following = current ^ 1;
     const bool has_following = b + 1 < num_blocks;
-    if (next != nullptr) {
-      const std::size_t at = static_cast<std::size_t>(b) * Block::kGroupBytes / kGroup;
-      for (std::int64_t r = 0; r < next_rows; ++r) {
-        __builtin_prefetch(next + r * w_stride + at, /*rw=*/0, /*locality=*/3);
-      }
-    }
+    rows.prefetch_next(b);
     const std::int32_t* xb = pairs + b * kPairs * kWidth;
     __m512 s[kVectors];
 #pragma GCC unroll 4
@@ -204,18 +422,16 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
         }
 #pragma GCC unroll 12
         for (int r = 0; r < kRows; ++r) {
-          const __m512i wv = _mm512_set1_epi32(quants[current][r][p]);
+          const __m512i wv = _mm512_set1_epi32(quants[current][Rows::pair_index(r, p)]);
 #pragma GCC unroll 4
           for (int v = 0; v < kVectors; ++v) {
             sums[r][v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], wv)
                                             : _mm512_dpwssd_epi32(sums[r][v], xv[v], wv);
           }
         }
-#pragma GCC unroll 12
-        for (int r = 0; r < kRows; ++r) {
-          if (r * kPairs / kRows == p && has_following && r < num_rows) {
-            decode(following, r, (b + 1) / kGroup, static_cast<int>((b + 1) % kGroup));
-          }
+#pragma GCC unroll 16
+        for (int step = 0; step < kSteps; ++step) {
+          if (step * kPairs / kSteps == p && has_following) decode(step, following, b + 1);
         }
       }
       __m512 qs[kVectors];
@@ -636,12 +852,12 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
     if (vectors == 1) {
-      return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
-                                        next_rows, acc);
+      const RowMajorTile<Block, int16_tile_rows(1)> rows(w, w_stride, num_rows, next, next_rows);
+      return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, rows, acc);
     }
     PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
-    int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next,
-                               next_rows, acc);
+    const RowMajorTile<Block, int16_tile_rows(2)> rows(w, w_stride, num_rows, next, next_rows);
+    int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, rows, acc);
   });
 }
 
@@ -672,6 +888,26 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
                 q, scales, scaled_sums, k, group, w_stride, count, lane_stride, last, y + n, ldy);
           });
     });
+  });
+}
+
+void int16_tile_interleaved(DType dtype, const std::int32_t* pairs, const float* scales,
+                            const float* scaled_sums, std::int64_t vectors, std::int64_t k,
+                            const std::uint8_t* panels, std::size_t row_bytes, std::int64_t n0,
+                            std::int64_t num_rows, float* acc) {
+  with_int16_block(dtype, [&](auto block) {
+    using Block = decltype(block);
+    if constexpr (kInterleaves<Block>) {
+      int16::check_whole_groups<Block, kInt16Block>(k);
+      const InterleavedTile<Block> rows(panels, row_bytes, n0, num_rows);
+      if (vectors == 1) {
+        return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, rows, acc);
+      }
+      PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
+      int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, rows, acc);
+    } else {
+      PAGODA_CHECK(false) << "no interleaved layout of " << dtype_name(dtype);
+    }
   });
 }
 

@@ -112,4 +112,15 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 std::int64_t num_rows, const std::uint8_t* next, std::int64_t next_rows,
                 float* acc /* [int16_tile_rows(vectors), 16 * vectors] */);
 
+/// int16_tile on weight rows n0 .. n0 + num_rows - 1 of an interleaved matrix (interleaved_rows.h:
+/// row n in panel n / 16 at lane n % 16, panel p at panels + p * 16 * row_bytes) of a type
+/// interleave_supported() names: the same bits as int16_tile on the row-major rows. A tile of 6
+/// rows may straddle two panels. The next panel's bytes are prefetched meanwhile (where the next
+/// tiles read), past the matrix's end too: a prefetch does not fault.
+void int16_tile_interleaved(DType dtype, const std::int32_t* pairs, const float* scales,
+                            const float* scaled_sums, std::int64_t vectors, std::int64_t k,
+                            const std::uint8_t* panels, std::size_t row_bytes /* one GGUF row */,
+                            std::int64_t n0, std::int64_t num_rows,
+                            float* acc /* [int16_tile_rows(vectors), 16 * vectors] */);
+
 }  // namespace pagoda::cpu::avx512

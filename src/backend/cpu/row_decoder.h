@@ -9,7 +9,7 @@
 namespace pagoda::cpu {
 
 /// Decodes elements [col_begin, col_begin + count) of row `row` of `t` into `dst`; both ends must
-/// fall on block boundaries of t's type.
+/// fall on block boundaries of t's type. An interleaved `t` has just those blocks deinterleaved.
 void decode_row(const TensorView& t /* [R, C] */, std::int64_t row, std::int64_t col_begin,
                 std::int64_t count, float* dst /* [count] */);
 

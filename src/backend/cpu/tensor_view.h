@@ -19,8 +19,11 @@ struct TensorView {
   /// [num_cols] or nullptr: stored column j multiplies input channel input_permutation[j]
   /// (GPTQ act-order; see input_permutation.h). Matmul honours it; row decoding ignores it.
   const std::int32_t* input_permutation = nullptr;
+  /// Rows stored 16 at a time in interleaved panels (interleaved_rows.h): row() and row-major
+  /// kernels do not apply; row_stride is still one row's bytes.
+  bool interleaved = false;
 
-  /// The first byte of row `i`.
+  /// The first byte of row `i` of a row-major view.
   const std::uint8_t* row(std::int64_t i) const {
     return static_cast<const std::uint8_t*>(data) + static_cast<std::size_t>(i) * row_stride;
   }
