@@ -14,6 +14,8 @@ constexpr std::array<InterleaveSegment, 2> kQ8_0{{{0, 2, 2}, {2, 32, 4}}};
 constexpr std::array<InterleaveSegment, 2> kQ4_0{{{0, 2, 2}, {2, 16, 4}}};
 constexpr std::array<InterleaveSegment, 3> kQ4_1{{{0, 2, 2}, {2, 2, 2}, {4, 16, 4}}};
 constexpr std::array<InterleaveSegment, 4> kQ4_K{{{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 128, 4}}};
+constexpr std::array<InterleaveSegment, 5> kQ5_K{
+    {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 32, 4}, {48, 128, 4}}};
 constexpr std::array<InterleaveSegment, 6> kQ6_K{
     {{208, 2, 2}, {192, 16, 1}, {0, 64, 4}, {128, 32, 4}, {64, 64, 4}, {160, 32, 4}}};
 
@@ -48,6 +50,7 @@ std::span<const InterleaveSegment> interleave_segments(DType dtype) {
     case DType::kQ4_0: return kQ4_0;
     case DType::kQ4_1: return kQ4_1;
     case DType::kQ4_K: return kQ4_K;
+    case DType::kQ5_K: return kQ5_K;
     case DType::kQ6_K: return kQ6_K;
     default: return {};
   }

@@ -178,7 +178,7 @@ class RowMajorTile {
 template <typename Block>
 constexpr bool kInterleaves =
     Block::kType == DType::kQ8_0 || Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1 ||
-    Block::kType == DType::kQ4_K || Block::kType == DType::kQ6_K;
+    Block::kType == DType::kQ4_K || Block::kType == DType::kQ5_K || Block::kType == DType::kQ6_K;
 
 // An interleaved matrix (interleaved_rows.h): row n0 + r in panel (n0 + r) / 16 at lane
 // (n0 + r) % 16. A panel's group holds each segment's unit i of its 16 rows side by side (units
@@ -186,7 +186,8 @@ constexpr bool kInterleaves =
 // rows, one row per lane, where the row-major layout needs a gather or a load per row:
 //
 //   Q8_0, Q4_0  d 0 | qs 32                 Q4_K  d 0 | dmin 32 | scales 64 | qs 256
-//   Q4_1        d 0 | m 32 | qs 64           Q6_K  d 0 | scales 32 | half h (h = 0, 1) at 1536 h:
+//   Q4_1        d 0 | m 32 | qs 64           Q5_K  d 0 | dmin 32 | scales 64 | qh 256 | qs 768
+//                                           Q6_K  d 0 | scales 32 | half h (h = 0, 1) at 1536 h:
 //                                                   ql 288 (two runs of 512) | qh 1312
 //
 // Step i decodes code unit i of the block for all 8 rows, with the row-major decoders' shifts and
@@ -245,7 +246,7 @@ class InterleavedTile {
   }
   void scales8(std::int64_t g, float* scale, float* min) const {
     const std::uint8_t* group = group_at(g);
-    if constexpr (Block::kType == DType::kQ4_K) {
+    if constexpr (Block::kType == DType::kQ4_K || Block::kType == DType::kQ5_K) {
       // k_scales8's arithmetic on the same fields.
       const __m256 d = halves(group);
       const __m256 dmin = halves(group + 32);
@@ -299,6 +300,9 @@ class InterleavedTile {
   __m256i k_codes(const std::uint8_t* unit) const {
     if constexpr (Block::kType == DType::kQ4_K) {
       return int16::byte_field(words(unit + 256 + 512 * (kJ / 2)), 4 * (kJ % 2), 0x0F);
+    } else if constexpr (Block::kType == DType::kQ5_K) {  // qh at 256, qs at 768
+      const __m256i low = int16::byte_field(words(unit + 768 + 512 * (kJ / 2)), 4 * (kJ % 2), 0x0F);
+      return _mm256_or_si256(low, int16::byte_field_at(words(unit + 256), kJ, 4, 1));
     } else {
       const std::uint8_t* half = unit + 1536 * (kJ / 4);
       const __m256i low =

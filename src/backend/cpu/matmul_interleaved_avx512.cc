@@ -130,11 +130,15 @@ struct Q4_1Panel {
   }
 };
 
-// Q4_K: d | dmin | the 12 scale bytes as 3 words | 4 runs of 8 units, run q's low nibbles block
-// 2q, high nibbles block 2q + 1. Scales and mins as int16_blocks.h's k_scales8 forms them.
-struct Q4_KPanel {
-  static constexpr DType kType = DType::kQ4_K;
-  static constexpr int kSub = 1, kGroupBlocks = 8, kGroupBytes = 144, kOffset = 0;
+// Q4_K / Q5_K: d | dmin | the 12 scale bytes as 3 words | (Q5_K: qh, 8 units: bit j of a byte
+// is block j's fifth bit) | 4 runs of 8 units, run q's low nibbles block 2q, high nibbles block
+// 2q + 1. Scales and mins as int16_blocks.h's k_scales8 forms them.
+template <DType kDType>
+struct KQuantPanel {
+  static constexpr DType kType = kDType;
+  static constexpr bool kFifthBit = kDType == DType::kQ5_K;
+  static constexpr int kSub = 1, kGroupBlocks = 8, kGroupBytes = kFifthBit ? 176 : 144;
+  static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
   template <typename F>
   static void for_each_block(const std::uint8_t* g, F&& f) {
@@ -144,7 +148,8 @@ struct Q4_KPanel {
     const __m512i s1 = load_unit(g + 128);
     const __m512i s2 = load_unit(g + 192);
     const __m512i negative = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-    const std::uint8_t* runs = g + 256;
+    const std::uint8_t* fifth = g + 256;
+    const std::uint8_t* runs = g + (kFifthBit ? 768 : 256);
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     int16::for_each_block<4>([&](auto q_constant) {
       constexpr int q = decltype(q_constant)::value;
@@ -167,24 +172,31 @@ struct Q4_KPanel {
         min[half] = _mm512_castsi512_ps(
             _mm512_xor_si512(_mm512_castps_si512(times(dmin, m)), negative));  // -(dmin * m)
       }
-      BlockCodes codes;
       const std::uint8_t* run = runs + q * 8 * kUnitBytes;
+      int16::for_each_block<2>([&](auto half_constant) {
+        constexpr int j = 2 * q + decltype(half_constant)::value;
+        BlockCodes codes;
 #pragma GCC unroll 8
-      for (int u = 0; u < 8; ++u) {
-        codes.unsigned_[u] = _mm512_and_si512(load_unit(run + u * kUnitBytes), low4);
-        codes.signed_[u] = codes.unsigned_[u];
-      }
-      f(2 * q, codes, &scale[0], min[0]);
-#pragma GCC unroll 8
-      for (int u = 0; u < 8; ++u) {
-        codes.unsigned_[u] =
-            _mm512_and_si512(_mm512_srli_epi16(load_unit(run + u * kUnitBytes), 4), low4);
-        codes.signed_[u] = codes.unsigned_[u];
-      }
-      f(2 * q + 1, codes, &scale[1], min[1]);
+        for (int u = 0; u < 8; ++u) {
+          __m512i nibble = load_unit(run + u * kUnitBytes);
+          if constexpr (j % 2 == 1) nibble = _mm512_srli_epi16(nibble, 4);
+          codes.unsigned_[u] = _mm512_and_si512(nibble, low4);
+          if constexpr (kFifthBit) {  // bit j of the qh byte to bit 4
+            __m512i bit = load_unit(fifth + u * kUnitBytes);
+            if constexpr (j < 4) bit = _mm512_slli_epi16(bit, 4 - j);
+            if constexpr (j > 4) bit = _mm512_srli_epi16(bit, j - 4);
+            codes.unsigned_[u] = _mm512_ternarylogic_epi32(codes.unsigned_[u], bit,
+                                                           _mm512_set1_epi8(0x10), 0xF8);
+          }
+          codes.signed_[u] = codes.unsigned_[u];
+        }
+        f(j, codes, &scale[j % 2], min[j % 2]);
+      });
     });
   }
 };
+using Q4_KPanel = KQuantPanel<DType::kQ4_K>;
+using Q5_KPanel = KQuantPanel<DType::kQ5_K>;
 
 // Q6_K: d | 16 int8 scales (16 bytes each) | per 128-column half h: ql runs 2h and 2h + 1 (8
 // units each), then qh run h (8 units). Block 4h + jj: ql run 2h + jj % 2, nibble jj / 2, qh bits
@@ -236,6 +248,7 @@ decltype(auto) with_panel_type(DType dtype, F&& f) {
     case DType::kQ4_0: return f(Q4_0Panel{});
     case DType::kQ4_1: return f(Q4_1Panel{});
     case DType::kQ4_K: return f(Q4_KPanel{});
+    case DType::kQ5_K: return f(Q5_KPanel{});
     case DType::kQ6_K: return f(Q6_KPanel{});
     default:
       PAGODA_CHECK(dtype == DType::kQ8_0) << "no interleaved kernel for " << dtype_name(dtype);

@@ -8,7 +8,7 @@
 // bytes of l broadcast (vpdpbusd, codes signed), so after a block's 8 units each lane holds its
 // row's two partial dots with no transposing sum:
 //
-//   dot(qw, q) = 256 dot(qu, h) + dot(l, qu) - c qsum       Q4_0 (c = 8), Q4_1, Q4_K (c = 0),
+//   dot(qw, q) = 256 dot(qu, h) + dot(l, qu) - c qsum       Q4_0 (c = 8), Q4_1, Q4_K, Q5_K (c = 0),
 //                                                            Q6_K per 16 columns (c = 32)
 //   dot(qw, q) = 256 (dot(qu, h) - 128 sum(h)) + dot(l, qw)  Q8_0 (qu = qw + 128)
 //

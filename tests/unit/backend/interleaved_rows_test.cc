@@ -23,7 +23,8 @@ using testing::random_weights;
 using testing::seed_trace;
 using testing::test_seed;
 
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K};
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
+                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 constexpr std::int64_t kRowCounts[] = {1, 15, 16, 17, 40};
 
 // Two K per type: one and several groups (an odd count, so no pairing hides a mistake).
@@ -94,6 +95,7 @@ std::vector<Segment> spec(DType dtype) {
     case DType::kQ4_0: return {{0, 2, 2}, {2, 16, 4}};
     case DType::kQ4_1: return {{0, 2, 2}, {2, 2, 2}, {4, 16, 4}};
     case DType::kQ4_K: return {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 128, 4}};
+    case DType::kQ5_K: return {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 32, 4}, {48, 128, 4}};
     case DType::kQ6_K:
       return {{208, 2, 2}, {192, 16, 1}, {0, 64, 4}, {128, 32, 4}, {64, 64, 4}, {160, 32, 4}};
     default: return {};
@@ -179,6 +181,9 @@ TEST(InterleavedRowsTest, UnitsSitWhereTheTableSaysByHand) {
       {DType::kQ4_K, 7, 64 + (2 * 16 + 7) * 4, 4 + 8, 4},
       {DType::kQ4_K, 0, 256, 16, 4},
       {DType::kQ4_K, 17, 16 * 288 + 16 * 144 + 256 + (31 * 16 + 1) * 4, 144 + 16 + 124, 4},
+      // Q5_K, group 176: Q4_K's header, then qh at 256 (8 units), qs at 256 + 16 * 32 = 768.
+      {DType::kQ5_K, 5, 256 + (2 * 16 + 5) * 4, 16 + 8, 4},
+      {DType::kQ5_K, 0, 768, 48, 4},
       // Q6_K, group 210: d (row bytes 208..) first, then the 16 one-byte scales of each row,
       // then the first 128-column half's ql and qh, then the second's.
       {DType::kQ6_K, 9, 18, 208, 2},
