@@ -90,45 +90,34 @@ struct Q8_0Panel {
   }
 };
 
-// Q4_0 / Q4_1: 4 units of nibbles, unit u's low nibbles columns 4u.., high ones 16 + 4u...
-inline void nibble_block(const std::uint8_t* codes_at, BlockCodes& codes) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
+// Q4_0 / Q4_1: d | (Q4_1: m) | 4 units of nibbles, unit u's low nibbles columns 4u .. 4u + 3,
+// its high ones 16 + 4u ...
+template <DType kDType>
+struct NibblePanel {
+  static constexpr DType kType = kDType;
+  static constexpr bool kHasMin = kDType == DType::kQ4_1;
+  static constexpr int kSub = 1, kGroupBlocks = 1, kGroupBytes = kHasMin ? 20 : 18;
+  static constexpr int kOffset = kHasMin ? 0 : 8;
+  template <typename F>
+  static void for_each_block(const std::uint8_t* g, F&& f) {
+    const __m512 d[1] = {load_halves(g)};
+    const __m512 min = kHasMin ? load_halves(g + 32) : _mm512_setzero_ps();
+    const std::uint8_t* units = g + (kHasMin ? 64 : 32);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    BlockCodes codes;
 #pragma GCC unroll 4
-  for (int u = 0; u < 4; ++u) {
-    const __m512i raw = load_unit(codes_at + u * kUnitBytes);
-    codes.unsigned_[u] = _mm512_and_si512(raw, low4);
-    codes.unsigned_[4 + u] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-  }
+    for (int u = 0; u < 4; ++u) {
+      const __m512i raw = load_unit(units + u * kUnitBytes);
+      codes.unsigned_[u] = _mm512_and_si512(raw, low4);
+      codes.unsigned_[4 + u] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+    }
 #pragma GCC unroll 8
-  for (int u = 0; u < 8; ++u) codes.signed_[u] = codes.unsigned_[u];
-}
-
-struct Q4_0Panel {
-  static constexpr DType kType = DType::kQ4_0;
-  static constexpr int kSub = 1, kGroupBlocks = 1, kGroupBytes = 18, kOffset = 8;
-  static constexpr bool kHasMin = false;
-  template <typename F>
-  static void for_each_block(const std::uint8_t* g, F&& f) {
-    const __m512 d[1] = {load_halves(g)};
-    BlockCodes codes;
-    nibble_block(g + 32, codes);
-    f(0, codes, d, _mm512_setzero_ps());
-  }
-};
-
-struct Q4_1Panel {
-  static constexpr DType kType = DType::kQ4_1;
-  static constexpr int kSub = 1, kGroupBlocks = 1, kGroupBytes = 20, kOffset = 0;
-  static constexpr bool kHasMin = true;
-  template <typename F>
-  static void for_each_block(const std::uint8_t* g, F&& f) {
-    const __m512 d[1] = {load_halves(g)};
-    const __m512 min = load_halves(g + 32);
-    BlockCodes codes;
-    nibble_block(g + 64, codes);
+    for (int u = 0; u < 8; ++u) codes.signed_[u] = codes.unsigned_[u];
     f(0, codes, d, min);
   }
 };
+using Q4_0Panel = NibblePanel<DType::kQ4_0>;
+using Q4_1Panel = NibblePanel<DType::kQ4_1>;
 
 // Q4_K / Q5_K: d | dmin | the 12 scale bytes as 3 words | (Q5_K: qh, 8 units: bit j of a byte
 // is block j's fifth bit) | 4 runs of 8 units, run q's low nibbles block 2q, high nibbles block

@@ -19,6 +19,7 @@
 namespace pagoda::cpu {
 namespace {
 
+using testing::bitwise_equal;
 using testing::random_weights;
 using testing::seed_trace;
 using testing::test_seed;
@@ -36,10 +37,6 @@ std::vector<std::int64_t> widths(DType dtype) {
 std::string name(DType dtype, std::int64_t rows, std::int64_t k) {
   return std::string(dtype_name(dtype)) + " rows=" + std::to_string(rows) +
          " k=" + std::to_string(k);
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 TEST(InterleavedRowsTest, DeinterleavingGivesBackTheFileBytes) {

@@ -25,6 +25,8 @@
 namespace pagoda::cpu {
 namespace {
 
+using testing::activations;
+using testing::bitwise_equal;
 using testing::contract;
 using testing::fp32_tolerance;
 using testing::int16_rounding_bound;
@@ -32,10 +34,6 @@ using testing::random_floats;
 using testing::random_weights;
 using testing::seed_trace;
 using testing::test_seed;
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // The contract's reading of each layout (int16_contract.h, written from the GGUF formats) gives
 // the reference dequantizer's weights exactly: scale_t * qw[c] + min_t, rounded as the reference
@@ -71,14 +69,6 @@ TEST(Int16ContractTest, BlocksAreTheReferenceWeights) {
       EXPECT_GT(zero_scales, 0) << "random_weights";
     }
   }
-}
-
-// x with one large value in some blocks (activations have outlier channels), so blocks round
-// on different scales.
-std::vector<float> activations(std::mt19937_64& rng, std::int64_t m, std::int64_t k) {
-  std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
-  for (std::size_t i = 0; i < x.size(); i += 53) x[i] *= 40.0f;
-  return x;
 }
 
 class MatmulInt16Test : public ::testing::Test {

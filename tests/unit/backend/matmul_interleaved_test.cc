@@ -18,14 +18,12 @@
 namespace pagoda::cpu {
 namespace {
 
+using testing::activations;
+using testing::bitwise_equal;
 using testing::random_floats;
 using testing::random_weights;
 using testing::seed_trace;
 using testing::test_seed;
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 struct Case {
   DType dtype;
@@ -42,13 +40,6 @@ const std::vector<Case>& cases() {
                                         {DType::kQ6_K, 256},
                                         {DType::kQ6_K, 768}};
   return all;
-}
-
-// x with an outlier every 53 values, so blocks round on different scales.
-std::vector<float> activations(std::mt19937_64& rng, std::int64_t m, std::int64_t k) {
-  std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
-  for (std::size_t i = 0; i < x.size(); i += 53) x[i] *= 40.0f;
-  return x;
 }
 
 TEST(MatmulInterleavedTest, DecodeKernelIsTheContractBitForBit) {

@@ -20,6 +20,7 @@
 namespace pagoda::cpu {
 namespace {
 
+using testing::activations;
 using testing::random_floats;
 using testing::random_weights;
 using testing::seed_trace;
@@ -46,13 +47,6 @@ const std::vector<Case>& cases() {
 // Weight row counts: one row, part of a panel, one panel, a panel and a row, and longer runs whose
 // last panel is part empty.
 constexpr std::int64_t kWeightRows[] = {1, 5, 16, 17, 33, 47};
-
-// x with an outlier every 53 values, so blocks round on different scales.
-std::vector<float> activations(std::mt19937_64& rng, std::int64_t m, std::int64_t k) {
-  std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
-  for (std::size_t i = 0; i < x.size(); i += 53) x[i] *= 40.0f;
-  return x;
-}
 
 class MatmulInterleavedTileTest : public ::testing::Test {
  protected:

@@ -28,6 +28,11 @@ inline std::string seed_trace() {
   return "rerun with PAGODA_TEST_SEED=" + std::to_string(test_seed());
 }
 
+/// Whether a and b hold the same floats bit for bit.
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 /// n floats uniform in [lo, hi).
 inline std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n, float lo = -1.0f,
                                         float hi = 1.0f) {
@@ -35,6 +40,14 @@ inline std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n, flo
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+/// x [m, k] uniform in [-1, 1) with an outlier (x 40) every 53 values, as activations have outlier
+/// channels: an int16 kernel's blocks then round on different scales.
+inline std::vector<float> activations(std::mt19937_64& rng, std::int64_t m, std::int64_t k) {
+  std::vector<float> x = random_floats(rng, static_cast<std::size_t>(m * k));
+  for (std::size_t i = 0; i < x.size(); i += 53) x[i] *= 40.0f;
+  return x;
 }
 
 /// fp16 bits of a finite value of magnitude in [2^(low_exp-15), 2^(high_exp-14)), random sign.
