@@ -35,6 +35,12 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
+/// Drops the whole pages inside `bytes`, which must lie in a MappedFile's mapping, from this
+/// process's resident memory (madvise MADV_DONTNEED): the mapping is read-only, so a later read
+/// maps the same file bytes again. For weights copied elsewhere whose file pages nothing reads
+/// any more (interleave_weights.h).
+void release_mapped_pages(std::span<const std::uint8_t> bytes);
+
 /// Reads a whole (small) text file, e.g. config.json or a chat template.
 StatusOr<std::string> read_text_file(const std::string& path);
 

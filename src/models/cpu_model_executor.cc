@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_features.h"
+#include "common/mapped_file.h"
 #include "models/forward_batch_check.h"
 #include "models/interleave_weights.h"
 #include "models/kv_cache_groups.h"
@@ -22,10 +23,24 @@ constexpr std::int64_t kKvAlignment = 64;
 
 // The weights as the decode kernel reads them best: on the CPUs whose kernel reads 16-row panels
 // (cpu_interleave_weights()), the decoder's matrices repacked into them on `pool`.
-LlamaWeights for_decode(LlamaWeights weights, cpu::ThreadPool& pool) {
+LlamaWeights for_decode(const ModelFiles& files, LlamaWeights weights, cpu::ThreadPool& pool) {
   if (!cpu::cpu_interleave_weights()) return weights;
   const auto start = std::chrono::steady_clock::now();
   const InterleaveSummary summary = interleave_for_decode(weights, pool);
+  // The file pages of the repacked matrices leave the resident set (a tied embedding's looked-up
+  // rows come back on their own), so memory holds one copy of the weights.
+  for (const std::span<const std::uint8_t> source : summary.sources) {
+    const bool in_file = std::any_of(files.tensors.begin(), files.tensors.end(),
+                                     [&](const ModelTensor& t) {
+                                       const auto at = [](const std::uint8_t* p) {
+                                         return reinterpret_cast<std::uintptr_t>(p);
+                                       };
+                                       return at(source.data()) >= at(t.data.data()) &&
+                                              at(source.data()) + source.size() <=
+                                                  at(t.data.data()) + t.data.size();
+                                     });
+    if (in_file) release_mapped_pages(source);
+  }
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   std::fprintf(stderr,
                "cpu weights: %d matrices (%.1f MiB) interleaved into 16-row panels in %.2f s "
@@ -89,7 +104,7 @@ CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files,
       architecture_(architecture),
       info_(info),
       pool_(num_threads),
-      ops_(files_->config, for_decode(std::move(weights), pool_), info.max_num_batched_tokens),
+      ops_(files_->config, for_decode(*files_, std::move(weights), pool_), info.max_num_batched_tokens),
       kv_dtype_(kv_dtype) {}
 
 std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {

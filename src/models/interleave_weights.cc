@@ -50,6 +50,8 @@ InterleaveSummary interleave_for_decode(LlamaWeights& weights, cpu::ThreadPool& 
       cpu::ThreadPool::Schedule::kEven);
   InterleaveSummary summary;
   for (std::size_t i = 0; i < views.size(); ++i) {
+    summary.sources.emplace_back(static_cast<const std::uint8_t*>(views[i]->data),
+                                 stored_bytes(*views[i]));
     *views[i] = panels[i]->view;
     summary.bytes += panels[i]->bytes.size();
     weights.interleaved.push_back(std::move(panels[i]));
