@@ -36,8 +36,8 @@ void set_cpu_int16_direct_vnni(bool on);
 
 /// Whether the CPU executor repacks quantized weights into 16-row panels at load
 /// (interleaved_rows.h) for the AVX-512 VNNI decode kernel: the CPU has AVX-512 VNNI and no
-/// usable AMX (whose tiles read row-major weights), and PAGODA_CPU_INTERLEAVE does not turn it
-/// off ("0").
+/// usable AMX (whose tiles read row-major weights), int16 activations are on (the panels'
+/// readers are the int16 kernels), and PAGODA_CPU_INTERLEAVE does not turn it off ("0").
 bool cpu_interleave_weights();
 
 }  // namespace pagoda::cpu
