@@ -30,15 +30,12 @@ LlamaWeights for_decode(const ModelFiles& files, LlamaWeights weights, cpu::Thre
   // The file pages of the repacked matrices leave the resident set (a tied embedding's looked-up
   // rows come back on their own), so memory holds one copy of the weights.
   for (const std::span<const std::uint8_t> source : summary.sources) {
-    const bool in_file = std::any_of(files.tensors.begin(), files.tensors.end(),
-                                     [&](const ModelTensor& t) {
-                                       const auto at = [](const std::uint8_t* p) {
-                                         return reinterpret_cast<std::uintptr_t>(p);
-                                       };
-                                       return at(source.data()) >= at(t.data.data()) &&
-                                              at(source.data()) + source.size() <=
-                                                  at(t.data.data()) + t.data.size();
-                                     });
+    const bool in_file =
+        std::any_of(files.tensors.begin(), files.tensors.end(), [&](const ModelTensor& t) {
+          const auto at = [](const std::uint8_t* p) { return reinterpret_cast<std::uintptr_t>(p); };
+          return at(source.data()) >= at(t.data.data()) &&
+                 at(source.data()) + source.size() <= at(t.data.data()) + t.data.size();
+        });
     if (in_file) release_mapped_pages(source);
   }
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
@@ -104,7 +101,8 @@ CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files,
       architecture_(architecture),
       info_(info),
       pool_(num_threads),
-      ops_(files_->config, for_decode(*files_, std::move(weights), pool_), info.max_num_batched_tokens),
+      ops_(files_->config, for_decode(*files_, std::move(weights), pool_),
+           info.max_num_batched_tokens),
       kv_dtype_(kv_dtype) {}
 
 std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {

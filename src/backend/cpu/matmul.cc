@@ -425,8 +425,8 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
   const std::int32_t* qsums = qsums_buffer.data();
   // Interleaved weights' x: the same q split into bytes (matmul_interleaved_avx512.h).
   thread_local avx512::InterleavedX interleaved_x;
-  const bool any_interleaved = std::any_of(outputs.begin(), outputs.end(),
-                                           [](const MatmulOutput& out) { return out.w.interleaved; });
+  const bool any_interleaved = std::any_of(
+      outputs.begin(), outputs.end(), [](const MatmulOutput& out) { return out.w.interleaved; });
   if (any_interleaved) {
     PAGODA_CHECK(avx512_kernel) << "interleaved weights need the AVX-512 VNNI kernels";
     avx512::split_interleaved_x(q, m, k, interleaved_x);
@@ -445,8 +445,9 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
         const std::int64_t n_begin = begin * group;
         const std::int64_t n_end = std::min(n, end * group);
         if (w.interleaved) {
-          avx512::interleaved_direct(w.dtype, x_bytes, m, k, static_cast<const std::uint8_t*>(w.data),
-                                     w.row_stride, n, begin, end, out.y, n);
+          avx512::interleaved_direct(w.dtype, x_bytes, m, k,
+                                     static_cast<const std::uint8_t*>(w.data), w.row_stride, n,
+                                     begin, end, out.y, n);
         } else if (avx512_kernel) {
           avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0), w.row_stride,
                                n_begin, n_end, out.y, n);
@@ -658,9 +659,8 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   const bool reads_interleaved =
       int16_on_avx512() && (kernel == MatmulKernel::kDirectInt16 ||
                             (kernel == MatmulKernel::kBroadcastInt16 && !cpu_has_amx_int8()));
-  if (!reads_interleaved && std::any_of(outputs.begin(), outputs.end(), [](const auto& out) {
-        return out.w.interleaved;
-      })) {
+  if (!reads_interleaved && std::any_of(outputs.begin(), outputs.end(),
+                                        [](const auto& out) { return out.w.interleaved; })) {
     return matmul_deinterleaved(pool, x, m, outputs, kernel);
   }
   switch (kernel) {

@@ -174,8 +174,8 @@ struct KQuantPanel {
             __m512i bit = load_unit(fifth + u * kUnitBytes);
             if constexpr (j < 4) bit = _mm512_slli_epi16(bit, 4 - j);
             if constexpr (j > 4) bit = _mm512_srli_epi16(bit, j - 4);
-            codes.unsigned_[u] = _mm512_ternarylogic_epi32(codes.unsigned_[u], bit,
-                                                           _mm512_set1_epi8(0x10), 0xF8);
+            codes.unsigned_[u] =
+                _mm512_ternarylogic_epi32(codes.unsigned_[u], bit, _mm512_set1_epi8(0x10), 0xF8);
           }
           codes.signed_[u] = codes.unsigned_[u];
         }
@@ -222,8 +222,8 @@ struct Q6_KPanel {
         if constexpr (2 * jj < 4) high = _mm512_slli_epi16(high, 4 - 2 * jj);
         if constexpr (2 * jj > 4) high = _mm512_srli_epi16(high, 2 * jj - 4);
         // (low & 0x0F) | (high & 0x30)
-        codes.unsigned_[u] = _mm512_ternarylogic_epi32(
-            _mm512_and_si512(low, low4), high, high2, 0xF8);  // a | (b & c)
+        codes.unsigned_[u] = _mm512_ternarylogic_epi32(_mm512_and_si512(low, low4), high, high2,
+                                                       0xF8);  // a | (b & c)
         codes.signed_[u] = codes.unsigned_[u];
       }
       f(j, codes, scale, _mm512_setzero_ps());
@@ -247,9 +247,10 @@ decltype(auto) with_panel_type(DType dtype, F&& f) {
 
 // flatten: every block's lambda inlined, so a block's 16 code vectors stay in registers.
 template <typename Panel, int kRows>
-__attribute__((flatten)) void panels_direct(const InterleavedX& x, std::int64_t k, const std::uint8_t* panels,
-                   std::size_t row_bytes, std::int64_t num_rows, std::int64_t panel_begin,
-                   std::int64_t panel_end, float* y, std::int64_t ldy) {
+__attribute__((flatten)) void panels_direct(const InterleavedX& x, std::int64_t k,
+                                            const std::uint8_t* panels, std::size_t row_bytes,
+                                            std::int64_t num_rows, std::int64_t panel_begin,
+                                            std::int64_t panel_end, float* y, std::int64_t ldy) {
   constexpr int kSub = Panel::kSub;
   constexpr int kUnitsPerSub = 8 / kSub;
   const std::int64_t num_blocks = k / 32;

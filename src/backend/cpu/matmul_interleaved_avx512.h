@@ -25,13 +25,13 @@ namespace pagoda::cpu::avx512 {
 
 /// x for interleaved_direct: quantize_rows_int16's outputs plus the split into bytes.
 struct InterleavedX {
-  const float* scales = nullptr;       ///< [m, k / 32] s
-  const float* scaled_sums = nullptr;  ///< [m, k / 32] qsum * s
-  const std::int32_t* qsums = nullptr; ///< [m, k / 32]
-  std::vector<std::int8_t> high;       ///< [m, k] h
-  std::vector<std::uint8_t> low;       ///< [m, k] l
-  std::vector<std::int32_t> high_sums; ///< [m, k / 32] sum of h per block
-  std::vector<std::int32_t> half_sums; ///< [m, k / 16] sum of q per 16 columns
+  const float* scales = nullptr;        ///< [m, k / 32] s
+  const float* scaled_sums = nullptr;   ///< [m, k / 32] qsum * s
+  const std::int32_t* qsums = nullptr;  ///< [m, k / 32]
+  std::vector<std::int8_t> high;        ///< [m, k] h
+  std::vector<std::uint8_t> low;        ///< [m, k] l
+  std::vector<std::int32_t> high_sums;  ///< [m, k / 32] sum of h per block
+  std::vector<std::int32_t> half_sums;  ///< [m, k / 16] sum of q per 16 columns
 };
 
 /// Fills x's byte split and sums from quantize_rows_int16's q (k a multiple of 32).
