@@ -424,17 +424,17 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
   const float* scaled_sums = sums_buffer.data();
   const std::int32_t* qsums = qsums_buffer.data();
   // Interleaved weights' x: the same q split into bytes (matmul_interleaved_avx512.h).
-  thread_local avx512::InterleavedX interleaved_x;
+  thread_local avx512::Int16XBytes interleaved_x;
   const bool any_interleaved = std::any_of(
       outputs.begin(), outputs.end(), [](const MatmulOutput& out) { return out.w.interleaved; });
   if (any_interleaved) {
     PAGODA_CHECK(avx512_kernel) << "interleaved weights need the AVX-512 VNNI kernels";
-    avx512::split_interleaved_x(q, m, k, interleaved_x);
+    avx512::split_rows_int16(q, m, k, interleaved_x);
     interleaved_x.scales = scales;
     interleaved_x.scaled_sums = scaled_sums;
     interleaved_x.qsums = qsums;
   }
-  const avx512::InterleavedX& x_bytes = interleaved_x;
+  const avx512::Int16XBytes& x_bytes = interleaved_x;
   const std::int64_t group = avx512_kernel ? avx512::kInt16DirectGroup : avx2::kInt16DirectGroup;
   static_assert(avx512::kInt16DirectGroup == kInterleavedRows, "a dispatch unit is one panel");
   dispatch(

@@ -97,6 +97,26 @@ void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::in
   }
 }
 
+void split_rows_int16(const std::int16_t* q, std::int64_t m, std::int64_t k, Int16XBytes& x) {
+  PAGODA_CHECK_EQ(k % kInt16Block, 0) << "int16 activations come in blocks of 32 columns";
+  const auto n = static_cast<std::size_t>(m * k);
+  x.high.resize(n);
+  x.low.resize(n);
+  x.high_sums.resize(n / 32);
+  x.half_sums.resize(n / 16);
+  const __m512i ones = _mm512_set1_epi16(1);
+  for (std::size_t c = 0; c < n; c += 32) {
+    const __m512i v = _mm512_loadu_si512(q + c);
+    const __m512i h = _mm512_srai_epi16(v, 8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x.high.data() + c), _mm512_cvtepi16_epi8(h));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x.low.data() + c), _mm512_cvtepi16_epi8(v));
+    x.high_sums[c / 32] = _mm512_reduce_add_epi32(_mm512_madd_epi16(h, ones));
+    const __m512i pairs = _mm512_madd_epi16(v, ones);  // lanes 0-7: columns 0-15
+    x.half_sums[c / 16] = _mm512_mask_reduce_add_epi32(0x00FF, pairs);
+    x.half_sums[c / 16 + 1] = _mm512_mask_reduce_add_epi32(0xFF00, pairs);
+  }
+}
+
 namespace {
 
 using int16::with_int16_block;
@@ -389,28 +409,6 @@ void int16_direct_group(const std::int16_t* q, const float* scales, const float*
   store_lanes<kRows>(acc, count, lane_stride, y, ldy);
 }
 
-// x split for the VNNI direct kernel: q = 256 h + l with h = q >> 8 (signed) and l = q & 255
-// (unsigned), per row of x.
-struct SplitRows {
-  std::vector<std::int8_t> high;
-  std::vector<std::uint8_t> low;
-  std::vector<std::int32_t> high_sums;  // [m, k / 32]: each block's sum of h
-};
-
-void split_rows(const std::int16_t* q, std::int64_t m, std::int64_t k, SplitRows& out) {
-  const auto n = static_cast<std::size_t>(m * k);  // k is a multiple of 32
-  out.high.resize(n);
-  out.low.resize(n);
-  out.high_sums.resize(n / 32);
-  for (std::size_t c = 0; c < n; c += 32) {
-    const __m512i v = _mm512_loadu_si512(q + c);
-    const __m512i h = _mm512_srai_epi16(v, 8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.high.data() + c), _mm512_cvtepi16_epi8(h));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.low.data() + c), _mm512_cvtepi16_epi8(v));
-    out.high_sums[c / 32] = _mm512_reduce_add_epi32(_mm512_madd_epi16(h, _mm512_set1_epi16(1)));
-  }
-}
-
 // The VNNI direct kernel's codes: two blocks of a row in one zmm as unsigned bytes qu = qw + c,
 // the block's own quants plus the type's offset c (0 where the codes are unsigned already).
 //   Q4_K: blocks j, j + 1 (j even) of a group are one 32-byte run's low and high nibbles: a
@@ -476,7 +474,7 @@ inline __m512i vnni_codes_pair(const std::uint8_t* g0, int j0, const std::uint8_
 // one transposing sum for two blocks), then the same fp32 steps in the same order, so the same
 // bits.
 template <typename Block, int kRows>
-void int16_direct_group_vnni(const SplitRows& x, const float* scales, const float* scaled_sums,
+void int16_direct_group_vnni(const Int16XBytes& x, const float* scales, const float* scaled_sums,
                              const std::int32_t* qsums, std::int64_t k, const std::uint8_t* w,
                              std::size_t w_stride, int count, std::int64_t lane_stride, bool last,
                              float* y, std::int64_t ldy) {
@@ -618,9 +616,9 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
-    thread_local SplitRows split;
+    thread_local Int16XBytes split;
     const bool vnni = kVnniDirect<Block> && cpu_int16_direct_vnni();
-    if (vnni) split_rows(q, m, k, split);
+    if (vnni) split_rows_int16(q, m, k, split);
     int16::with_row_count<kInt16DirectMaxRows>(m, [&](auto rows) {
       int16::for_each_lane_group<kInt16DirectGroup>(
           w, w_stride, n_begin, n_end,

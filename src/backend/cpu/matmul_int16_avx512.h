@@ -43,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backend/cpu/int16_types.h"
 #include "model/dtype.h"
@@ -88,6 +89,23 @@ void quantize_rows_int16(const float* x /* [m, k] */, std::int64_t m, std::int64
                          std::int16_t* q /* [m, k] */, float* scales /* [m, k / 32] */,
                          float* scaled_sums /* [m, k / 32] */,
                          std::int32_t* qsums /* [m, k / 32] */);
+
+/// quantize_rows_int16's x for the VNNI kernels' byte products (int16_direct's VNNI path and
+/// matmul_interleaved_avx512.h): q = 256 h + l, h = q >> 8 signed, l = q & 255 unsigned, with
+/// the per-block sums their offsets take off. The pointers are quantize_rows_int16's outputs.
+struct Int16XBytes {
+  const float* scales = nullptr;        ///< [m, k / 32] s
+  const float* scaled_sums = nullptr;   ///< [m, k / 32] qsum * s
+  const std::int32_t* qsums = nullptr;  ///< [m, k / 32]
+  std::vector<std::int8_t> high;        ///< [m, k] h
+  std::vector<std::uint8_t> low;        ///< [m, k] l
+  std::vector<std::int32_t> high_sums;  ///< [m, k / 32] sum of h per block
+  std::vector<std::int32_t> half_sums;  ///< [m, k / 16] sum of q per 16 columns
+};
+
+/// Fills x's high, low, high_sums and half_sums from quantize_rows_int16's q (k a multiple of
+/// 32); the pointers are the caller's to set.
+void split_rows_int16(const std::int16_t* q, std::int64_t m, std::int64_t k, Int16XBytes& x);
 
 /// y[i, n] = the header's sum for the m <= kInt16DirectMaxRows rows of x (quantize_rows_int16)
 /// and weight rows n in [n_begin, n_end) of an int16_decodes() type (row n at w + n * w_stride),

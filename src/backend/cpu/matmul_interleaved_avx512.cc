@@ -14,26 +14,6 @@
 
 namespace pagoda::cpu::avx512 {
 
-void split_interleaved_x(const std::int16_t* q, std::int64_t m, std::int64_t k, InterleavedX& x) {
-  PAGODA_CHECK_EQ(k % 32, 0) << "int16 activations come in blocks of 32 columns";
-  const auto n = static_cast<std::size_t>(m * k);
-  x.high.resize(n);
-  x.low.resize(n);
-  x.high_sums.resize(n / 32);
-  x.half_sums.resize(n / 16);
-  const __m512i ones = _mm512_set1_epi16(1);
-  for (std::size_t c = 0; c < n; c += 32) {
-    const __m512i v = _mm512_loadu_si512(q + c);
-    const __m512i h = _mm512_srai_epi16(v, 8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x.high.data() + c), _mm512_cvtepi16_epi8(h));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x.low.data() + c), _mm512_cvtepi16_epi8(v));
-    x.high_sums[c / 32] = _mm512_reduce_add_epi32(_mm512_madd_epi16(h, ones));
-    const __m512i pairs = _mm512_madd_epi16(v, ones);  // lanes 0-7: columns 0-15
-    x.half_sums[c / 16] = _mm512_mask_reduce_add_epi32(0x00FF, pairs);
-    x.half_sums[c / 16 + 1] = _mm512_mask_reduce_add_epi32(0xFF00, pairs);
-  }
-}
-
 namespace {
 
 constexpr int kLanes = 16;
@@ -247,7 +227,7 @@ decltype(auto) with_panel_type(DType dtype, F&& f) {
 
 // flatten: every block's lambda inlined, so a block's 16 code vectors stay in registers.
 template <typename Panel, int kRows>
-__attribute__((flatten)) void panels_direct(const InterleavedX& x, std::int64_t k,
+__attribute__((flatten)) void panels_direct(const Int16XBytes& x, std::int64_t k,
                                             const std::uint8_t* panels, std::size_t row_bytes,
                                             std::int64_t num_rows, std::int64_t panel_begin,
                                             std::int64_t panel_end, float* y, std::int64_t ldy) {
@@ -317,7 +297,7 @@ __attribute__((flatten)) void panels_direct(const InterleavedX& x, std::int64_t 
 
 }  // namespace
 
-void interleaved_direct(DType dtype, const InterleavedX& x, std::int64_t m, std::int64_t k,
+void interleaved_direct(DType dtype, const Int16XBytes& x, std::int64_t m, std::int64_t k,
                         const std::uint8_t* panels, std::size_t row_bytes, std::int64_t num_rows,
                         std::int64_t panel_begin, std::int64_t panel_end, float* y,
                         std::int64_t ldy) {

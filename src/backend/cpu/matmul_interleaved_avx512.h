@@ -17,30 +17,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
+#include "backend/cpu/matmul_int16_avx512.h"
 #include "model/dtype.h"
 
 namespace pagoda::cpu::avx512 {
 
-/// x for interleaved_direct: quantize_rows_int16's outputs plus the split into bytes.
-struct InterleavedX {
-  const float* scales = nullptr;        ///< [m, k / 32] s
-  const float* scaled_sums = nullptr;   ///< [m, k / 32] qsum * s
-  const std::int32_t* qsums = nullptr;  ///< [m, k / 32]
-  std::vector<std::int8_t> high;        ///< [m, k] h
-  std::vector<std::uint8_t> low;        ///< [m, k] l
-  std::vector<std::int32_t> high_sums;  ///< [m, k / 32] sum of h per block
-  std::vector<std::int32_t> half_sums;  ///< [m, k / 16] sum of q per 16 columns
-};
-
-/// Fills x's byte split and sums from quantize_rows_int16's q (k a multiple of 32).
-void split_interleaved_x(const std::int16_t* q, std::int64_t m, std::int64_t k, InterleavedX& x);
-
-/// y[i, n] for the m <= kInt16DirectMaxRows rows of x and the weight rows n of panels
-/// [panel_begin, panel_end) of an interleaved matrix of num_rows rows (rows past num_rows are not
-/// stored). row_bytes: one GGUF row's bytes. Call only when cpu_has_avx512_vnni().
-void interleaved_direct(DType dtype, const InterleavedX& x, std::int64_t m, std::int64_t k,
+/// y[i, n] for the m <= kInt16DirectMaxRows rows of x (split_rows_int16, pointers set) and the
+/// weight rows n of panels [panel_begin, panel_end) of an interleaved matrix of num_rows rows (rows
+/// past num_rows are not stored). row_bytes: one GGUF row's bytes. Call only when
+/// cpu_has_avx512_vnni().
+void interleaved_direct(DType dtype, const Int16XBytes& x, std::int64_t m, std::int64_t k,
                         const std::uint8_t* panels, std::size_t row_bytes, std::int64_t num_rows,
                         std::int64_t panel_begin, std::int64_t panel_end, float* y,
                         std::int64_t ldy);
