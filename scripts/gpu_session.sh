@@ -114,11 +114,11 @@ if [[ -n "${PAGODA_SMOLLM2_GGUF:-}" ]]; then
     rm -f "$o/spec/serve_bench_summary.txt" "$o/spec/spec.log"
   fi
 fi
-step model_b256_fp8kv 60 "$b2" env "${fp8_decode[@]}" gpu_bench model --config $CFG --batch 256 \
+step model_b256_fp8kv 100 "$b2" env "${fp8_decode[@]}" gpu_bench model --config $CFG --batch 256 \
   --context 1500 --steps 8 --quantization fp8 --kv-cache-dtype fp8
-step model_b1_fp8 40 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
+step model_b1_fp8 70 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
   --quantization fp8
-step model_b1_int4 40 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
+step model_b1_int4 70 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
   --quantization int4
 grep -a '^RESULT' "$b2" 2>/dev/null | sed 's/^RESULT //' >>"$sum"
 # memcheck on the decode kernels with K splits, the FP8 tensor-core path included.

@@ -36,8 +36,10 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   if (!config.ok()) die(config.status(), "config");
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   const std::int64_t block_size = 16;
-  // forward(), 6 execute() runs, then the mixed-step runs.
-  const std::int64_t max_len = context + 8 * steps + 8;
+  // Each sequence decodes `steps` positions per run: forward(), the execute() variants below,
+  // then the mixed-step runs (which repeat one set of positions).
+  constexpr int kExecuteVariants = 7;
+  const std::int64_t max_len = context + (1 + kExecuteVariants + 1) * steps + 8;
   const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
   const std::int64_t chunk = 8192;
   // The same-run copy bandwidth that the batch-1 step is held against.
@@ -193,6 +195,8 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
                                  kernels::DecodeKernel::kPipelined},
                                 {"execute, CUDA graphs + PDL, tensor-core attn", true, true,
                                  kernels::DecodeKernel::kTensorCores}};
+    static_assert(sizeof(variants) / sizeof(variants[0]) == kExecuteVariants,
+                  "max_len counts the execute() variants");
     double baseline_ms = 0.0;
     int first = steps;
     for (const Variant& v : variants) {

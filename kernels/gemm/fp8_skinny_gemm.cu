@@ -40,18 +40,24 @@ __device__ __forceinline__ std::uint32_t word(const uint4& v, int s) {
 
 // The 16 codes of `row` from column `col` (a multiple of 16): one 16-byte load when every row is
 // 16-byte aligned (kVector: k % 16 == 0 and an aligned base), streaming (evict-first) for the
-// weights and through L1 for x; else byte loads. Codes past k read as 0.
+// weights and a plain coherent load for x; else byte loads. Codes past k read as 0. x must not
+// go through the non-coherent path (__ldg, or a const __restrict__ parameter): ptxas treats those
+// loads as reading memory no kernel writes and hoists them above griddepcontrol.wait, so under
+// PDL they read the previous layer's codes (pdl.cuh).
 template <bool kVector, bool kStream>
 __device__ __forceinline__ uint4 load_chunk(const std::uint8_t* row, int col, int k) {
   if constexpr (kVector) {
     if (col >= k) return make_uint4(0u, 0u, 0u, 0u);
     const auto* p = reinterpret_cast<const uint4*>(row + col);
-    return kStream ? __ldcs(p) : __ldg(p);
+    if constexpr (kStream) return __ldcs(p);
+    return *p;
   } else {
     std::uint32_t w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (int b = 0; b < kChunk; ++b) {
-      if (col + b < k) w[b / 4] |= static_cast<std::uint32_t>(row[col + b]) << (8 * (b % 4));
+      if (col + b >= k) continue;
+      const std::uint8_t code = kStream ? __ldcs(row + col + b) : row[col + b];
+      w[b / 4] |= static_cast<std::uint32_t>(code) << (8 * (b % 4));
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
   }
@@ -76,7 +82,7 @@ __device__ __forceinline__ uint4 load_chunk(const std::uint8_t* row, int col, in
 // per output applies the scales.
 template <typename OutT, int kTiles, bool kVector>
 __global__ void __launch_bounds__(kWarps * 32)
-    fp8_skinny_gemm_kernel(const std::uint8_t* __restrict__ x, const float* __restrict__ x_scales,
+    fp8_skinny_gemm_kernel(const std::uint8_t* x, const float* x_scales,
                            const std::uint8_t* __restrict__ w, const float* __restrict__ w_scales,
                            const OutT* __restrict__ bias, OutT* __restrict__ y, int m, int n,
                            int k) {
