@@ -90,9 +90,12 @@ struct DecodeSplitPlan {
   const std::int32_t* device_partition_size = nullptr;
 };
 
-/// Picks splits so that num_seqs * kv-head CTAs * splits fills about 4 CTAs per SM (none when the
-/// unsplit CTAs already give 3 per SM), with at least `min_partition` tokens per split, and at
-/// most `max_splits`.
+/// Split partitions are whole multiples of this many keys.
+inline constexpr std::int64_t kDecodePartitionAlign = 64;
+
+/// Picks splits so that num_seqs * kv-head CTAs * splits fills at most one wave of 2 CTAs per SM
+/// (none when the unsplit CTAs already fill half of it), with at least `min_partition` tokens per
+/// split, at most `max_splits`, and partitions of whole kDecodePartitionAlign keys.
 DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_heads,
                                    std::int64_t num_heads, std::int64_t max_seq_len, int num_sms,
                                    int max_splits, int min_partition = 256);

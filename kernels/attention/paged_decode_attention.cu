@@ -144,16 +144,25 @@ DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_he
   const std::int64_t group =
       std::max<std::int64_t>(num_heads / std::max<std::int64_t>(num_kv_heads, 1), 1);
   const std::int64_t ctas = std::max<std::int64_t>(num_seqs * num_kv_heads * ((group + 7) / 8), 1);
-  // The kernel keeps 4 CTAs resident per SM (its launch bounds), each with 8 loads per thread in
-  // flight. At >= 3 CTAs per SM from (sequence, kv head) alone the stream already saturates and a
-  // split would only add the merge; below that, split up to a full wave of 4 per SM.
+  // About one wave of 2 CTAs per SM, never more: gpu_bench's split sweeps on the H200 (runs 28,
+  // 29) put the tensor-core kernel, kAuto's over a 16-bit cache, at its best there (b1 16k:
+  // 32 splits 0.57 B against 0.50 at 64; b16 4k: 2 splits 0.86 B against 0.76 at 5), and the
+  // pipelined one at least as fast as at the 4 per SM planned before (b1 16k: 0.46 against 0.44).
   const std::int64_t sms = std::max(num_sms, 1);
-  const std::int64_t wanted = ctas >= 3 * sms ? 1 : (4 * sms + ctas - 1) / ctas;
-  const std::int64_t by_length = (max_seq_len + min_partition - 1) / std::max(min_partition, 1);
-  const std::int64_t splits =
+  const std::int64_t wanted = std::max<std::int64_t>(2 * sms / ctas, 1);
+  const std::int64_t by_length = max_seq_len / std::max(min_partition, 1);
+  std::int64_t splits =
       std::clamp<std::int64_t>(std::min(wanted, by_length), 1, std::max(max_splits, 1));
+  std::int64_t partition = (max_seq_len + splits - 1) / splits;
+  if (splits > 1) {
+    // Whole key tiles per split (the tensor-core kernel's 64): 33 splits of 497 keys become 32
+    // of 512.
+    partition = (partition + kDecodePartitionAlign - 1) / kDecodePartitionAlign *
+                kDecodePartitionAlign;
+    splits = (max_seq_len + partition - 1) / partition;
+  }
   plan.num_splits = static_cast<int>(splits);
-  plan.partition_size = static_cast<int>((max_seq_len + splits - 1) / splits);
+  plan.partition_size = static_cast<int>(partition);
   return plan;
 }
 

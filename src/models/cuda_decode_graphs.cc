@@ -44,12 +44,11 @@ std::int32_t CudaModelExecutor::graph_partition_size(const DecodeGraph& graph,
   max_seq_len = std::max<std::int64_t>(max_seq_len, 1);
   // The eager plan for a batch of the graph's size, within the graph's grid: splits past the
   // longest sequence exit at once.
-  const int splits =
-      std::min(graph.num_splits, kernels::plan_decode_splits(graph.num_seqs, c.num_key_value_heads,
-                                                             c.num_attention_heads, max_seq_len,
-                                                             num_sms_, options_.max_decode_splits)
-                                     .num_splits);
-  return static_cast<std::int32_t>((max_seq_len + splits - 1) / splits);
+  const kernels::DecodeSplitPlan plan =
+      kernels::plan_decode_splits(graph.num_seqs, c.num_key_value_heads, c.num_attention_heads,
+                                  max_seq_len, num_sms_, options_.max_decode_splits);
+  if (plan.num_splits <= graph.num_splits) return plan.partition_size;
+  return static_cast<std::int32_t>((max_seq_len + graph.num_splits - 1) / graph.num_splits);
 }
 
 CudaModelExecutor::LayerShape CudaModelExecutor::graph_shape(std::int64_t num_seqs,

@@ -207,5 +207,30 @@ TEST(GpuPagedAttention, SplitPlanCoversTheLongestSequence) {
   EXPECT_GT(kernels::plan_decode_splits(1, 8, 32, 32768, 132, 64).num_splits, 1);
 }
 
+// The plans gpu_bench's split sweeps found fastest for the tensor-core kernel on the H200 (132
+// SMs, Llama-3-8B's 8 kv heads of 4 queries): one wave of 2 CTAs per SM in whole 64-key tiles.
+TEST(GpuPagedAttention, SplitPlanFillsOneWaveOfTwoCtasPerSm) {
+  const kernels::DecodeSplitPlan g3 = kernels::plan_decode_splits(1, 8, 32, 16384, 132, 64);
+  EXPECT_EQ(g3.num_splits, 32);  // 33 wanted, of 497 keys: 32 of 512
+  EXPECT_EQ(g3.partition_size, 512);
+  const kernels::DecodeSplitPlan b16 = kernels::plan_decode_splits(16, 8, 32, 4096, 132, 64);
+  EXPECT_EQ(b16.num_splits, 2);
+  EXPECT_EQ(b16.partition_size, 2048);
+  EXPECT_EQ(kernels::plan_decode_splits(64, 8, 32, 2048, 132, 64).num_splits, 1);
+  for (std::int64_t seqs : {1, 2, 3, 5, 8, 16, 33}) {
+    for (std::int64_t len : {300, 1000, 4097, 9000, 16384, 100000}) {
+      const kernels::DecodeSplitPlan plan = kernels::plan_decode_splits(seqs, 8, 32, len, 132, 64);
+      EXPECT_LE(seqs * 8 * plan.num_splits, 2 * 132) << seqs << " x " << len;
+      if (plan.num_splits > 1) {
+        EXPECT_EQ(plan.partition_size % kernels::kDecodePartitionAlign, 0) << seqs << " x " << len;
+        EXPECT_GE(plan.partition_size, 256) << seqs << " x " << len;
+      }
+      EXPECT_GE(static_cast<std::int64_t>(plan.num_splits) * plan.partition_size, len);
+      EXPECT_LT(static_cast<std::int64_t>(plan.num_splits - 1) * plan.partition_size, len)
+          << "a split past the longest sequence";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pagoda
