@@ -127,8 +127,8 @@ Status launch_paged_decode_attention(const PagedAttentionParams& params,
 /// group's q heads as the rows of mma.sync tiles, each warp streaming its own 16-key tiles
 /// through a cp.async ring; P is rounded to the dtype before P V, as in the tensor-core prefill;
 /// unimplemented where it does not apply. kAuto: the process default, which is the tensor-core
-/// kernel where it applies and the pipelined one elsewhere (an FP8 cache until the tensor-core
-/// kernel's FP8 path has run on a GPU, f32, head_dim 256), unless set_default_decode_kernel or
+/// kernel where it applies and the pipelined one elsewhere (f32, head_dim 256), unless
+/// set_default_decode_kernel or
 /// PAGODA_DECODE_ATTENTION (registers, pipelined, tensor-cores or auto; read once, like vLLM's
 /// VLLM_ATTENTION_BACKEND) names one kernel. The explicit choices exist for tests and benchmarks.
 enum class DecodeKernel { kAuto, kRegisters, kPipelined, kTensorCores };
