@@ -7,7 +7,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 
 #include "backend/random_fill_draw.h"
 #include "model/dequantize.h"
@@ -16,6 +15,7 @@
 #include "models/weights.h"
 #include "quant/fp8_weights.h"
 #include "quant/int4_rtn.h"
+#include "quant/load_threads.h"
 
 namespace pagoda::models {
 
@@ -251,25 +251,22 @@ float from_bf16(std::uint16_t value) {
   return out;
 }
 
-// out[i] = bf16(random_fill_value(seed, i, low, high - low)): an 8B model's 7.5 billion weights
-// take a while on one core, and every element is independent.
+// Element i of the dummy tensor drawn with `seed` in [low, high), rounded to bf16.
+std::uint16_t draw_bf16_at(std::uint64_t seed, std::uint64_t i, float low, float high) {
+  return to_bf16(random_fill_value(seed, i, low, high - low));
+}
+
+// out[i] = draw_bf16_at(seed, i, low, high) for every i: an 8B model's 7.5 billion weights take a
+// while on one core, and every element is independent.
 void draw_bf16(std::uint64_t seed, float low, float high, std::span<std::uint16_t> out) {
-  const std::size_t n = out.size();
-  const auto draw_range = [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      out[i] = to_bf16(random_fill_value(seed, static_cast<std::uint64_t>(i), low, high - low));
-    }
-  };
-  constexpr std::size_t kMinPerThread = std::size_t{1} << 20;
-  const std::size_t threads = std::min<std::size_t>(
-      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u), n / kMinPerThread + 1);
-  std::vector<std::thread> workers;
-  const std::size_t per = n / threads + 1;
-  for (std::size_t t = 1; t < threads; ++t) {
-    workers.emplace_back(draw_range, std::min(n, t * per), std::min(n, (t + 1) * per));
-  }
-  draw_range(0, std::min(n, per));
-  for (std::thread& worker : workers) worker.join();
+  constexpr std::int64_t kElementsPerRange = std::int64_t{1} << 20;
+  quant::parallel_ranges(static_cast<std::int64_t>(out.size()), kElementsPerRange,
+                         [&](std::int64_t begin, std::int64_t end) {
+                           for (std::int64_t i = begin; i < end; ++i) {
+                             out[static_cast<std::size_t>(i)] =
+                                 draw_bf16_at(seed, static_cast<std::uint64_t>(i), low, high);
+                           }
+                         });
 }
 
 // The CUDA executor's dummy draw (models/cuda_llama_weights.cc) on the host: one seed per
@@ -343,26 +340,25 @@ StatusOr<QuantizedDummyLinear> quantized_dummy_linear(std::uint64_t seed,
   if (quantization == quant::LoadTimeQuantization::kNone) {
     return invalid_argument("quantized_dummy_linear: no quantization given");
   }
-  std::int64_t total = 0;
-  for (const std::int64_t r : rows) total += r;
-  std::vector<std::uint16_t> bits(static_cast<std::size_t>(total * cols));
   const float bound = 1.0f / std::sqrt(static_cast<float>(cols));
-  draw_bf16(seed, -bound, bound, bits);
   QuantizedDummyLinear out;
   std::int64_t first_row = 0;
   for (const std::int64_t r : rows) {
-    ModelTensor tensor;
-    tensor.name = "--load-format dummy linear weight [" + std::to_string(r) + ", " +
-                  std::to_string(cols) + "]";
-    tensor.dtype = DType::kBF16;
-    tensor.shape = {static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(cols)};
-    tensor.data = std::span(reinterpret_cast<const std::uint8_t*>(bits.data() + first_row * cols),
-                            static_cast<std::size_t>(r * cols) * sizeof(std::uint16_t));
+    const std::string name = "--load-format dummy linear weight [" + std::to_string(r) + ", " +
+                             std::to_string(cols) + "]";
+    // The draw's rows made by the quantizer's threads as they read them: a whole bf16 draw would
+    // be faulted in, zeroed and freed on one thread (0.44 GB for an 8B gate/up), which took
+    // longer than drawing it.
+    const quant::RowSource drawn = [&, first_row](std::int64_t n, std::span<float> row) {
+      const auto base = static_cast<std::uint64_t>((first_row + n) * cols);
+      for (std::size_t j = 0; j < row.size(); ++j) {
+        row[j] = from_bf16(draw_bf16_at(seed, base + j, -bound, bound));
+      }
+    };
     first_row += r;
-    StatusOr<quant::QuantizedMatrix> m =
-        quantization == quant::LoadTimeQuantization::kFp8
-            ? quant::quantize_fp8_per_channel(tensor.name, tensor, r, cols)
-            : quant::quantize_int4_rtn(tensor.name, tensor, r, cols);
+    StatusOr<quant::QuantizedMatrix> m = quantization == quant::LoadTimeQuantization::kFp8
+                                             ? quant::quantize_fp8_per_channel(name, drawn, r, cols)
+                                             : quant::quantize_int4_rtn(name, drawn, r, cols);
     if (!m.ok()) return m.status();
     auto owned = std::make_shared<const quant::QuantizedMatrix>(std::move(*m));
     out.parts.push_back(cpu::dense_view(owned->bytes.data(), owned->dtype, r, cols));

@@ -85,24 +85,29 @@ StatusOr<QuantizedMatrix> fp8_from_checkpoint(const std::string& name, const Mod
 StatusOr<QuantizedMatrix> quantize_fp8_per_channel(const std::string& name,
                                                    const ModelTensor& weight, std::int64_t rows,
                                                    std::int64_t cols) {
+  PAGODA_ASSIGN_OR_RETURN(const RowSource source, dequantized_rows(name, weight, rows, cols));
+  return quantize_fp8_per_channel(name, source, rows, cols);
+}
+
+StatusOr<QuantizedMatrix> quantize_fp8_per_channel(const std::string& name, const RowSource& source,
+                                                   std::int64_t rows, std::int64_t cols) {
   if (cols % 32 != 0) {
     return unimplemented(name + ": --quantization fp8 needs in_features % 32 == 0, got " +
                          std::to_string(cols));
   }
   QuantizedMatrix m = empty_f8_s(rows, cols, cols);
-  PAGODA_RETURN_IF_ERROR(for_each_row_f32(
-      name, weight, rows, cols, [&](std::int64_t n, const std::vector<float>& row) {
-        float amax = 0.0f;
-        for (const float v : row) amax = std::max(amax, std::fabs(v));
-        // An all-zero row keeps scale 1 so no division by zero produces NaN codes.
-        const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
-        std::uint8_t* dst = m.bytes.data() + static_cast<std::size_t>(n) * m.row_bytes();
-        std::uint8_t codes[32];
-        for (std::int64_t b = 0; b < cols / 32; ++b) {
-          for (int j = 0; j < 32; ++j) codes[j] = float_to_fp8_e4m3(row[b * 32 + j] / scale);
-          write_f8_s_block(scale, codes, dst + b * kF8SBlockBytes);
-        }
-      }));
+  for_each_row_f32(rows, cols, source, [&](std::int64_t n, std::span<const float> row) {
+    float amax = 0.0f;
+    for (const float v : row) amax = std::max(amax, std::fabs(v));
+    // An all-zero row keeps scale 1 so no division by zero produces NaN codes.
+    const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
+    std::uint8_t* dst = m.bytes.data() + static_cast<std::size_t>(n) * m.row_bytes();
+    std::uint8_t codes[32];
+    for (std::int64_t b = 0; b < cols / 32; ++b) {
+      for (int j = 0; j < 32; ++j) codes[j] = float_to_fp8_e4m3(row[b * 32 + j] / scale);
+      write_f8_s_block(scale, codes, dst + b * kF8SBlockBytes);
+    }
+  });
   return m;
 }
 

@@ -14,6 +14,7 @@
 #include "model/model_files.h"
 #include "model/quantization_config.h"
 #include "pagoda/status.h"
+#include "quant/load_rows.h"
 #include "quant/quantized_matrix.h"
 
 namespace pagoda::quant {
@@ -30,5 +31,9 @@ StatusOr<QuantizedMatrix> fp8_from_checkpoint(const std::string& name, const Mod
 StatusOr<QuantizedMatrix> quantize_fp8_per_channel(const std::string& name,
                                                    const ModelTensor& weight, std::int64_t rows,
                                                    std::int64_t cols);
+
+/// The same for a weight given row by row (--load-format dummy draws its rows).
+StatusOr<QuantizedMatrix> quantize_fp8_per_channel(const std::string& name, const RowSource& source,
+                                                   std::int64_t rows, std::int64_t cols);
 
 }  // namespace pagoda::quant

@@ -10,6 +10,7 @@
 
 #include "model/model_files.h"
 #include "pagoda/status.h"
+#include "quant/load_rows.h"
 #include "quant/quantized_matrix.h"
 
 namespace pagoda::quant {
@@ -19,6 +20,11 @@ inline constexpr std::int64_t kInt4RtnGroupSize = 128;
 
 /// `weight` [rows, cols] of any dequantizable type (cols % 32 == 0) quantized to Q4_Z.
 StatusOr<QuantizedMatrix> quantize_int4_rtn(const std::string& name, const ModelTensor& weight,
+                                            std::int64_t rows, std::int64_t cols,
+                                            std::int64_t group_size = kInt4RtnGroupSize);
+
+/// The same for a weight given row by row (--load-format dummy draws its rows).
+StatusOr<QuantizedMatrix> quantize_int4_rtn(const std::string& name, const RowSource& source,
                                             std::int64_t rows, std::int64_t cols,
                                             std::int64_t group_size = kInt4RtnGroupSize);
 

@@ -1,16 +1,14 @@
 #include "quant/load_rows.h"
 
-#include <algorithm>
-#include <atomic>
-#include <thread>
+#include <vector>
 
 #include "model/dequantize.h"
+#include "quant/load_threads.h"
 
 namespace pagoda::quant {
 
-Status for_each_row_f32(const std::string& name, const ModelTensor& weight, std::int64_t rows,
-                        std::int64_t cols,
-                        const std::function<void(std::int64_t, const std::vector<float>&)>& visit) {
+StatusOr<RowSource> dequantized_rows(const std::string& name, const ModelTensor& weight,
+                                     std::int64_t rows, std::int64_t cols) {
   if (!dequantize_supported(weight.dtype)) {
     return unimplemented(name + ": cannot quantize a " + std::string(dtype_name(weight.dtype)) +
                          " weight at load");
@@ -22,27 +20,22 @@ Status for_each_row_f32(const std::string& name, const ModelTensor& weight, std:
                             " bytes do not hold [" + std::to_string(rows) + ", " +
                             std::to_string(cols) + "] " + std::string(dtype_name(weight.dtype)));
   }
-  // Quantizing a whole model at load is worth the machine's cores; rows are independent.
-  const auto num_threads =
-      static_cast<std::int64_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u));
-  std::atomic<std::int64_t> next{0};
-  auto worker = [&] {
+  return RowSource([&weight, row_bytes = *row_bytes](std::int64_t n, std::span<float> row) {
+    // Sizes were checked above, so the row always decodes.
+    (void)dequantize(weight.dtype, weight.data.subspan(n * row_bytes, row_bytes), row);
+  });
+}
+
+void for_each_row_f32(std::int64_t rows, std::int64_t cols, const RowSource& source,
+                      const std::function<void(std::int64_t, std::span<const float>)>& visit) {
+  constexpr std::int64_t kRowsPerRange = 16;
+  parallel_ranges(rows, kRowsPerRange, [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> row(static_cast<std::size_t>(cols));
-    constexpr std::int64_t kRowsPerGrab = 16;
-    for (std::int64_t begin = next.fetch_add(kRowsPerGrab); begin < rows;
-         begin = next.fetch_add(kRowsPerGrab)) {
-      for (std::int64_t n = begin; n < std::min(rows, begin + kRowsPerGrab); ++n) {
-        // Sizes were checked above, so the row always decodes.
-        (void)dequantize(weight.dtype, weight.data.subspan(n * *row_bytes, *row_bytes), row);
-        visit(n, row);
-      }
+    for (std::int64_t n = begin; n < end; ++n) {
+      source(n, row);
+      visit(n, row);
     }
-  };
-  std::vector<std::thread> threads;
-  for (std::int64_t t = 1; t < std::min(num_threads, rows); ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
-  return {};
+  });
 }
 
 }  // namespace pagoda::quant

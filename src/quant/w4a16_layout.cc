@@ -1,11 +1,10 @@
 #include "quant/w4a16_layout.h"
 
 #include <algorithm>
-#include <atomic>
 #include <string>
-#include <thread>
 
 #include "model/dequantize.h"
+#include "quant/load_threads.h"
 #include "quant/q4_z_block.h"
 
 namespace pagoda::quant {
@@ -77,24 +76,14 @@ bool groups_are_uniform(const QuantizedMatrix& q, std::int64_t group_size) {
 
 void w4a16_fill_bands(W4A16Matrix& m,
                       const std::function<void(std::int64_t, std::uint8_t*)>& fill) {
-  std::atomic<std::int64_t> next_band{0};
-  const auto worker = [&]() {
-    std::vector<std::uint8_t> band(static_cast<std::size_t>(kW4A16TileRows * m.cols));
-    for (std::int64_t nt; (nt = next_band.fetch_add(1)) < m.row_tiles();) {
-      std::fill(band.begin(), band.end(), 0);
-      const std::int64_t first = nt * kW4A16TileRows;
-      for (std::int64_t n = first; n < std::min(m.rows, first + kW4A16TileRows); ++n) {
-        fill(n, band.data() + (n - first) * m.cols);
-      }
-      pack_band(band, nt, m);
+  parallel_ranges(m.row_tiles(), 1, [&](std::int64_t nt, std::int64_t) {
+    std::vector<std::uint8_t> band(static_cast<std::size_t>(kW4A16TileRows * m.cols), 0);
+    const std::int64_t first = nt * kW4A16TileRows;
+    for (std::int64_t n = first; n < std::min(m.rows, first + kW4A16TileRows); ++n) {
+      fill(n, band.data() + (n - first) * m.cols);
     }
-  };
-  const auto num_threads = std::min<std::int64_t>(
-      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u), m.row_tiles());
-  std::vector<std::thread> threads;
-  for (std::int64_t i = 1; i < num_threads; ++i) threads.emplace_back(worker);
-  worker();
-  for (std::thread& th : threads) th.join();
+    pack_band(band, nt, m);
+  });
 }
 
 W4A16Matrix w4a16_empty(std::int64_t rows, std::int64_t cols, std::int64_t group_size,

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+#include <vector>
 
 #include "model/dequantize.h"
 #include "random_quant_blocks.h"
@@ -31,6 +33,44 @@ TEST(Fp8ChannelLayout, PerChannelBlocksSplitExactly) {
       }
     }
   }
+}
+
+// Rows are split on several threads in ranges of 64: row counts around the ranges' edges give
+// the codes and scales a plain block-by-block copy gives.
+TEST(Fp8ChannelLayout, ParallelSplitEqualsABlockByBlockCopy) {
+  std::mt19937_64 rng(7);
+  for (const std::int64_t rows : {1, 63, 64, 65, 200}) {
+    const std::int64_t cols = 96;
+    const QuantizedMatrix q = random_f8_s(rng, rows, cols, true);
+    StatusOr<Fp8ChannelMatrix> m = split_fp8_per_channel(q);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    std::vector<std::uint8_t> codes;
+    std::vector<float> scales;
+    for (std::int64_t n = 0; n < rows; ++n) {
+      const std::uint8_t* row = q.bytes.data() + n * q.row_bytes();
+      float scale = 0.0f;
+      std::memcpy(&scale, row, sizeof(scale));
+      scales.push_back(scale);
+      for (std::int64_t b = 0; b < cols / 32; ++b) {
+        codes.insert(codes.end(), row + b * 36 + 4, row + b * 36 + 36);
+      }
+    }
+    EXPECT_EQ(m->codes, codes) << rows << " rows";
+    EXPECT_EQ(m->scales, scales) << rows << " rows";
+  }
+}
+
+// Whichever threads find block-scaled rows, the refusal names the first.
+TEST(Fp8ChannelLayout, RefusalNamesTheFirstBlockScaledRow) {
+  std::mt19937_64 rng(8);
+  QuantizedMatrix q = random_f8_s(rng, 300, 64, true);
+  for (const std::int64_t n : {250, 70, 130}) {
+    const float other = 3.0f;
+    std::memcpy(q.bytes.data() + n * q.row_bytes() + 36, &other, sizeof(other));
+  }
+  const StatusOr<Fp8ChannelMatrix> m = split_fp8_per_channel(q);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("row 70)"), std::string::npos) << m.status().message();
 }
 
 TEST(Fp8ChannelLayout, BlockScalesAreRefused) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "quant/float_codes.h"
 #include "quant/fp8_weights.h"
 #include "quant/int4_rtn.h"
+#include "quant/load_threads.h"
 #include "quant/q4_z_block.h"
 
 namespace pagoda::quant {
@@ -126,6 +129,72 @@ TEST(Fp8PerChannel, EveryWeightWithinE4M3Rounding) {
     for (std::int64_t k = 0; k < kCols; ++k)
       got_max = std::max(got_max, std::fabs(got[n * kCols + k]));
     EXPECT_NEAR(got_max, amax, amax * 1e-6f);
+  }
+}
+
+TEST(LoadThreads, ParallelRangesCoverEveryItemOnce) {
+  for (const int threads : {1, 2, 3, 5, 16}) {
+    for (const std::int64_t n : {0, 1, 7, 16, 17, 33, 100}) {
+      for (const std::int64_t grain : {1, 4, 16}) {
+        std::vector<std::atomic<int>> visits(static_cast<std::size_t>(n));
+        std::atomic<bool> oversized{false};
+        parallel_ranges(
+            n, grain,
+            [&](std::int64_t begin, std::int64_t end) {
+              if (end - begin > grain || begin >= end) oversized = true;
+              for (std::int64_t i = begin; i < end; ++i) ++visits[static_cast<std::size_t>(i)];
+            },
+            threads);
+        EXPECT_FALSE(oversized) << threads << " threads, n " << n << ", grain " << grain;
+        for (std::int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(visits[static_cast<std::size_t>(i)], 1)
+              << threads << " threads, n " << n << ", grain " << grain << ", item " << i;
+        }
+      }
+    }
+  }
+}
+
+// The quantizers run rows on several threads in ranges of 16: every row must come out as it does
+// quantized alone (a one-row matrix, one range on one thread), at row counts around the ranges'
+// edges, and the row-source overloads must give what the tensor ones give.
+TEST(LoadTimeQuantizers, ParallelRowsEqualEachRowQuantizedAlone) {
+  std::mt19937_64 rng(21);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  for (const std::int64_t rows : {1, 15, 17, 50}) {
+    for (const std::int64_t cols : {32, 160}) {
+      std::vector<float> w(static_cast<std::size_t>(rows * cols));
+      for (float& v : w) v = dist(rng);
+      if (rows > 3) std::fill(w.begin() + 3 * cols, w.begin() + 4 * cols, 0.0f);
+      const RowSource source = [&](std::int64_t n, std::span<float> row) {
+        std::copy_n(w.begin() + n * cols, cols, row.begin());
+      };
+      for (const bool fp8 : {true, false}) {
+        SCOPED_TRACE(std::string(fp8 ? "fp8 " : "int4 ") + std::to_string(rows) + " x " +
+                     std::to_string(cols));
+        const auto quantize = [&](const ModelTensor& t, std::int64_t r) {
+          return fp8 ? quantize_fp8_per_channel("w", t, r, cols)
+                     : quantize_int4_rtn("w", t, r, cols);
+        };
+        StatusOr<QuantizedMatrix> all = quantize(f32_tensor(w, rows, cols), rows);
+        ASSERT_TRUE(all.ok()) << all.status().to_string();
+        StatusOr<QuantizedMatrix> from_rows =
+            fp8 ? quantize_fp8_per_channel("w", source, rows, cols)
+                : quantize_int4_rtn("w", source, rows, cols);
+        ASSERT_TRUE(from_rows.ok()) << from_rows.status().to_string();
+        EXPECT_EQ(from_rows->bytes, all->bytes);
+        EXPECT_EQ(from_rows->group_size, all->group_size);
+        const std::size_t row_bytes = all->row_bytes();
+        for (std::int64_t n = 0; n < rows; ++n) {
+          const std::vector<float> one(w.begin() + n * cols, w.begin() + (n + 1) * cols);
+          StatusOr<QuantizedMatrix> alone = quantize(f32_tensor(one, 1, cols), 1);
+          ASSERT_TRUE(alone.ok()) << alone.status().to_string();
+          ASSERT_EQ(std::memcmp(all->bytes.data() + n * row_bytes, alone->bytes.data(), row_bytes),
+                    0)
+              << "row " << n;
+        }
+      }
+    }
   }
 }
 
