@@ -241,15 +241,15 @@ BENCHMARK(BM_MatmulLlama1B)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-// BM_MatmulLlama1B's int16 cases on weights interleaved at load (interleaved_rows.h, AVX-512 VNNI
-// only): Args: type (kLlama1BTypes), shape, m.
+// BM_MatmulLlama1B's int16 cases on weights interleaved at load (interleaved_rows.h; the AVX2
+// kernels under PAGODA_CPU_ISA=avx2): Args: type (kLlama1BTypes), shape, m.
 void BM_MatmulLlama1BInterleaved(benchmark::State& state) {
   static ThreadPool single(1);
   const DType dtype = kLlama1BTypes[static_cast<std::size_t>(state.range(0))];
   const Shape shape = kLlama1BShapes[static_cast<std::size_t>(state.range(1))];
   const std::int64_t m = state.range(2);
-  if (!cpu_has_avx512_vnni() || !interleave_supported(dtype)) {
-    state.SkipWithError("interleaved weights need AVX-512 VNNI and an interleave_supported type");
+  if (!cpu_has_avx2() || !interleave_supported(dtype)) {
+    state.SkipWithError("interleaved weights need AVX2 and an interleave_supported type");
     return;
   }
   const bool hot = std::getenv("PAGODA_BENCH_HOT_WEIGHTS") != nullptr;
@@ -271,12 +271,13 @@ void BM_MatmulLlama1BInterleaved(benchmark::State& state) {
                  std::to_string(shape.k));
 }
 BENCHMARK(BM_MatmulLlama1BInterleaved)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 512}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 512}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
 // Prefill (m = 512, kBroadcastInt16, one thread) on the same weights row-major and interleaved at
-// load: int16_tile against int16_tile_interleaved (matmul_int16_avx512.h). Args: type
+// load: int16_tile against int16_tile_interleaved (matmul_int16_avx512.h, or matmul_int16_avx2.h
+// under PAGODA_CPU_ISA=avx2). Args: type
 // (kLayoutTypes), shape (kLlama1BShapes), interleaved (0 or 1).
 constexpr std::array kLayoutTypes = {DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kQ8_0};
 
@@ -285,8 +286,8 @@ void BM_MatmulPrefillLayout(benchmark::State& state) {
   const DType dtype = kLayoutTypes[static_cast<std::size_t>(state.range(0))];
   const Shape shape = kLlama1BShapes[static_cast<std::size_t>(state.range(1))];
   const bool interleaved = state.range(2) != 0;
-  if (interleaved && !cpu_has_avx512_vnni()) {
-    state.SkipWithError("interleaved weights need AVX-512 VNNI");
+  if (interleaved && !cpu_has_avx2()) {
+    state.SkipWithError("interleaved weights need AVX2");
     return;
   }
   WeightSet weights(dtype, shape.n, shape.k, 0);

@@ -110,9 +110,10 @@ void set_cpu_int16_direct_vnni(bool on) {
 
 bool cpu_interleave_weights() {
   // The panels' readers are the int16 kernels; the fp32 ones would deinterleave every call.
-  if (!cpu_has_avx512_vnni() || cpu_has_amx_int8() || !cpu_int16_activations()) return false;
+  if (!cpu_has_avx2() || cpu_has_amx_int8() || !cpu_int16_activations()) return false;
   const char* value = std::getenv("PAGODA_CPU_INTERLEAVE");
-  return value == nullptr || std::string_view(value) != "0";
+  const std::string_view setting = value != nullptr ? value : "";
+  return cpu_has_avx512_vnni() ? setting != "0" : setting == "1";
 }
 
 }  // namespace pagoda::cpu

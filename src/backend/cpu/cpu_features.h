@@ -35,9 +35,11 @@ bool cpu_int16_direct_vnni();
 void set_cpu_int16_direct_vnni(bool on);
 
 /// Whether the CPU executor repacks quantized weights into 16-row panels at load
-/// (interleaved_rows.h) for the AVX-512 VNNI decode kernel: the CPU has AVX-512 VNNI and no
-/// usable AMX (whose tiles read row-major weights), int16 activations are on (the panels'
-/// readers are the int16 kernels), and PAGODA_CPU_INTERLEAVE does not turn it off ("0").
+/// (interleaved_rows.h) for the int16 decode kernels: int16 activations are on (the panels'
+/// readers are the int16 kernels), the CPU has no usable AMX (whose tiles read row-major
+/// weights), and either it has AVX-512 VNNI and PAGODA_CPU_INTERLEAVE is not "0", or it has AVX2
+/// and PAGODA_CPU_INTERLEAVE is "1": on AVX2 the panels speed batch-1 decode up but slow batched
+/// decode and prefill down (docs/perf/cpu.md, "Interleaved panels on AVX2"), so they are opt-in.
 bool cpu_interleave_weights();
 
 }  // namespace pagoda::cpu

@@ -24,8 +24,9 @@
 //   Q6_K  210    d (208, 2, 2) | scales (192, 16, 1) | ql (0, 64, 4) | qh (128, 32, 4)
 //                | ql (64, 64, 4) | qh (160, 32, 4)      (a 128-column half's bytes together)
 //
-// The layout is for the CPUs with AVX-512 VNNI (cpu_has_avx512_vnni()): its decode kernel reads
-// it in place, and every other reader deinterleaves the rows it needs (deinterleave_rows).
+// The int16 decode kernels read it in place (AVX-512 VNNI, and AVX2 where cpu_interleave_weights()
+// allows), as does the AVX-512 tile; the AVX2 tile deinterleaves whole panels
+// (deinterleave_panel_avx2), and every other reader the rows it needs (deinterleave_rows).
 #pragma once
 
 #include <cstddef>
@@ -69,6 +70,12 @@ InterleavedMatrix interleave_rows(const TensorView& w);
 /// out + i * w.row_stride.
 void deinterleave_rows(const TensorView& w, std::int64_t row_begin, std::int64_t row_end,
                        std::uint8_t* out);
+
+/// deinterleave_rows for the rows of panel `panel` (at most 16, fewer in the last panel), with
+/// AVX2 transposes of each 8 x 8 block of 4-byte units: several times faster than the per-unit
+/// copies, for kernels that read rows and stream panels (the AVX2 int16 tile). Call only when
+/// cpu_has_avx2().
+void deinterleave_panel_avx2(const TensorView& w, std::int64_t panel, std::uint8_t* out);
 
 /// The bytes of row `row` of `w` as a GGUF row: w.row(row) for a row-major view, else the row
 /// deinterleaved into `scratch` (resized to w.row_stride).

@@ -17,6 +17,7 @@
 #include "backend/cpu/matmul_int16_amx.h"
 #include "backend/cpu/matmul_int16_avx2.h"
 #include "backend/cpu/matmul_int16_avx512.h"
+#include "backend/cpu/matmul_interleaved_avx2.h"
 #include "backend/cpu/matmul_interleaved_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
@@ -378,11 +379,40 @@ void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
   }
   const bool avx512_kernel = int16_on_avx512();
   const std::int64_t piece_rows = avx512_kernel ? avx512::kInt16PieceRows : avx2::kInt16PieceRows;
+  // The AVX2 tile reads panels deinterleaved: over several pieces, once for all of them.
+  std::array<MatmulOutput, kMaxFusedOutputs> row_major;
+  std::copy(outputs.begin(), outputs.end(), row_major.begin());
+  thread_local std::vector<std::uint8_t> deinterleaved;
+  if (!avx512_kernel && m > piece_rows) {
+    std::size_t bytes = 0;
+    for (const MatmulOutput& out : outputs) {
+      if (out.w.interleaved) bytes += static_cast<std::size_t>(out.w.num_rows) * out.w.row_stride;
+    }
+    if (bytes > 0) {
+      deinterleaved.resize(bytes);
+      std::size_t at = 0;
+      for (std::size_t t = 0; t < outputs.size(); ++t) {
+        const TensorView& w = outputs[t].w;
+        if (!w.interleaved) continue;
+        std::uint8_t* rows = deinterleaved.data() + at;
+        const std::int64_t panels = (w.num_rows + kInterleavedRows - 1) / kInterleavedRows;
+        pool.parallel_for(panels, [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t p = begin; p < end; ++p) {
+            deinterleave_panel_avx2(
+                w, p, rows + static_cast<std::size_t>(p * kInterleavedRows) * w.row_stride);
+          }
+        });
+        row_major[t].w.data = rows;
+        row_major[t].w.interleaved = false;
+        at += static_cast<std::size_t>(w.num_rows) * w.row_stride;
+      }
+    }
+  }
   for (std::int64_t r0 = 0; r0 < m; r0 += piece_rows) {
     const std::int64_t rows = std::min(piece_rows, m - r0);
     std::array<MatmulOutput, kMaxFusedOutputs> piece;
     for (std::size_t t = 0; t < outputs.size(); ++t) {
-      piece[t] = outputs[t];
+      piece[t] = row_major[t];
       piece[t].y = outputs[t].y + r0 * outputs[t].w.num_rows;
     }
     const std::span<const MatmulOutput> piece_outputs(piece.data(), outputs.size());
@@ -423,20 +453,24 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
   const std::int32_t* qsums = qsums_buffer.data();
-  // Interleaved weights' x: the same q split into bytes (matmul_interleaved_avx512.h).
+  // Interleaved weights' x on AVX-512: the same q split into bytes (matmul_interleaved_avx512.h);
+  // the AVX2 kernel forms its own from q.
   thread_local avx512::Int16XBytes interleaved_x;
   const bool any_interleaved = std::any_of(
       outputs.begin(), outputs.end(), [](const MatmulOutput& out) { return out.w.interleaved; });
-  if (any_interleaved) {
-    PAGODA_CHECK(avx512_kernel) << "interleaved weights need the AVX-512 VNNI kernels";
+  if (any_interleaved && avx512_kernel) {
     avx512::split_rows_int16(q, m, k, interleaved_x);
     interleaved_x.scales = scales;
     interleaved_x.scaled_sums = scaled_sums;
     interleaved_x.qsums = qsums;
   }
   const avx512::Int16XBytes& x_bytes = interleaved_x;
-  const std::int64_t group = avx512_kernel ? avx512::kInt16DirectGroup : avx2::kInt16DirectGroup;
+  // A dispatch unit is one panel where any weight is interleaved (the AVX2 row-major kernel takes
+  // any multiple of its 8-row groups).
+  const std::int64_t group = avx512_kernel || any_interleaved ? kInterleavedRows
+                                                              : avx2::kInt16DirectGroup;
   static_assert(avx512::kInt16DirectGroup == kInterleavedRows, "a dispatch unit is one panel");
+  static_assert(kInterleavedRows % avx2::kInt16DirectGroup == 0);
   dispatch(
       pool, outputs, group,
       [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
@@ -444,10 +478,14 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
         const std::int64_t n = w.num_rows;
         const std::int64_t n_begin = begin * group;
         const std::int64_t n_end = std::min(n, end * group);
-        if (w.interleaved) {
+        if (w.interleaved && avx512_kernel) {
           avx512::interleaved_direct(w.dtype, x_bytes, m, k,
                                      static_cast<const std::uint8_t*>(w.data), w.row_stride, n,
                                      begin, end, out.y, n);
+        } else if (w.interleaved) {
+          avx2::interleaved_direct(w.dtype, q, scales, scaled_sums, m, k,
+                                   static_cast<const std::uint8_t*>(w.data), w.row_stride, n,
+                                   begin, end, out.y, n);
         } else if (avx512_kernel) {
           avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0), w.row_stride,
                                n_begin, n_end, out.y, n);
@@ -481,28 +519,59 @@ void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
   const std::int32_t* pairs = pairs_buffer.data();
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
-  dispatch(
-      pool, outputs, tile_rows, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
-        const TensorView& w = out.w;
-        const std::int64_t n = w.num_rows;
-        thread_local std::vector<float> acc;
-        acc.resize(static_cast<std::size_t>(tile_rows * width));
-        for (std::int64_t tile = begin; tile < end; ++tile) {
-          const std::int64_t n0 = tile * tile_rows;
-          const std::int64_t count = std::min(tile_rows, n - n0);
-          const std::int64_t next_rows = tile + 1 < end ? std::min(tile_rows, n - n0 - count) : 0;
-          const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0), w.row_stride,
-                           count, next, next_rows, acc.data());
-          for (std::int64_t i = 0; i < m; ++i) {
-            for (std::int64_t r = 0; r < count; ++r) {
-              out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
-            }
+  // Interleaved weights go to each thread in spans of whole panels that are also whole tiles,
+  // each span's panels deinterleaved into a thread-local buffer first (deinterleave_panel_avx2:
+  // a fraction of the tiles' work on them) and its tiles run there as on row-major weights.
+  constexpr std::int64_t kPanelSpan = 3 * kInterleavedRows;
+  static_assert(kPanelSpan % avx2::int16_tile_rows(1) == 0 &&
+                kPanelSpan % avx2::int16_tile_rows(2) == 0);
+  const bool any_interleaved = std::any_of(
+      outputs.begin(), outputs.end(), [](const MatmulOutput& out) { return out.w.interleaved; });
+  const std::int64_t unit = any_interleaved ? kPanelSpan : tile_rows;
+  dispatch(pool, outputs, unit, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
+    const TensorView& w = out.w;
+    const std::int64_t n = w.num_rows;
+    thread_local std::vector<float> acc;
+    thread_local std::vector<std::uint8_t> rows_buffer;
+    acc.resize(static_cast<std::size_t>(tile_rows * width));
+    const std::int64_t row_end = std::min(n, end * unit);
+    // Tiles of rows [span_begin, span_end) at base + (r - span_begin) * w.row_stride.
+    const auto run_tiles = [&](const std::uint8_t* base, std::int64_t span_begin,
+                               std::int64_t span_end, bool prefetch_next) {
+      for (std::int64_t n0 = span_begin; n0 < span_end; n0 += tile_rows) {
+        const std::int64_t count = std::min(tile_rows, span_end - n0);
+        const std::int64_t next_rows =
+            prefetch_next && n0 + count < span_end ? std::min(tile_rows, span_end - n0 - count)
+                                                   : 0;
+        const std::uint8_t* rows = base + static_cast<std::size_t>(n0 - span_begin) * w.row_stride;
+        const std::uint8_t* next = next_rows > 0 ? rows + count * w.row_stride : nullptr;
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, rows, w.row_stride,
+                         count, next, next_rows, acc.data());
+        for (std::int64_t i = 0; i < m; ++i) {
+          for (std::int64_t r = 0; r < count; ++r) {
+            out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
           }
         }
-        add_bias(out.bias, m, n, begin * tile_rows, std::min(n, end * tile_rows), out.y);
-      });
+      }
+    };
+    if (!w.interleaved) {
+      run_tiles(w.row(begin * unit), begin * unit, row_end, true);
+    } else {
+      rows_buffer.resize(static_cast<std::size_t>(kPanelSpan) * w.row_stride);
+      for (std::int64_t span = begin * unit; span < row_end; span += kPanelSpan) {
+        const std::int64_t span_end = std::min(row_end, span + kPanelSpan);
+        for (std::int64_t p = span / kInterleavedRows; p * kInterleavedRows < span_end; ++p) {
+          deinterleave_panel_avx2(
+              w, p,
+              rows_buffer.data() +
+                  static_cast<std::size_t>(p * kInterleavedRows - span) * w.row_stride);
+        }
+        run_tiles(rows_buffer.data(), span, span_end, false);
+      }
+    }
+    add_bias(out.bias, m, n, begin * unit, row_end, out.y);
+  });
 }
 
 // Per thread: 16 weight rows x 256 columns decoded and transposed into a panel, then every row
@@ -655,10 +724,11 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   }
   if (kernel == MatmulKernel::kRowGroup && !cpu_has_avx512()) kernel = MatmulKernel::kPacked;
   if (kernel == MatmulKernel::kPacked && !cpu_has_avx2()) kernel = MatmulKernel::kBlasPanel;
-  // The AVX-512 int16 kernels read interleaved panels in place; AMX tiles read rows.
+  // The int16 kernels read interleaved panels: the direct ones and the AVX-512 tile in place, the
+  // AVX2 tile a group of a tile's rows at a time; AMX tiles read rows.
   const bool reads_interleaved =
-      int16_on_avx512() && (kernel == MatmulKernel::kDirectInt16 ||
-                            (kernel == MatmulKernel::kBroadcastInt16 && !cpu_has_amx_int8()));
+      kernel == MatmulKernel::kDirectInt16 ||
+      (kernel == MatmulKernel::kBroadcastInt16 && !cpu_has_amx_int8());
   if (!reads_interleaved && std::any_of(outputs.begin(), outputs.end(),
                                         [](const auto& out) { return out.w.interleaved; })) {
     return matmul_deinterleaved(pool, x, m, outputs, kernel);

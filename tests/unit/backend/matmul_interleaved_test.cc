@@ -1,5 +1,6 @@
-// Interleaved weights (interleaved_rows.h) in the matmul: the AVX-512 VNNI decode kernel
-// (matmul_interleaved_avx512.h) is the int16 contract bit for bit, as the row-major kernels are,
+// Interleaved weights (interleaved_rows.h) in the matmul: the decode kernels (AVX-512 VNNI,
+// matmul_interleaved_avx512.h, and AVX2, matmul_interleaved_avx2.h, under
+// PAGODA_CPU_ISA=avx2) are the int16 contract bit for bit, as the row-major kernels are,
 // at every row count of x it takes and at weight row counts that leave panels part empty; every
 // other kernel, reading deinterleaved rows, gives what it gives on the row-major matrix.
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ const std::vector<Case>& cases() {
 }
 
 TEST(MatmulInterleavedTest, DecodeKernelIsTheContractBitForBit) {
-  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "the interleaved kernel needs AVX-512 VNNI";
+  if (!cpu_has_avx2()) GTEST_SKIP() << "the interleaved kernels need AVX2";
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 41);
   ThreadPool pool(3);
@@ -72,7 +73,7 @@ TEST(MatmulInterleavedTest, DecodeKernelIsTheContractBitForBit) {
 
 // A fused call mixing an interleaved and a row-major weight: each output as alone.
 TEST(MatmulInterleavedTest, FusedWithRowMajorWeights) {
-  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "the interleaved kernel needs AVX-512 VNNI";
+  if (!cpu_has_avx2()) GTEST_SKIP() << "the interleaved kernels need AVX2";
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 42);
   ThreadPool pool(2);

@@ -1,7 +1,8 @@
-// The prefill tile on interleaved weights (int16_tile_interleaved, matmul_int16_avx512.h): the
-// same bits as int16_tile on the row-major rows, at every first row (tiles of 6 rows straddle
-// panels, tiles at the end leave panels part empty), and so kBroadcastInt16 on an interleaved
-// matrix is kBroadcastInt16 on the row-major one.
+// The prefill tiles on interleaved weights: the AVX-512 one (int16_tile_interleaved,
+// matmul_int16_avx512.h) gives int16_tile's bits on the row-major rows at every first row (tiles
+// of 6 rows straddle panels, tiles at the end leave panels part empty); the AVX2 one reads whole
+// panels deinterleaved (deinterleave_panel_avx2); so kBroadcastInt16 on an interleaved matrix is
+// kBroadcastInt16 on the row-major one (under PAGODA_CPU_ISA=avx2, the AVX2 tile's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,15 +52,14 @@ constexpr std::int64_t kWeightRows[] = {1, 5, 16, 17, 33, 47};
 class MatmulInterleavedTileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cpu_has_avx512_vnni()) {
-      GTEST_SKIP() << "interleaved weights are read in place only by the AVX-512 VNNI kernels";
-    }
+    if (!cpu_has_avx2()) GTEST_SKIP() << "the int16 tiles need AVX2";
   }
 };
 
 // Every first row n0 (not only multiples of the tile), so each lane a tile can start at, in one
 // panel or across two, is read.
 TEST_F(MatmulInterleavedTileTest, TileIsTheRowMajorTileBitForBit) {
+  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "the AVX-512 tile needs AVX-512 VNNI";
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 51);
   for (const Case& c : cases()) {
@@ -96,6 +96,32 @@ TEST_F(MatmulInterleavedTileTest, TileIsTheRowMajorTileBitForBit) {
           EXPECT_TRUE(
               bitwise_equal(got.data(), want.data(), static_cast<std::size_t>(count * width)));
         }
+      }
+    }
+  }
+}
+
+// The AVX2 tile's reader: deinterleave_panel_avx2 gives deinterleave_rows's bytes, for every
+// panel of matrices whose last panel is part empty and whose runs are and are not whole
+// multiples of 8 units.
+TEST_F(MatmulInterleavedTileTest, Avx2PanelDeinterleaveIsDeinterleaveRows) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 53);
+  for (const Case& c : cases()) {
+    for (std::int64_t n : kWeightRows) {
+      SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
+                   " n=" + std::to_string(n));
+      const std::vector<std::uint8_t> bytes = random_weights(rng, c.dtype, n, c.k);
+      const TensorView rows = dense_view(bytes.data(), c.dtype, n, c.k);
+      const InterleavedMatrix panels = interleave_rows(rows);
+      const std::size_t panel_bytes = rows.row_stride * kInterleavedRows;
+      for (std::int64_t p = 0; p * kInterleavedRows < n; ++p) {
+        const std::int64_t first = p * kInterleavedRows;
+        const std::int64_t count = std::min(kInterleavedRows, n - first);
+        std::vector<std::uint8_t> want(panel_bytes, 0xAB), got(panel_bytes, 0xAB);
+        deinterleave_rows(panels.view, first, first + count, want.data());
+        deinterleave_panel_avx2(panels.view, p, got.data());
+        EXPECT_EQ(got, want) << "panel " << p;
       }
     }
   }

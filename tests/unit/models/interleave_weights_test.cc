@@ -152,20 +152,19 @@ TEST(InterleaveWeightsDeathTest, GpuUploadRefusesInterleavedViews) {
   EXPECT_DEATH((void)concatenate_rows(parts), "interleaved");
 }
 
-// PAGODA_CPU_INTERLEAVE=0 always keeps the file's rows; set otherwise, interleaving follows the
-// CPU (AVX-512 VNNI, no AMX).
+// PAGODA_CPU_INTERLEAVE=0 always keeps the file's rows; "1" interleaves on every AVX2 CPU without
+// AMX; unset, only AVX-512 VNNI CPUs (without AMX) interleave. All with int16 activations on.
 TEST(InterleaveWeightsTest, SwitchFollowsTheEnvironmentAndTheCpu) {
   const char* before = std::getenv("PAGODA_CPU_INTERLEAVE");
   const std::string saved = before != nullptr ? before : "";
+  const bool int16 = cpu::cpu_int16_activations() && !cpu::cpu_has_amx_int8();
   ::setenv("PAGODA_CPU_INTERLEAVE", "0", 1);
   EXPECT_FALSE(cpu::cpu_interleave_weights());
   ::setenv("PAGODA_CPU_INTERLEAVE", "1", 1);
-  EXPECT_EQ(cpu::cpu_interleave_weights(), cpu::cpu_has_avx512_vnni() && !cpu::cpu_has_amx_int8());
-  if (before != nullptr) {
-    ::setenv("PAGODA_CPU_INTERLEAVE", saved.c_str(), 1);
-  } else {
-    ::unsetenv("PAGODA_CPU_INTERLEAVE");
-  }
+  EXPECT_EQ(cpu::cpu_interleave_weights(), int16 && cpu::cpu_has_avx2());
+  ::unsetenv("PAGODA_CPU_INTERLEAVE");
+  EXPECT_EQ(cpu::cpu_interleave_weights(), int16 && cpu::cpu_has_avx512_vnni());
+  if (before != nullptr) ::setenv("PAGODA_CPU_INTERLEAVE", saved.c_str(), 1);
 }
 
 }  // namespace
