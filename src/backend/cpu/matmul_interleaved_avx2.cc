@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/int16_kernel_loops.h"
+#include "backend/cpu/interleaved_panel_readers.h"
 #include "backend/cpu/interleaved_rows.h"
 #include "common/check.h"
 
@@ -16,7 +17,6 @@ namespace {
 
 constexpr int kLanes = 8;       // rows per ymm: one side of a panel
 constexpr int kSides = 2;       // rows 0-7, rows 8-15
-constexpr int kUnitBytes = 64;  // one 4-byte unit of each of 16 rows
 constexpr int kSideBytes = 32;  // ... of one side's 8 rows
 constexpr std::size_t kPrefetchBytes = 4096;
 
@@ -55,186 +55,35 @@ void make_x_forms(const std::int16_t* q, std::int64_t m, std::int64_t k, XForms&
   }
 }
 
-inline __m256i load_side(const std::uint8_t* unit, int side) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + side * kSideBytes));
-}
-
-inline __m256 load_halves(const std::uint8_t* p, int side) {  // 8 fp16, one per row
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + side * 16)));
-}
-
-inline __m256 times(__m256 d, __m256i integer) {
-  return _mm256_mul_ps(d, _mm256_cvtepi32_ps(integer));
-}
-
-inline __m256i lane_bits(__m256i v, int shift, int mask) {
-  return _mm256_and_si256(_mm256_srli_epi32(v, shift), _mm256_set1_epi32(mask));
-}
-
-// One block's 8 code units, unit u covering columns 4u .. 4u + 3: bytes 0-255 (kSigned false: the
-// codes before their offset) or signed (Q8_0's qw). Widened to int16 where they are used: all 16
-// halves at once would not fit in the 16 ymm registers.
-struct BlockCodes {
-  __m256i units[8];
-};
-
-// The per-type reading of one side of a panel group, as matmul_interleaved_avx512.cc's panels:
-//   kSub: sub-blocks per block (2: 16-column scales), kGroupBlocks, kGroupBytes (one row's),
-//   kOffset (taken off the codes), kSigned (the codes are signed bytes), kHasMin
-//   for_each_block(group, side, f): f(j, codes, scale[kSub], min) for each block j in order
-struct Q8_0Panel {
-  static constexpr DType kType = DType::kQ8_0;
-  static constexpr int kSub = 1, kGroupBlocks = 1, kGroupBytes = 34, kOffset = 0;
-  static constexpr bool kSigned = true, kHasMin = false;
-  template <typename F>
-  static void for_each_block(const std::uint8_t* g, int side, F&& f) {
-    const __m256 d[1] = {load_halves(g, side)};
-    BlockCodes codes;
-#pragma GCC unroll 8
-    for (int u = 0; u < 8; ++u) codes.units[u] = load_side(g + 32 + u * kUnitBytes, side);
-    f(0, codes, d, _mm256_setzero_ps());
+// The panel readers' view (interleaved_panel_readers.h): one side of the panel, its 8 rows in a
+// ymm.
+struct Lanes8 {
+  using Int = __m256i;
+  using Float = __m256;
+  int side = 0;  // rows 0-7 or 8-15
+  Int unit(const std::uint8_t* p) const {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + side * kSideBytes));
+  }
+  Float halves(const std::uint8_t* p) const {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + side * 16)));
+  }
+  Int bytes(const std::uint8_t* p) const {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + side * 8)));
+  }
+  static Int and_(Int a, Int b) { return _mm256_and_si256(a, b); }
+  static Int or_(Int a, Int b) { return _mm256_or_si256(a, b); }
+  static Int srli16(Int v, int n) { return _mm256_srli_epi16(v, n); }
+  static Int slli16(Int v, int n) { return _mm256_slli_epi16(v, n); }
+  static Int srli32(Int v, int n) { return _mm256_srli_epi32(v, n); }
+  static Int set1_8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+  static Int set1_32(int v) { return _mm256_set1_epi32(v); }
+  static Float zero() { return _mm256_setzero_ps(); }
+  static Float times(Float d, Int integer) { return _mm256_mul_ps(d, _mm256_cvtepi32_ps(integer)); }
+  static Float negate(Float v) {
+    return _mm256_castsi256_ps(
+        _mm256_xor_si256(_mm256_castps_si256(v), _mm256_set1_epi32(static_cast<int>(0x80000000u))));
   }
 };
-
-template <DType kDType>
-struct NibblePanel {
-  static constexpr DType kType = kDType;
-  static constexpr bool kHasMin = kDType == DType::kQ4_1, kSigned = false;
-  static constexpr int kSub = 1, kGroupBlocks = 1, kGroupBytes = kHasMin ? 20 : 18;
-  static constexpr int kOffset = kHasMin ? 0 : 8;
-  template <typename F>
-  static void for_each_block(const std::uint8_t* g, int side, F&& f) {
-    const __m256 d[1] = {load_halves(g, side)};
-    const __m256 min = kHasMin ? load_halves(g + 32, side) : _mm256_setzero_ps();
-    const std::uint8_t* units = g + (kHasMin ? 64 : 32);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    BlockCodes codes;
-#pragma GCC unroll 4
-    for (int u = 0; u < 4; ++u) {
-      const __m256i raw = load_side(units + u * kUnitBytes, side);
-      codes.units[u] = _mm256_and_si256(raw, low4);
-      codes.units[4 + u] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-    }
-    f(0, codes, d, min);
-  }
-};
-using Q4_0Panel = NibblePanel<DType::kQ4_0>;
-using Q4_1Panel = NibblePanel<DType::kQ4_1>;
-
-template <DType kDType>
-struct KQuantPanel {
-  static constexpr DType kType = kDType;
-  static constexpr bool kFifthBit = kDType == DType::kQ5_K;
-  static constexpr int kSub = 1, kGroupBlocks = 8, kGroupBytes = kFifthBit ? 176 : 144;
-  static constexpr int kOffset = 0;
-  static constexpr bool kSigned = false, kHasMin = true;
-  template <typename F>
-  static void for_each_block(const std::uint8_t* g, int side, F&& f) {
-    const __m256 d = load_halves(g, side);
-    const __m256 dmin = load_halves(g + 32, side);
-    const __m256i s0 = load_side(g + 64, side);
-    const __m256i s1 = load_side(g + 128, side);
-    const __m256i s2 = load_side(g + 192, side);
-    const __m256i negative = _mm256_set1_epi32(static_cast<int>(0x80000000u));
-    const std::uint8_t* fifth = g + 256;
-    const std::uint8_t* runs = g + (kFifthBit ? 768 : 256);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    int16::for_each_block<4>([&](auto q_constant) {
-      constexpr int q = decltype(q_constant)::value;
-      __m256 scale[2], min[2];
-#pragma GCC unroll 2
-      for (int half = 0; half < 2; ++half) {
-        const int j = 2 * q + half;
-        __m256i sc, m;
-        if (j < 4) {
-          sc = lane_bits(s0, 8 * j, 63);
-          m = lane_bits(s1, 8 * j, 63);
-        } else {
-          const int b = j - 4;
-          sc = _mm256_or_si256(lane_bits(s2, 8 * b, 15), lane_bits(s0, 8 * b + 2, 0x30));
-          m = _mm256_or_si256(lane_bits(s2, 8 * b + 4, 15), lane_bits(s1, 8 * b + 2, 0x30));
-        }
-        scale[half] = times(d, sc);
-        min[half] = _mm256_castsi256_ps(
-            _mm256_xor_si256(_mm256_castps_si256(times(dmin, m)), negative));  // -(dmin * m)
-      }
-      const std::uint8_t* run = runs + q * 8 * kUnitBytes;
-      int16::for_each_block<2>([&](auto half_constant) {
-        constexpr int j = 2 * q + decltype(half_constant)::value;
-        BlockCodes codes;
-#pragma GCC unroll 8
-        for (int u = 0; u < 8; ++u) {
-          __m256i nibble = load_side(run + u * kUnitBytes, side);
-          if constexpr (j % 2 == 1) nibble = _mm256_srli_epi16(nibble, 4);
-          codes.units[u] = _mm256_and_si256(nibble, low4);
-          if constexpr (kFifthBit) {  // bit j of the qh byte to bit 4
-            __m256i bit = load_side(fifth + u * kUnitBytes, side);
-            if constexpr (j < 4) bit = _mm256_slli_epi16(bit, 4 - j);
-            if constexpr (j > 4) bit = _mm256_srli_epi16(bit, j - 4);
-            codes.units[u] =
-                _mm256_or_si256(codes.units[u], _mm256_and_si256(bit, _mm256_set1_epi8(0x10)));
-          }
-        }
-        f(j, codes, &scale[j % 2], min[j % 2]);
-      });
-    });
-  }
-};
-using Q4_KPanel = KQuantPanel<DType::kQ4_K>;
-using Q5_KPanel = KQuantPanel<DType::kQ5_K>;
-
-struct Q6_KPanel {
-  static constexpr DType kType = DType::kQ6_K;
-  static constexpr int kSub = 2, kGroupBlocks = 8, kGroupBytes = 210, kOffset = 32;
-  static constexpr bool kSigned = false, kHasMin = false;
-  template <typename F>
-  static void for_each_block(const std::uint8_t* g, int side, F&& f) {
-    const __m256 d = load_halves(g, side);
-    const std::uint8_t* scales = g + 32;
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i high2 = _mm256_set1_epi8(0x30);
-    int16::for_each_block<8>([&](auto j_constant) {
-      constexpr int j = decltype(j_constant)::value;
-      constexpr int h = j / 4, jj = j % 4;
-      const std::uint8_t* half = g + 32 + 256 + h * 1536;
-      const std::uint8_t* ql = half + (jj % 2) * 8 * kUnitBytes;
-      const std::uint8_t* qh = half + 16 * kUnitBytes;
-      __m256 scale[2];
-#pragma GCC unroll 2
-      for (int t = 0; t < 2; ++t) {
-        const __m128i bytes = _mm_loadl_epi64(
-            reinterpret_cast<const __m128i*>(scales + (2 * j + t) * 16 + side * kLanes));
-        scale[t] = times(d, _mm256_cvtepi8_epi32(bytes));
-      }
-      BlockCodes codes;
-#pragma GCC unroll 8
-      for (int u = 0; u < 8; ++u) {
-        __m256i low = load_side(ql + u * kUnitBytes, side);
-        if constexpr (jj / 2 == 1) low = _mm256_srli_epi16(low, 4);
-        __m256i high = load_side(qh + u * kUnitBytes, side);  // bits 2 jj, 2 jj + 1 to bits 4, 5
-        if constexpr (2 * jj < 4) high = _mm256_slli_epi16(high, 4 - 2 * jj);
-        if constexpr (2 * jj > 4) high = _mm256_srli_epi16(high, 2 * jj - 4);
-        codes.units[u] =
-            _mm256_or_si256(_mm256_and_si256(low, low4), _mm256_and_si256(high, high2));
-      }
-      f(j, codes, scale, _mm256_setzero_ps());
-    });
-  }
-};
-
-template <typename F>
-decltype(auto) with_panel_type(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kQ4_0: return f(Q4_0Panel{});
-    case DType::kQ4_1: return f(Q4_1Panel{});
-    case DType::kQ4_K: return f(Q4_KPanel{});
-    case DType::kQ5_K: return f(Q5_KPanel{});
-    case DType::kQ6_K: return f(Q6_KPanel{});
-    default:
-      PAGODA_CHECK(dtype == DType::kQ8_0) << "no interleaved kernel for " << dtype_name(dtype);
-      return f(Q8_0Panel{});
-  }
-}
 
 // A lane's 4 code bytes as int16: columns c and c + 2 (even), c + 1 and c + 3 (odd).
 template <bool kSigned>
@@ -259,7 +108,8 @@ __attribute__((always_inline)) inline void side_group(const XRow* x, const float
   constexpr int kSub = Panel::kSub;
   constexpr int kUnitsPerSub = 8 / kSub;
   Panel::for_each_block(
-      group, side, [&](int j, const BlockCodes& codes, const __m256* scale, __m256 min) {
+      Lanes8{side}, group,
+      [&](int j, const panels::BlockCodes<__m256i>& codes, const __m256* scale, __m256 min) {
         const std::int64_t b = g * Panel::kGroupBlocks + j;
 #pragma GCC unroll 2
         for (int t = 0; t < kSub; ++t) {
@@ -374,7 +224,8 @@ void interleaved_direct(DType dtype, const std::int16_t* q, const float* scales,
                .odd = forms.odd.data() + i * k / 4,
                .sums = forms.sums.data() + i * k / 16};
   }
-  with_panel_type(dtype, [&](auto panel) {
+  PAGODA_CHECK(interleave_supported(dtype)) << "no interleaved kernel for " << dtype_name(dtype);
+  panels::with_reader(dtype, [&](auto panel) {
     using Panel = decltype(panel);
     PAGODA_CHECK_EQ(k % (32 * Panel::kGroupBlocks), 0) << dtype_name(dtype) << " rows of " << k;
     PAGODA_CHECK_EQ(row_bytes, static_cast<std::size_t>(k / 32 / Panel::kGroupBlocks) *
