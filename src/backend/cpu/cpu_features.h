@@ -38,8 +38,8 @@ void set_cpu_int16_direct_vnni(bool on);
 /// (interleaved_rows.h) for the int16 decode kernels: int16 activations are on (the panels'
 /// readers are the int16 kernels), the CPU has no usable AMX (whose tiles read row-major
 /// weights), and either it has AVX-512 VNNI and PAGODA_CPU_INTERLEAVE is not "0", or it has AVX2
-/// and PAGODA_CPU_INTERLEAVE is "1": on AVX2 the panels speed batch-1 decode up but slow batched
-/// decode and prefill down (docs/perf/cpu.md, "Interleaved panels on AVX2"), so they are opt-in.
+/// and PAGODA_CPU_INTERLEAVE is "1": on AVX2 the panels speed batch-1 decode up but slow a step of
+/// 9-16 rows down (docs/perf/cpu.md, "Interleaved panels on AVX2"), so they are opt-in.
 bool cpu_interleave_weights();
 
 }  // namespace pagoda::cpu
