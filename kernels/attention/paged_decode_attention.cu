@@ -157,8 +157,8 @@ DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_he
   if (splits > 1) {
     // Whole key tiles per split (the tensor-core kernel's 64): 33 splits of 497 keys become 32
     // of 512.
-    partition = (partition + kDecodePartitionAlign - 1) / kDecodePartitionAlign *
-                kDecodePartitionAlign;
+    partition =
+        (partition + kDecodePartitionAlign - 1) / kDecodePartitionAlign * kDecodePartitionAlign;
     splits = (max_seq_len + partition - 1) / partition;
   }
   plan.num_splits = static_cast<int>(splits);

@@ -467,8 +467,8 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
   const avx512::Int16XBytes& x_bytes = interleaved_x;
   // A dispatch unit is one panel where any weight is interleaved (the AVX2 row-major kernel takes
   // any multiple of its 8-row groups).
-  const std::int64_t group = avx512_kernel || any_interleaved ? kInterleavedRows
-                                                              : avx2::kInt16DirectGroup;
+  const std::int64_t group =
+      avx512_kernel || any_interleaved ? kInterleavedRows : avx2::kInt16DirectGroup;
   static_assert(avx512::kInt16DirectGroup == kInterleavedRows, "a dispatch unit is one panel");
   static_assert(kInterleavedRows % avx2::kInt16DirectGroup == 0);
   dispatch(
@@ -484,8 +484,8 @@ void matmul_direct_int16(ThreadPool& pool, const float* x, std::int64_t m,
                                      begin, end, out.y, n);
         } else if (w.interleaved) {
           avx2::interleaved_direct(w.dtype, q, scales, scaled_sums, m, k,
-                                   static_cast<const std::uint8_t*>(w.data), w.row_stride, n,
-                                   begin, end, out.y, n);
+                                   static_cast<const std::uint8_t*>(w.data), w.row_stride, n, begin,
+                                   end, out.y, n);
         } else if (avx512_kernel) {
           avx512::int16_direct(w.dtype, q, scales, scaled_sums, qsums, m, k, w.row(0), w.row_stride,
                                n_begin, n_end, out.y, n);
@@ -541,13 +541,12 @@ void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
       for (std::int64_t n0 = span_begin; n0 < span_end; n0 += tile_rows) {
         const std::int64_t count = std::min(tile_rows, span_end - n0);
         const std::int64_t next_rows =
-            prefetch_next && n0 + count < span_end ? std::min(tile_rows, span_end - n0 - count)
-                                                   : 0;
+            prefetch_next && n0 + count < span_end ? std::min(tile_rows, span_end - n0 - count) : 0;
         const std::uint8_t* rows = base + static_cast<std::size_t>(n0 - span_begin) * w.row_stride;
         const std::uint8_t* next = next_rows > 0 ? rows + count * w.row_stride : nullptr;
         std::fill(acc.begin(), acc.end(), 0.0f);
-        avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, rows, w.row_stride,
-                         count, next, next_rows, acc.data());
+        avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, rows, w.row_stride, count,
+                         next, next_rows, acc.data());
         for (std::int64_t i = 0; i < m; ++i) {
           for (std::int64_t r = 0; r < count; ++r) {
             out.y[i * n + n0 + r] = acc[static_cast<std::size_t>(r * width + i)];
@@ -726,9 +725,8 @@ void matmul_fused(ThreadPool& pool, const float* x, std::int64_t m,
   if (kernel == MatmulKernel::kPacked && !cpu_has_avx2()) kernel = MatmulKernel::kBlasPanel;
   // The int16 kernels read interleaved panels: the direct ones and the AVX-512 tile in place, the
   // AVX2 tile a group of a tile's rows at a time; AMX tiles read rows.
-  const bool reads_interleaved =
-      kernel == MatmulKernel::kDirectInt16 ||
-      (kernel == MatmulKernel::kBroadcastInt16 && !cpu_has_amx_int8());
+  const bool reads_interleaved = kernel == MatmulKernel::kDirectInt16 ||
+                                 (kernel == MatmulKernel::kBroadcastInt16 && !cpu_has_amx_int8());
   if (!reads_interleaved && std::any_of(outputs.begin(), outputs.end(),
                                         [](const auto& out) { return out.w.interleaved; })) {
     return matmul_deinterleaved(pool, x, m, outputs, kernel);
