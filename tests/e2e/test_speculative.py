@@ -50,19 +50,29 @@ def test_greedy_answers_match_the_server_without_speculation(server, spec_server
     assert chat(spec_server, stop=[text[20:24]])[1] == "stop"
 
 
+def spec_counters(server):
+    """The speculation counters from one scrape of /metrics (one consistent snapshot)."""
+    counters = {"per_pos": {}}
+    for (name, labels), value in server.samples().items():
+        short = name.removeprefix("pagoda:spec_decode_")
+        if short == "num_accepted_tokens_per_pos_total":
+            counters["per_pos"][int(dict(labels)["position"])] = value
+        elif short in ("num_drafts_total", "num_draft_tokens_total", "num_accepted_tokens_total"):
+            counters[short.removesuffix("_total")] = value
+    return counters
+
+
 def test_metrics_count_drafts_and_accepted_tokens(spec_server):
+    before = spec_counters(spec_server)
     chat(spec_server)
-    drafts = spec_server.metric("pagoda:spec_decode_num_drafts_total")
-    draft_tokens = spec_server.metric("pagoda:spec_decode_num_draft_tokens_total")
-    accepted = spec_server.metric("pagoda:spec_decode_num_accepted_tokens_total")
+    # The request's last step is counted before its final output goes out.
+    after = spec_counters(spec_server)
+    assert after["num_drafts"] > before["num_drafts"]
+    drafts, draft_tokens, accepted = (after["num_drafts"], after["num_draft_tokens"],
+                                      after["num_accepted_tokens"])
     assert drafts > 0 and draft_tokens >= drafts
     assert 0 < accepted <= draft_tokens
-    _, _, body = spec_server.get("/metrics")
-    per_pos = {}
-    for line in body.decode().splitlines():
-        if line.startswith("pagoda:spec_decode_num_accepted_tokens_per_pos_total{"):
-            position = line.split('position="')[1].split('"')[0]
-            per_pos[int(position)] = float(line.rsplit(" ", 1)[1])
+    per_pos = after["per_pos"]
     assert sorted(per_pos) == [0, 1, 2, 3]
     assert sum(per_pos.values()) == accepted
     # Acceptance can only fall with the position: a draft is accepted only after its predecessors.
