@@ -561,10 +561,6 @@ void EngineCore::emit(const std::vector<RequestUpdate>& updates) {
   for (const std::int32_t slot : result.requests_to_abort) {
     scheduler_.abort_request(live(slot).request_id);
   }
-  // A client that scrapes /metrics after its final output must find this step's counts there.
-  const bool any_finished = std::ranges::any_of(
-      result.outputs, [](const RequestOutput& output) { return output.finished; });
-  if (any_finished) publish_stats();
   for (std::size_t i = 0; i < result.outputs.size(); ++i) {
     deliver(result.output_slots[i], std::move(result.outputs[i]));
   }

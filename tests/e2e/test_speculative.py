@@ -65,7 +65,7 @@ def spec_counters(server):
 def test_metrics_count_drafts_and_accepted_tokens(spec_server):
     before = spec_counters(spec_server)
     chat(spec_server)
-    # The request's last step is counted before its final output goes out.
+    # /metrics may lag the response by one engine step; the chat ran several verifications.
     after = spec_counters(spec_server)
     assert after["num_drafts"] > before["num_drafts"]
     drafts, draft_tokens, accepted = (after["num_drafts"], after["num_draft_tokens"],
