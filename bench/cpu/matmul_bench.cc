@@ -237,7 +237,7 @@ void BM_MatmulLlama1B(benchmark::State& state) {
                  std::to_string(shape.n) + "x" + std::to_string(shape.k));
 }
 BENCHMARK(BM_MatmulLlama1B)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 512}, {1, 0}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 32, 512}, {1, 0}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
@@ -271,7 +271,7 @@ void BM_MatmulLlama1BInterleaved(benchmark::State& state) {
                  std::to_string(shape.k));
 }
 BENCHMARK(BM_MatmulLlama1BInterleaved)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 512}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 32, 512}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -162,6 +162,7 @@ StatusOr<LoadedExecutor> load_executor(std::shared_ptr<const ModelFiles> files,
   const models::CpuExecutorOptions cpu_options{
       .num_threads = options.num_threads,
       .max_num_batched_tokens = limits.max_num_batched_tokens,
+      .max_num_seqs = limits.max_num_seqs,
       .max_model_len = limits.max_model_len,
       .quantization = options.quantization,
       .kv_cache_dtype = options.kv_cache_dtype};

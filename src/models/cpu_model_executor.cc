@@ -21,10 +21,12 @@ namespace {
 // Where each layer's K and V pools start: a cache line.
 constexpr std::int64_t kKvAlignment = 64;
 
-// The weights as the decode kernel reads them best: on the CPUs whose kernel reads 16-row panels
-// (cpu_interleave_weights()), the decoder's matrices repacked into them on `pool`.
-LlamaWeights for_decode(const ModelFiles& files, LlamaWeights weights, cpu::ThreadPool& pool) {
-  if (!cpu::cpu_interleave_weights()) return weights;
+// The weights as the decode kernel reads them best: on the CPUs whose kernels read 16-row panels
+// faster for steps of up to max_num_seqs sequences (cpu_interleave_weights), the decoder's
+// matrices repacked into them on `pool`.
+LlamaWeights for_decode(const ModelFiles& files, LlamaWeights weights, std::int64_t max_num_seqs,
+                        cpu::ThreadPool& pool) {
+  if (!cpu::cpu_interleave_weights(max_num_seqs)) return weights;
   const auto start = std::chrono::steady_clock::now();
   const InterleaveSummary summary = interleave_for_decode(weights, pool);
   // The file pages of the repacked matrices leave the resident set (a tied embedding's looked-up
@@ -89,21 +91,20 @@ StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::finish(
   info.head_dim = c.head_dim;
   set_kv_cache_groups(*architecture, c, info);
   return std::unique_ptr<CpuModelExecutor>(
-      new CpuModelExecutor(std::move(files), *architecture, std::move(weights), info,
-                           options.num_threads, options.kv_cache_dtype));
+      new CpuModelExecutor(std::move(files), *architecture, std::move(weights), info, options));
 }
 
 CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files,
                                    const Architecture& architecture, LlamaWeights weights,
-                                   const ModelExecutorInfo& info, int num_threads,
-                                   cpu::KvDtype kv_dtype)
+                                   const ModelExecutorInfo& info,
+                                   const CpuExecutorOptions& options)
     : files_(std::move(files)),
       architecture_(architecture),
       info_(info),
-      pool_(num_threads),
-      ops_(files_->config, for_decode(*files_, std::move(weights), pool_),
+      pool_(options.num_threads),
+      ops_(files_->config, for_decode(*files_, std::move(weights), options.max_num_seqs, pool_),
            info.max_num_batched_tokens),
-      kv_dtype_(kv_dtype) {}
+      kv_dtype_(options.kv_cache_dtype) {}
 
 std::int64_t CpuModelExecutor::kv_cache_bytes_per_block(std::int64_t block_size) const {
   return kv_block_bytes(info_, block_size, cpu::kv_element_bytes(kv_dtype_));

@@ -22,6 +22,7 @@ namespace pagoda::models {
 struct CpuExecutorOptions {
   int num_threads = 0;                         ///< 0: one per hardware thread.
   std::int64_t max_num_batched_tokens = 2048;  ///< Activation buffers hold this many tokens.
+  std::int64_t max_num_seqs = 0;  ///< Most sequences a step holds; 0: not known (several).
   std::int64_t max_model_len = 0;              ///< 0: the model's max_position_embeddings.
   /// `--quantization`: quantize unquantized linear weights at load.
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
@@ -63,8 +64,8 @@ class CpuModelExecutor final : public sampling::HostSamplingExecutor {
                                                             LlamaWeights weights,
                                                             const CpuExecutorOptions& options);
   CpuModelExecutor(std::shared_ptr<const ModelFiles> files, const Architecture& architecture,
-                   LlamaWeights weights, const ModelExecutorInfo& info, int num_threads,
-                   cpu::KvDtype kv_dtype);
+                   LlamaWeights weights, const ModelExecutorInfo& info,
+                   const CpuExecutorOptions& options);
 
   std::shared_ptr<const ModelFiles> files_;  // Keeps the mapped weights alive.
   const Architecture& architecture_;

@@ -108,12 +108,13 @@ void set_cpu_int16_direct_vnni(bool on) {
   direct_vnni().store(on, std::memory_order_relaxed);
 }
 
-bool cpu_interleave_weights() {
+bool cpu_interleave_weights(std::int64_t max_num_seqs) {
   // The panels' readers are the int16 kernels; the fp32 ones would deinterleave every call.
   if (!cpu_has_avx2() || cpu_has_amx_int8() || !cpu_int16_activations()) return false;
   const char* value = std::getenv("PAGODA_CPU_INTERLEAVE");
   const std::string_view setting = value != nullptr ? value : "";
-  return cpu_has_avx512_vnni() ? setting != "0" : setting == "1";
+  if (setting == "0") return false;
+  return cpu_has_avx512_vnni() || setting == "1" || max_num_seqs == 1;
 }
 
 }  // namespace pagoda::cpu

@@ -4,6 +4,8 @@
 // choice, so every tier can be tested and measured on one machine.
 #pragma once
 
+#include <cstdint>
+
 namespace pagoda::cpu {
 
 /// Whether the CPU runs AVX2, FMA and F16C (every x86 core since Haswell / Zen 1).
@@ -34,12 +36,14 @@ bool cpu_int16_activations();
 bool cpu_int16_direct_vnni();
 void set_cpu_int16_direct_vnni(bool on);
 
-/// Whether the CPU executor repacks quantized weights into 16-row panels at load
-/// (interleaved_rows.h) for the int16 decode kernels: int16 activations are on (the panels'
-/// readers are the int16 kernels), the CPU has no usable AMX (whose tiles read row-major
-/// weights), and either it has AVX-512 VNNI and PAGODA_CPU_INTERLEAVE is not "0", or it has AVX2
-/// and PAGODA_CPU_INTERLEAVE is "1": on AVX2 the panels speed batch-1 decode up but slow a step of
-/// 9-16 rows down (docs/perf/cpu.md, "Interleaved panels on AVX2"), so they are opt-in.
-bool cpu_interleave_weights();
+/// Whether the CPU executor, built for steps of at most `max_num_seqs` sequences (0: not known),
+/// repacks quantized weights into 16-row panels at load (interleaved_rows.h) for the int16
+/// kernels: int16 activations are on (the panels' readers are the int16 kernels), the CPU has no
+/// usable AMX (whose tiles read row-major weights), PAGODA_CPU_INTERLEAVE is not "0", and either
+/// the CPU has AVX-512 VNNI, or it has AVX2 and PAGODA_CPU_INTERLEAVE is "1" or max_num_seqs is 1.
+/// On AVX2 the panels speed batch-1 decode up (1.2-1.7x) but slow steps of 4-32 rows down
+/// (serving at 4 and 16 streams 0.92-0.93x; docs/perf/cpu.md, "Interleaved panels on AVX2"), so
+/// only one-sequence engines (`pagoda generate`, `--max-num-seqs 1`) take them unasked.
+bool cpu_interleave_weights(std::int64_t max_num_seqs);
 
 }  // namespace pagoda::cpu

@@ -43,6 +43,15 @@
 namespace pagoda::cpu::int16 {
 namespace {
 
+// A 32-column block as int16 column pairs (the tiles' buffers hold a row's block as 16 int32).
+inline constexpr int kInt16BlockPairs = 16;
+
+inline float load_half(const std::uint8_t* p) {
+  std::uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return _cvtsh_ss(bits);
+}
+
 inline __m256i load_256(const std::uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }

@@ -20,8 +20,8 @@ namespace {
 // constant, so the decoders' shifts and offsets are immediates (a shift by a register count costs
 // a shuffle-port uop).
 template <int kCount, typename F>
-inline void for_each_block(F&& f) {
-  [&]<int... kJ>(std::integer_sequence<int, kJ...>) {
+[[gnu::always_inline]] inline void for_each_block(F&& f) {
+  [&]<int... kJ>(std::integer_sequence<int, kJ...>) __attribute__((always_inline)) {
     (f(std::integral_constant<int, kJ>{}), ...);
   }
   (std::make_integer_sequence<int, kCount>{});

@@ -24,9 +24,9 @@
 //   Q6_K  210    d (208, 2, 2) | scales (192, 16, 1) | ql (0, 64, 4) | qh (128, 32, 4)
 //                | ql (64, 64, 4) | qh (160, 32, 4)      (a 128-column half's bytes together)
 //
-// The int16 decode kernels read it in place (AVX-512 VNNI, and AVX2 where cpu_interleave_weights()
-// allows), as does the AVX-512 tile; the AVX2 tile deinterleaves whole panels
-// (deinterleave_panel_avx2), and every other reader the rows it needs (deinterleave_rows).
+// The int16 decode kernels and tiles read it in place (AVX-512 VNNI, and AVX2 where
+// cpu_interleave_weights() allows; the AVX2 tile past 32 rows of x deinterleaves whole panels
+// first, deinterleave_panel_avx2), and every other reader the rows it needs (deinterleave_rows).
 #pragma once
 
 #include <cstddef>

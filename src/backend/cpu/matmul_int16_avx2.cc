@@ -14,6 +14,8 @@
 
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
+#include "backend/cpu/int16_tile_rows.h"
+#include "backend/cpu/int16_tile_rows_avx2.h"
 #include "common/check.h"
 
 namespace pagoda::cpu::avx2 {
@@ -123,20 +125,6 @@ void quantize_columns_int16(const float* x, std::int64_t m, std::int64_t k, std:
 namespace {
 
 using int16::with_int16_block;
-
-// Block j of the group at g, decoded with a constant j: a predictable branch per block.
-template <typename Block>
-inline __m256i quants_at(const std::uint8_t* g, int j) {
-  if constexpr (Block::kGroupBlocks == 1) {
-    return Block::quants(g, 0);
-  } else {
-    __m256i q = _mm256_setzero_si256();
-    int16::for_each_block<Block::kGroupBlocks>([&](auto j_constant) {
-      if (j == j_constant) q = Block::quants(g, j_constant);
-    });
-    return q;
-  }
-}
 
 // 32 signed bytes as 32 int16 at `out`.
 inline void store_widened(__m256i q, std::int16_t* out) {
@@ -318,14 +306,52 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
-    PAGODA_CHECK(vectors == 1 || vectors == 2)
-        << "int16_tile takes up to " << kInt16PieceRows << " rows";
     const bool vnni = use_avx_vnni();
-    auto* kernel =
-        vectors == 1
-            ? (vnni ? vnni::int16_tile_typed<Block, 1> : plain::int16_tile_typed<Block, 1>)
-            : (vnni ? vnni::int16_tile_typed<Block, 2> : plain::int16_tile_typed<Block, 2>);
-    kernel(pairs, scales, scaled_sums, k, w, w_stride, num_rows, next, next_rows, acc);
+    const auto run = [&](auto vectors_constant) {
+      constexpr int kVectors = decltype(vectors_constant)::value;
+      constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
+      const int16::RowMajorTile<Block, kRows, Avx2Tiles> rows(w, w_stride, num_rows, next,
+                                                              next_rows);
+      auto* kernel = vnni ? vnni::int16_tile_typed<Block, kVectors, kRows, decltype(rows)>
+                          : plain::int16_tile_typed<Block, kVectors, kRows, decltype(rows)>;
+      kernel(pairs, scales, scaled_sums, k, rows, acc);
+    };
+    if (vectors == 1) return run(std::integral_constant<int, 1>{});
+    PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
+    run(std::integral_constant<int, 2>{});
+  });
+}
+
+void int16_tile_interleaved(DType dtype, const std::int32_t* pairs, const float* scales,
+                            const float* scaled_sums, std::int64_t vectors, std::int64_t k,
+                            const std::uint8_t* panels, std::size_t row_bytes, std::int64_t n0,
+                            std::int64_t num_rows, float* acc) {
+  with_int16_block(dtype, [&](auto block) {
+    using Block = decltype(block);
+    if constexpr (int16::kInterleaves<Block>) {
+      int16::check_whole_groups<Block, kInt16Block>(k);
+      PAGODA_CHECK(vectors == 1 || vectors == 2)
+          << "int16_tile_interleaved takes up to " << kInt16PieceRows << " rows";
+      PAGODA_CHECK_LE(num_rows, int16_panel_tile_rows(vectors));
+      const int16::PanelTile<Block, Avx2Tiles> rows(panels, row_bytes, n0, num_rows);
+      const bool vnni = use_avx_vnni();
+      const auto run = [&](auto vectors_constant, auto rows_constant) {
+        constexpr int kVectors = decltype(vectors_constant)::value;
+        constexpr int kRows = decltype(rows_constant)::value;
+        auto* kernel = vnni ? vnni::int16_tile_typed<Block, kVectors, kRows, decltype(rows)>
+                            : plain::int16_tile_typed<Block, kVectors, kRows, decltype(rows)>;
+        kernel(pairs, scales, scaled_sums, k, rows, acc);
+      };
+      if (vectors == 1)
+        return run(std::integral_constant<int, 1>{}, std::integral_constant<int, 8>{});
+      // A panel's third tile of two vectors has 4 rows: no work on 2 rows that are not there.
+      if (num_rows <= 4) {
+        return run(std::integral_constant<int, 2>{}, std::integral_constant<int, 4>{});
+      }
+      run(std::integral_constant<int, 2>{}, std::integral_constant<int, 6>{});
+    } else {
+      PAGODA_CHECK(false) << "no interleaved layout of " << dtype_name(dtype);
+    }
   });
 }
 

@@ -13,7 +13,8 @@
 //     column pair of 8 rows of x as int16 pairs; each weight pair is broadcast into it (vpmaddwd +
 //     vpaddd per row and vector, or one VEX vpdpwssd where the CPU has AVX-VNNI: 1.4-1.5x,
 //     PAGODA_CPU_AVX_VNNI=0 turns it off), and after each sub-block the integer sums join fp32
-//     accumulators with the contract's FMAs.
+//     accumulators with the contract's FMAs. int16_tile_interleaved runs it on interleaved
+//     panels in place (int16_tile_rows.h's PanelTile, the AVX-512 tile's reader).
 //
 // A row's result depends on that row alone, in both kernels. Call only when cpu_has_avx2().
 #pragma once
@@ -39,6 +40,13 @@ inline constexpr std::int64_t kInt16PieceRows = 16;
 /// holds an int32 sum in a register while the pairs stream past (16 ymm registers).
 constexpr std::int64_t int16_tile_rows(std::int64_t vectors) {
   return vectors == 1 ? 12 : 6;
+}
+
+/// Weight rows per tile of int16_tile_interleaved: tiles stay inside a panel, so a panel is two
+/// tiles of 8 (one vector of x) or three of 6, 6 and 4 (two vectors; 4 is the most a tile from
+/// lane 12 holds).
+constexpr std::int64_t int16_panel_tile_rows(std::int64_t vectors) {
+  return vectors == 1 ? 8 : 6;
 }
 
 /// Rows of x up to which int16_direct is used: AVX-512's crossover, not yet re-measured on AVX2
@@ -82,5 +90,16 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 const std::uint8_t* w /* [num_rows, k] stored */, std::size_t w_stride,
                 std::int64_t num_rows, const std::uint8_t* next, std::int64_t next_rows,
                 float* acc /* [int16_tile_rows(vectors), 8 * vectors] */);
+
+/// int16_tile on weight rows n0 .. n0 + num_rows - 1 of an interleaved matrix (interleaved_rows.h:
+/// row n in panel n / 16 at lane n % 16, panel p at panels + p * 16 * row_bytes) of a type
+/// interleave_supported() names, num_rows <= int16_panel_tile_rows(vectors) and all in one panel:
+/// the same bits as int16_tile on the row-major rows. The next panel's bytes are prefetched
+/// meanwhile, past the matrix's end too: a prefetch does not fault.
+void int16_tile_interleaved(DType dtype, const std::int32_t* pairs, const float* scales,
+                            const float* scaled_sums, std::int64_t vectors, std::int64_t k,
+                            const std::uint8_t* panels, std::size_t row_bytes, std::int64_t n0,
+                            std::int64_t num_rows,
+                            float* acc /* [int16_panel_tile_rows(vectors), 8 * vectors] */);
 
 }  // namespace pagoda::cpu::avx2

@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
+#include "backend/cpu/int16_tile_rows.h"
 #include "backend/cpu/int16_tile_rows_avx512.h"
 #include "backend/cpu/interleaved_rows.h"
 #include "common/check.h"
@@ -137,11 +138,11 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
   constexpr int kSubPairs = kPairs / kSub;
   constexpr int kGroup = Block::kGroupBlocks;
   constexpr int kSteps = Rows::kDecodeSteps;
-  static_assert(kRows <= 8, "one scales8 call decodes the tile's scales");
   // Q2_K: mins per 16 columns need x's sums per 16 columns, which quantize_columns_int16 does not
   // give; the tile sums them from the pairs (one more vpdpwssd per pair and vector).
   constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
   const std::int64_t num_blocks = k / kInt16Block;
+  static_assert(kRows <= 8 && Rows::kScaleRows == 8 && Rows::kQuantInts <= 8 * kPairs);
   alignas(64) std::int32_t quants[2][8 * kPairs] = {};
   // Scales of the current group ([j * kSub + t][row]) or, for one-block groups, of each buffer's
   // block ([buffer][row], read with its quants: cheaper than a gather per block).
@@ -600,11 +601,13 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
     if (vectors == 1) {
-      const RowMajorTile<Block, int16_tile_rows(1)> rows(w, w_stride, num_rows, next, next_rows);
+      const int16::RowMajorTile<Block, int16_tile_rows(1), Avx512Tiles> rows(w, w_stride, num_rows,
+                                                                             next, next_rows);
       return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, rows, acc);
     }
     PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
-    const RowMajorTile<Block, int16_tile_rows(2)> rows(w, w_stride, num_rows, next, next_rows);
+    const int16::RowMajorTile<Block, int16_tile_rows(2), Avx512Tiles> rows(w, w_stride, num_rows,
+                                                                           next, next_rows);
     int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, rows, acc);
   });
 }
@@ -645,9 +648,9 @@ void int16_tile_interleaved(DType dtype, const std::int32_t* pairs, const float*
                             std::int64_t num_rows, float* acc) {
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
-    if constexpr (kInterleaves<Block>) {
+    if constexpr (int16::kInterleaves<Block>) {
       int16::check_whole_groups<Block, kInt16Block>(k);
-      const InterleavedTile<Block> rows(panels, row_bytes, n0, num_rows);
+      const int16::PanelTile<Block, Avx512Tiles> rows(panels, row_bytes, n0, num_rows);
       if (vectors == 1) {
         return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, rows, acc);
       }

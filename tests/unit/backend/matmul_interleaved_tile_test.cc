@@ -1,7 +1,8 @@
-// The prefill tiles on interleaved weights: the AVX-512 one (int16_tile_interleaved,
-// matmul_int16_avx512.h) gives int16_tile's bits on the row-major rows at every first row (tiles
-// of 6 rows straddle panels, tiles at the end leave panels part empty); the AVX2 one reads whole
-// panels deinterleaved (deinterleave_panel_avx2); so kBroadcastInt16 on an interleaved matrix is
+// The prefill tiles on interleaved weights read the panels in place and give int16_tile's bits on
+// the row-major rows: the AVX-512 one (matmul_int16_avx512.h) at every first row (tiles of 6 rows
+// straddle panels, tiles at the end leave panels part empty), the AVX2 one (matmul_int16_avx2.h)
+// at every first row and row count inside a panel (past 32 rows of x it reads them deinterleaved,
+// deinterleave_panel_avx2); so kBroadcastInt16 on an interleaved matrix is
 // kBroadcastInt16 on the row-major one (under PAGODA_CPU_ISA=avx2, the AVX2 tile's).
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "backend/cpu/interleaved_rows.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_broadcast_avx512.h"
+#include "backend/cpu/matmul_int16_avx2.h"
 #include "backend/cpu/matmul_int16_avx512.h"
 #include "backend/cpu/thread_pool.h"
 #include "test_random.h"
@@ -101,12 +103,56 @@ TEST_F(MatmulInterleavedTileTest, TileIsTheRowMajorTileBitForBit) {
   }
 }
 
-// The AVX2 tile's reader: deinterleave_panel_avx2 gives deinterleave_rows's bytes, for every
-// panel of matrices whose last panel is part empty and whose runs are and are not whole
-// multiples of 8 units.
-TEST_F(MatmulInterleavedTileTest, Avx2PanelDeinterleaveIsDeinterleaveRows) {
+// The AVX2 tile keeps its tiles inside panels (no masked loads): every first lane with every row
+// count it may take there, so each shift of its 8-lane window is read.
+TEST_F(MatmulInterleavedTileTest, Avx2TileIsTheRowMajorTileBitForBit) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 53);
+  for (const Case& c : cases()) {
+    for (std::int64_t n : kWeightRows) {
+      const std::vector<std::uint8_t> bytes = random_weights(rng, c.dtype, n, c.k, 1);
+      const TensorView rows = dense_view(bytes.data() + 1, c.dtype, n, c.k);
+      const InterleavedMatrix panels = interleave_rows(rows);
+      for (std::int64_t vectors : {1, 2}) {
+        const std::int64_t m = 8 * vectors;
+        const std::int64_t width = 8 * vectors;
+        const std::vector<float> x = activations(rng, m, c.k);
+        std::vector<std::int32_t> pairs(static_cast<std::size_t>(c.k / 2 * width));
+        std::vector<float> scales(static_cast<std::size_t>(c.k / avx2::kInt16Block * width));
+        std::vector<float> sums(scales.size());
+        avx2::quantize_columns_int16(x.data(), m, c.k, vectors, pairs.data(), scales.data(),
+                                     sums.data());
+        const std::int64_t tile_rows = avx2::int16_panel_tile_rows(vectors);
+        const auto tile_floats = static_cast<std::size_t>(avx2::int16_tile_rows(vectors) * width);
+        for (std::int64_t n0 = 0; n0 < n; ++n0) {
+          const std::int64_t lane = n0 % kInterleavedRows;
+          const std::int64_t most = std::min({tile_rows, kInterleavedRows - lane, n - n0});
+          for (std::int64_t count = 1; count <= most; ++count) {
+            SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
+                         " n=" + std::to_string(n) + " vectors=" + std::to_string(vectors) +
+                         " n0=" + std::to_string(n0) + " count=" + std::to_string(count));
+            std::vector<float> want(tile_floats, 0.0f);
+            std::vector<float> got(tile_floats, 0.0f);
+            avx2::int16_tile(c.dtype, pairs.data(), scales.data(), sums.data(), vectors, c.k,
+                             rows.row(n0), rows.row_stride, count, nullptr, 0, want.data());
+            avx2::int16_tile_interleaved(c.dtype, pairs.data(), scales.data(), sums.data(), vectors,
+                                         c.k, static_cast<const std::uint8_t*>(panels.view.data),
+                                         panels.view.row_stride, n0, count, got.data());
+            EXPECT_TRUE(
+                bitwise_equal(got.data(), want.data(), static_cast<std::size_t>(count * width)));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The AVX2 tile's rows past kAvx2PanelsInPlaceMaxRows rows of x: deinterleave_panel_avx2 gives
+// deinterleave_rows's bytes, for every panel of matrices whose last panel is part empty and whose
+// runs are and are not whole multiples of 8 units.
+TEST_F(MatmulInterleavedTileTest, Avx2PanelDeinterleaveIsDeinterleaveRows) {
+  SCOPED_TRACE(seed_trace());
+  std::mt19937_64 rng(test_seed() + 54);
   for (const Case& c : cases()) {
     for (std::int64_t n : kWeightRows) {
       SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
@@ -137,7 +183,7 @@ TEST_F(MatmulInterleavedTileTest, BroadcastInt16AsOnRows) {
       const TensorView rows = dense_view(bytes.data(), c.dtype, n, c.k);
       const InterleavedMatrix panels = interleave_rows(rows);
       const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
-      for (std::int64_t m : {9, 16, 17, 32, 40}) {
+      for (std::int64_t m : {9, 16, 17, 32, 40, 47}) {
         SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
                      " n=" + std::to_string(n) + " m=" + std::to_string(m));
         const std::vector<float> x = activations(rng, m, c.k);

@@ -153,17 +153,22 @@ TEST(InterleaveWeightsDeathTest, GpuUploadRefusesInterleavedViews) {
 }
 
 // PAGODA_CPU_INTERLEAVE=0 always keeps the file's rows; "1" interleaves on every AVX2 CPU without
-// AMX; unset, only AVX-512 VNNI CPUs (without AMX) interleave. All with int16 activations on.
-TEST(InterleaveWeightsTest, SwitchFollowsTheEnvironmentAndTheCpu) {
+// AMX; unset, AVX-512 VNNI CPUs (without AMX) interleave, and AVX2 ones only for an engine of one
+// sequence at a time. All with int16 activations on.
+TEST(InterleaveWeightsTest, SwitchFollowsTheEnvironmentTheCpuAndTheBatch) {
   const char* before = std::getenv("PAGODA_CPU_INTERLEAVE");
   const std::string saved = before != nullptr ? before : "";
   const bool int16 = cpu::cpu_int16_activations() && !cpu::cpu_has_amx_int8();
-  ::setenv("PAGODA_CPU_INTERLEAVE", "0", 1);
-  EXPECT_FALSE(cpu::cpu_interleave_weights());
-  ::setenv("PAGODA_CPU_INTERLEAVE", "1", 1);
-  EXPECT_EQ(cpu::cpu_interleave_weights(), int16 && cpu::cpu_has_avx2());
-  ::unsetenv("PAGODA_CPU_INTERLEAVE");
-  EXPECT_EQ(cpu::cpu_interleave_weights(), int16 && cpu::cpu_has_avx512_vnni());
+  for (const std::int64_t max_num_seqs : {0, 1, 2, 256}) {
+    SCOPED_TRACE("max_num_seqs " + std::to_string(max_num_seqs));
+    ::setenv("PAGODA_CPU_INTERLEAVE", "0", 1);
+    EXPECT_FALSE(cpu::cpu_interleave_weights(max_num_seqs));
+    ::setenv("PAGODA_CPU_INTERLEAVE", "1", 1);
+    EXPECT_EQ(cpu::cpu_interleave_weights(max_num_seqs), int16 && cpu::cpu_has_avx2());
+    ::unsetenv("PAGODA_CPU_INTERLEAVE");
+    EXPECT_EQ(cpu::cpu_interleave_weights(max_num_seqs),
+              int16 && (cpu::cpu_has_avx512_vnni() || (cpu::cpu_has_avx2() && max_num_seqs == 1)));
+  }
   if (before != nullptr) ::setenv("PAGODA_CPU_INTERLEAVE", saved.c_str(), 1);
 }
 
