@@ -6,7 +6,7 @@
 #                                 [--input-len N] [--output-len N] [--prompts-per-slot K]
 #                                 [--pagoda-bin PATH] [--doc FILE | --no-doc] [--build-only]
 #                                 [--model GGUF] [--pagoda-isa X] [--section NAME --title TEXT]
-#                                 [--llama-isa native|native-noamx]
+#                                 [--llama-isa native|native-noamx] [--pagoda-arg ARG ...]
 #
 # 1. Builds llama-server in the llama.cpp tree that compare_llama_cpp.sh extracts into
 #    .cache/peer/llama.cpp-<version>/ (running `compare_llama_cpp.sh --build-only` first when the
@@ -23,7 +23,9 @@
 #    generated section of docs/perf/cpu.md between the compare_serving markers (or --section
 #    NAME's in --doc FILE; a missing section is appended under "## TEXT" from --title).
 # --model picks the GGUF (default $MODEL or the SmolLM2 Q4_1 file); --pagoda-isa X runs Pagoda
-# under PAGODA_CPU_ISA=X (a PAGODA_CPU_ISA already set is honoured too; both are recorded).
+# under PAGODA_CPU_ISA=X (a PAGODA_CPU_ISA already set is honoured too; both are recorded);
+# --pagoda-arg ARG (repeatable) appends ARG to `pagoda serve`'s command line (e.g.
+# --pagoda-arg=--step-time-target-ms --pagoda-arg=0).
 #
 # The machine is shared: only same-run ratios mean anything, absolute tokens/s do not.
 set -euo pipefail
@@ -47,6 +49,7 @@ SECTION=compare_serving
 LLAMA_ISA=native
 TITLE="Serving: \`pagoda serve\` vs \`llama-server\`"
 ARGS_FOR_DOC="$*"
+PAGODA_ARGS=()
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
@@ -63,6 +66,8 @@ while [ $# -gt 0 ]; do
     --build-only) BUILD_ONLY=1; shift ;;
     --model) MODEL="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     --pagoda-isa) export PAGODA_CPU_ISA="$2"; shift 2 ;;
+    --pagoda-arg) PAGODA_ARGS+=("$2"); shift 2 ;;
+    --pagoda-arg=*) PAGODA_ARGS+=("${1#--pagoda-arg=}"); shift ;;
     --llama-isa) LLAMA_ISA="$2"; shift 2 ;;
     --section) SECTION="$2"; shift 2 ;;
     --title) TITLE="$2"; shift 2 ;;
@@ -133,7 +138,8 @@ start_server() {  # engine concurrency port log
       -t "$THREADS" -tb "$THREADS" --cache-ram 0 >"$logf" 2>&1 &
   else
     "$PAGODA" serve "$MODEL" --host 127.0.0.1 --port "$port" --grpc-port 0 --max-num-seqs "$c" \
-      --max-model-len "$MAX_LEN" --threads "$THREADS" --disable-log-requests >"$logf" 2>&1 &
+      --max-model-len "$MAX_LEN" --threads "$THREADS" --disable-log-requests \
+      ${PAGODA_ARGS[@]+"${PAGODA_ARGS[@]}"} >"$logf" 2>&1 &
   fi
   SERVER_PID=$!
   wait_healthy "$port" "$logf"
