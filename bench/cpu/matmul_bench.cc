@@ -203,13 +203,14 @@ void BM_BroadcastTranspose(benchmark::State& state) {
 BENCHMARK(BM_BroadcastTranspose)->ArgsProduct({{16, 33}, {576, 1536}});
 
 // Llama-3.2-1B's layer (hidden 2048, intermediate 8192, kv 512) and LM head, one thread, for the
-// Q4_K_M types (issue 24) against Q4_1 and Q8_0: Args: type (kLlama1BTypes), shape, m, int16 (1:
+// Q4_K_M types (issue 24) against Q4_1 and Q8_0, and Q5_0 / Q5_1 (a K-quant file's fallback for
+// rows that are not whole super-blocks): Args: type (kLlama1BTypes), shape, m, int16 (1:
 // the default kernel for m, int16 activations on VNNI; 0: the fp32 kernel for m, which for
 // K-quants is the decode_row path). m = 1 reports weight bytes per second, to set against
 // BM_ReadBandwidth in the same run; 256 MiB of weight copies, so they stream from DRAM
 // ($PAGODA_BENCH_HOT_WEIGHTS: one copy, so a matrix that fits in L2 shows the kernel's own speed).
 constexpr std::array kLlama1BTypes = {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ4_1,
-                                      DType::kQ8_0};
+                                      DType::kQ8_0, DType::kQ5_0, DType::kQ5_1};
 constexpr std::array kLlama1BShapes = {Shape{2048, 2048}, Shape{512, 2048}, Shape{8192, 2048},
                                        Shape{2048, 8192}, Shape{49152, 2048}};
 
@@ -237,7 +238,7 @@ void BM_MatmulLlama1B(benchmark::State& state) {
                  std::to_string(shape.n) + "x" + std::to_string(shape.k));
 }
 BENCHMARK(BM_MatmulLlama1B)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 32, 512}, {1, 0}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 32, 512}, {1, 0}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
@@ -271,7 +272,7 @@ void BM_MatmulLlama1BInterleaved(benchmark::State& state) {
                  std::to_string(shape.k));
 }
 BENCHMARK(BM_MatmulLlama1BInterleaved)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 32, 512}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3, 4}, {1, 4, 8, 16, 32, 512}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -109,7 +109,8 @@ class RowMajorTile {
 template <typename Block>
 constexpr bool kInterleaves =
     Block::kType == DType::kQ8_0 || Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1 ||
-    Block::kType == DType::kQ4_K || Block::kType == DType::kQ5_K || Block::kType == DType::kQ6_K;
+    Block::kType == DType::kQ5_0 || Block::kType == DType::kQ5_1 || Block::kType == DType::kQ4_K ||
+    Block::kType == DType::kQ5_K || Block::kType == DType::kQ6_K;
 
 // Up to 8 rows of an interleaved matrix (interleaved_rows.h): row n0 + r in panel (n0 + r) / 16
 // at lane (n0 + r) % 16. A panel's group holds each segment's unit i of its 16 rows side by side
@@ -118,13 +119,14 @@ constexpr bool kInterleaves =
 //
 //   Q8_0, Q4_0  d 0 | qs 32                 Q4_K  d 0 | dmin 32 | scales 64 | qs 256
 //   Q4_1        d 0 | m 32 | qs 64           Q5_K  d 0 | dmin 32 | scales 64 | qh 256 | qs 768
-//                                           Q6_K  d 0 | scales 32 | half h (h = 0, 1) at 1536 h:
-//                                                   ql 288 (two runs of 512) | qh 1312
+//   Q5_0        d 0 | qh 32 | qs 96          Q6_K  d 0 | scales 32 | half h (h = 0, 1) at 1536 h:
+//   Q5_1        d 0 | m 32 | qh 64 | qs 128          ql 288 (two runs of 512) | qh 1312
 //
 // Step i decodes code unit i of the block for all 8 rows, with the row-major decoders' shifts and
 // masks on the same bytes: 4 columns per row, which sign-extended are its pairs 2i and 2i + 1, so
 // the buffer holds row r's pair p at (p / 2) * 16 + 2r + p % 2 (Q4_0/Q4_1: a unit's low nibbles
-// are pairs 2i and 2i + 1, its high nibbles pairs 8 + 2i and 9 + 2i, so 4 steps).
+// are pairs 2i and 2i + 1, its high nibbles pairs 8 + 2i and 9 + 2i, so 4 steps; Q5_0/Q5_1 add
+// bit c of the row's qh word to column c).
 //
 // Isa::Window(panel_bytes, lane, num_rows) gives the fields of the tile's rows as lanes 0-7:
 // words(at) (4-byte words), halves(at) (fp16 as fp32) and signed_bytes(at) (int8 as int32), `at`
@@ -132,7 +134,9 @@ constexpr bool kInterleaves =
 template <typename Block, typename Isa>
 class PanelTile {
   static_assert(kInterleaves<Block>);
-  static constexpr bool kNibbles = Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1;
+  static constexpr bool kFifthBit = Block::kType == DType::kQ5_0 || Block::kType == DType::kQ5_1;
+  static constexpr bool kNibbles =
+      kFifthBit || Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1;
 
  public:
   static constexpr int kDecodeSteps = kNibbles ? 4 : 8;
@@ -164,10 +168,19 @@ class PanelTile {
     if constexpr (Block::kType == DType::kQ8_0) {
       store(step, window_.words(unit + 32));
     } else if constexpr (kNibbles) {
-      const __m256i codes = window_.words(unit + (Block::kHasMin ? 64 : 32));
-      const __m256i offset = _mm256_set1_epi8(Block::kHasMin ? 0 : 8);  // Q4_0: nibble - 8
-      store(step, _mm256_sub_epi8(byte_field(codes, 0, 0x0F), offset));
-      store(4 + step, _mm256_sub_epi8(byte_field(codes, 4, 0x0F), offset));
+      const std::uint8_t* fifth = group + (Block::kHasMin ? 64 : 32);
+      const __m256i codes = window_.words(fifth + (kFifthBit ? 64 : 0) + 64 * step);
+      __m256i low = byte_field(codes, 0, 0x0F);
+      __m256i high = byte_field(codes, 4, 0x0F);
+      if constexpr (kFifthBit) {
+        const __m256i qh = window_.words(fifth);
+        low = _mm256_or_si256(low, fifth_bits(qh, 4 * step));
+        high = _mm256_or_si256(high, fifth_bits(qh, 16 + 4 * step));
+      }
+      // Q4_0: nibble - 8, Q5_0: q5 - 16.
+      const __m256i offset = _mm256_set1_epi8(Block::kHasMin ? 0 : kFifthBit ? 16 : 8);
+      store(step, _mm256_sub_epi8(low, offset));
+      store(4 + step, _mm256_sub_epi8(high, offset));
     } else {
       for_each_block<8>([&](auto j_constant) __attribute__((always_inline)) {
         if (j == j_constant) store(step, k_codes<decltype(j_constant)::value>(unit));
@@ -221,6 +234,14 @@ class PanelTile {
   }
 
  private:
+  // Bits shift .. shift + 3 of each lane's qh word as bit 4 of its bytes 0 .. 3 (a multiply by
+  // 1 + 2^7 + 2^14 + 2^21 puts bit i at bit 8i, no two terms on one bit).
+  static __m256i fifth_bits(__m256i qh, int shift) {
+    const __m256i nibble =
+        _mm256_and_si256(_mm256_srl_epi32(qh, _mm_cvtsi32_si128(shift)), _mm256_set1_epi32(0xF));
+    const __m256i spread = _mm256_mullo_epi32(nibble, _mm256_set1_epi32(0x00204081));
+    return _mm256_slli_epi16(_mm256_and_si256(spread, _mm256_set1_epi32(0x01010101)), 4);
+  }
   const std::uint8_t* group_at(std::int64_t g) const {
     return panel_ + static_cast<std::size_t>(g) * kInterleavedRows * Block::kGroupBytes;
   }

@@ -14,7 +14,8 @@
 //   lanes.unit(p)                 the rows' 4-byte units of a 64-byte unit line at p
 //   lanes.halves(p)               the rows' fp16 values of a 2-byte run at p, as floats
 //   lanes.bytes(p)                the rows' int8 values of a 1-byte run at p, as int32
-//   Lanes::and_, or_, xor_, srli16, slli16, srli32, set1_8, set1_32, zero, times (d x int32)
+//   Lanes::and_, or_, xor_, srli16, slli16, srli32, mullo32, set1_8, set1_32, zero, times
+//   (d x int32)
 #pragma once
 
 #include <cstdint>
@@ -51,32 +52,55 @@ struct Q8_0 {
   }
 };
 
-// Q4_0 / Q4_1: d | (Q4_1: m) | 4 units of nibbles, unit u's low nibbles columns 4u .. 4u + 3,
-// its high ones 16 + 4u ...
+// Bits shift .. shift + 3 of each 32-bit lane as bit 4 of its bytes 0 .. 3 (Q5_0/Q5_1's fifth
+// bits of 4 columns): the multiply by 1 + 2^7 + 2^14 + 2^21 puts bit i at bit 8i, with no two
+// terms on one bit.
+template <typename Lanes>
+inline typename Lanes::Int fifth_bits(typename Lanes::Int qh, int shift) {
+  const typename Lanes::Int spread =
+      Lanes::mullo32(lane_bits<Lanes>(qh, shift, 0xF), Lanes::set1_32(0x00204081));
+  return Lanes::slli16(Lanes::and_(spread, Lanes::set1_32(0x01010101)), 4);
+}
+
+// Q4_0 / Q4_1 / Q5_0 / Q5_1: d | (Q4_1, Q5_1: m) | (Q5_0, Q5_1: qh, one unit) | 4 units of
+// nibbles, unit u's low nibbles columns 4u .. 4u + 3, its high ones 16 + 4u ...; Q5's fifth bit of
+// column c is bit c of the row's qh.
 template <DType kDType>
 struct Nibbles {
   static constexpr DType kType = kDType;
-  static constexpr bool kHasMin = kDType == DType::kQ4_1, kSigned = false;
-  static constexpr int kSub = 1, kGroupBlocks = 1, kGroupBytes = kHasMin ? 20 : 18;
-  static constexpr int kOffset = kHasMin ? 0 : 8;
+  static constexpr bool kHasMin = kDType == DType::kQ4_1 || kDType == DType::kQ5_1;
+  static constexpr bool kFifthBit = kDType == DType::kQ5_0 || kDType == DType::kQ5_1;
+  static constexpr bool kSigned = false;
+  static constexpr int kSub = 1, kGroupBlocks = 1;
+  static constexpr int kGroupBytes = 18 + (kHasMin ? 2 : 0) + (kFifthBit ? 4 : 0);
+  static constexpr int kOffset = kHasMin ? 0 : kFifthBit ? 16 : 8;
   template <typename Lanes, typename F>
   static void for_each_block(const Lanes& lanes, const std::uint8_t* g, F&& f) {
     const typename Lanes::Float d[1] = {lanes.halves(g)};
     const typename Lanes::Float min = kHasMin ? lanes.halves(g + 32) : Lanes::zero();
-    const std::uint8_t* units = g + (kHasMin ? 64 : 32);
+    const std::uint8_t* fifth = g + (kHasMin ? 64 : 32);
+    const std::uint8_t* units = fifth + (kFifthBit ? kUnitBytes : 0);
     const typename Lanes::Int low4 = Lanes::set1_8(0x0F);
     BlockCodes<typename Lanes::Int> codes;
+    typename Lanes::Int qh{};
+    if constexpr (kFifthBit) qh = lanes.unit(fifth);
 #pragma GCC unroll 4
     for (int u = 0; u < 4; ++u) {
       const typename Lanes::Int raw = lanes.unit(units + u * kUnitBytes);
       codes.units[u] = Lanes::and_(raw, low4);
       codes.units[4 + u] = Lanes::and_(Lanes::srli16(raw, 4), low4);
+      if constexpr (kFifthBit) {
+        codes.units[u] = Lanes::or_(codes.units[u], fifth_bits<Lanes>(qh, 4 * u));
+        codes.units[4 + u] = Lanes::or_(codes.units[4 + u], fifth_bits<Lanes>(qh, 16 + 4 * u));
+      }
     }
     f(0, codes, d, min);
   }
 };
 using Q4_0 = Nibbles<DType::kQ4_0>;
 using Q4_1 = Nibbles<DType::kQ4_1>;
+using Q5_0 = Nibbles<DType::kQ5_0>;
+using Q5_1 = Nibbles<DType::kQ5_1>;
 
 // Q4_K / Q5_K: d | dmin | the 12 scale bytes as 3 words | (Q5_K: qh, 8 units: bit j of a byte is
 // block j's fifth bit) | 4 runs of 8 units, run q's low nibbles block 2q, high nibbles block
@@ -191,6 +215,8 @@ decltype(auto) with_reader(DType dtype, F&& f) {
   switch (dtype) {
     case DType::kQ4_0: return f(Q4_0{});
     case DType::kQ4_1: return f(Q4_1{});
+    case DType::kQ5_0: return f(Q5_0{});
+    case DType::kQ5_1: return f(Q5_1{});
     case DType::kQ4_K: return f(Q4_K{});
     case DType::kQ5_K: return f(Q5_K{});
     case DType::kQ6_K: return f(Q6_K{});

@@ -13,6 +13,8 @@ namespace {
 constexpr std::array<InterleaveSegment, 2> kQ8_0{{{0, 2, 2}, {2, 32, 4}}};
 constexpr std::array<InterleaveSegment, 2> kQ4_0{{{0, 2, 2}, {2, 16, 4}}};
 constexpr std::array<InterleaveSegment, 3> kQ4_1{{{0, 2, 2}, {2, 2, 2}, {4, 16, 4}}};
+constexpr std::array<InterleaveSegment, 3> kQ5_0{{{0, 2, 2}, {2, 4, 4}, {6, 16, 4}}};
+constexpr std::array<InterleaveSegment, 4> kQ5_1{{{0, 2, 2}, {2, 2, 2}, {4, 4, 4}, {8, 16, 4}}};
 constexpr std::array<InterleaveSegment, 4> kQ4_K{{{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 128, 4}}};
 constexpr std::array<InterleaveSegment, 5> kQ5_K{
     {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 32, 4}, {48, 128, 4}}};
@@ -49,6 +51,8 @@ std::span<const InterleaveSegment> interleave_segments(DType dtype) {
     case DType::kQ8_0: return kQ8_0;
     case DType::kQ4_0: return kQ4_0;
     case DType::kQ4_1: return kQ4_1;
+    case DType::kQ5_0: return kQ5_0;
+    case DType::kQ5_1: return kQ5_1;
     case DType::kQ4_K: return kQ4_K;
     case DType::kQ5_K: return kQ5_K;
     case DType::kQ6_K: return kQ6_K;

@@ -75,6 +75,7 @@ struct Lanes8 {
   static Int srli16(Int v, int n) { return _mm256_srli_epi16(v, n); }
   static Int slli16(Int v, int n) { return _mm256_slli_epi16(v, n); }
   static Int srli32(Int v, int n) { return _mm256_srli_epi32(v, n); }
+  static Int mullo32(Int a, Int b) { return _mm256_mullo_epi32(a, b); }
   static Int set1_8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
   static Int set1_32(int v) { return _mm256_set1_epi32(v); }
   static Float zero() { return _mm256_setzero_ps(); }

@@ -36,6 +36,7 @@ struct Lanes16 {
   static Int srli16(Int v, int n) { return _mm512_srli_epi16(v, n); }
   static Int slli16(Int v, int n) { return _mm512_slli_epi16(v, n); }
   static Int srli32(Int v, int n) { return _mm512_srli_epi32(v, n); }
+  static Int mullo32(Int a, Int b) { return _mm512_mullo_epi32(a, b); }
   static Int set1_8(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
   static Int set1_32(int v) { return _mm512_set1_epi32(v); }
   static Float zero() { return _mm512_setzero_ps(); }

@@ -24,8 +24,8 @@ using testing::random_weights;
 using testing::seed_trace;
 using testing::test_seed;
 
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
-                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                            DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 constexpr std::int64_t kRowCounts[] = {1, 15, 16, 17, 40};
 
 // Two K per type: one and several groups (an odd count, so no pairing hides a mistake).
@@ -91,6 +91,8 @@ std::vector<Segment> spec(DType dtype) {
     case DType::kQ8_0: return {{0, 2, 2}, {2, 32, 4}};
     case DType::kQ4_0: return {{0, 2, 2}, {2, 16, 4}};
     case DType::kQ4_1: return {{0, 2, 2}, {2, 2, 2}, {4, 16, 4}};
+    case DType::kQ5_0: return {{0, 2, 2}, {2, 4, 4}, {6, 16, 4}};
+    case DType::kQ5_1: return {{0, 2, 2}, {2, 2, 2}, {4, 4, 4}, {8, 16, 4}};
     case DType::kQ4_K: return {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 128, 4}};
     case DType::kQ5_K: return {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 32, 4}, {48, 128, 4}};
     case DType::kQ6_K:
@@ -173,6 +175,12 @@ TEST(InterleavedRowsTest, UnitsSitWhereTheTableSaysByHand) {
       // Q4_1, group 20: m after the 16 d, qs after the 16 m.
       {DType::kQ4_1, 4, 32 + 4 * 2, 2, 2},
       {DType::kQ4_1, 4, 64 + 4 * 4, 4, 4},
+      // Q5_0, group 22: qh after the 16 d (one unit), qs after the 16 qh.
+      {DType::kQ5_0, 6, 32 + 6 * 4, 2, 4},
+      {DType::kQ5_0, 6, 96 + (3 * 16 + 6) * 4, 6 + 12, 4},
+      // Q5_1, group 24: d, m, qh at 64, qs at 128.
+      {DType::kQ5_1, 11, 64 + 11 * 4, 4, 4},
+      {DType::kQ5_1, 11, 128 + 11 * 4, 8, 4},
       // Q4_K, group 144: d, dmin, scales at 64 (3 units), qs at 64 + 16 * 12 = 256.
       {DType::kQ4_K, 3, 32 + 3 * 2, 2, 2},
       {DType::kQ4_K, 7, 64 + (2 * 16 + 7) * 4, 4 + 8, 4},

@@ -36,8 +36,8 @@ struct Case {
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {DType::kQ8_0, 96},  {DType::kQ8_0, 544}, {DType::kQ4_0, 160}, {DType::kQ4_0, 32},
-      {DType::kQ4_1, 224}, {DType::kQ4_K, 256}, {DType::kQ4_K, 768}, {DType::kQ5_K, 512},
-      {DType::kQ6_K, 256}, {DType::kQ6_K, 768}};
+      {DType::kQ4_1, 224}, {DType::kQ5_0, 96},  {DType::kQ5_1, 160}, {DType::kQ4_K, 256},
+      {DType::kQ4_K, 768}, {DType::kQ5_K, 512}, {DType::kQ6_K, 256}, {DType::kQ6_K, 768}};
   return all;
 }
 

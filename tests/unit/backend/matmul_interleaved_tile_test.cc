@@ -42,7 +42,8 @@ struct Case {
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {DType::kQ8_0, 96},  {DType::kQ8_0, 288}, {DType::kQ4_0, 96},  {DType::kQ4_0, 288},
-      {DType::kQ4_1, 96},  {DType::kQ4_1, 288}, {DType::kQ4_K, 256}, {DType::kQ4_K, 512},
+      {DType::kQ4_1, 96},  {DType::kQ4_1, 288}, {DType::kQ5_0, 96},  {DType::kQ5_0, 288},
+      {DType::kQ5_1, 96},  {DType::kQ5_1, 288}, {DType::kQ4_K, 256}, {DType::kQ4_K, 512},
       {DType::kQ5_K, 256}, {DType::kQ5_K, 512}, {DType::kQ6_K, 256}, {DType::kQ6_K, 512}};
   return all;
 }
