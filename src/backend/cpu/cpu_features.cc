@@ -100,6 +100,22 @@ std::atomic<bool>& direct_vnni() {
 }
 }  // namespace
 
+bool cpu_int16_avx_vnni() {
+  static const bool enabled = [] {
+    const char* off = std::getenv("PAGODA_CPU_AVX_VNNI");
+    if (off != nullptr && std::string_view(off) == "0") return false;
+#if defined(__x86_64__) && defined(__linux__)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(7, 1, eax, ebx, ecx, edx);
+    return cpu_has_avx2() && (eax & (1u << 4)) != 0;
+#else
+    return false;
+#endif
+  }();
+  return enabled;
+}
+
 bool cpu_int16_direct_vnni() {
   return direct_vnni().load(std::memory_order_relaxed);
 }

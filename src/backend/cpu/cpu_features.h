@@ -34,6 +34,12 @@ bool cpu_int16_activations();
 /// turns it off. Here, not in the AVX-512 translation unit, so no AVX-512 code runs before the ISA
 /// check.
 bool cpu_int16_direct_vnni();
+
+/// Whether the AVX2 int16 kernels (the tile and the interleaved decode kernel) use AVX-VNNI's VEX
+/// vpdpwssd (Alder Lake and later, Zen 5; the same int32 sums as vpmaddwd + vpaddd in one
+/// instruction): the CPU has it (CPUID.(EAX=7, ECX=1):EAX bit 4, which libgcc's
+/// __builtin_cpu_supports misses) and PAGODA_CPU_AVX_VNNI is not "0".
+bool cpu_int16_avx_vnni();
 void set_cpu_int16_direct_vnni(bool on);
 
 /// Whether the CPU executor, built for steps of at most `max_num_seqs` sequences (0: not known),

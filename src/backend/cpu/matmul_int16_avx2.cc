@@ -1,17 +1,15 @@
 #include "backend/cpu/matmul_int16_avx2.h"
 
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
 #include "backend/cpu/int16_tile_rows.h"
@@ -265,20 +263,6 @@ namespace vnni {
 }  // namespace vnni
 #pragma GCC pop_options
 
-// Whether the CPU has AVX-VNNI (CPUID.(EAX=7, ECX=1):EAX bit 4; libgcc's __builtin_cpu_supports
-// misses it) and PAGODA_CPU_AVX_VNNI=0 does not turn it off.
-bool use_avx_vnni() {
-  static const bool enabled = [] {
-    const char* off = std::getenv("PAGODA_CPU_AVX_VNNI");
-    if (off != nullptr && std::string_view(off) == "0") return false;
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid_max(0, nullptr) < 7) return false;
-    __cpuid_count(7, 1, eax, ebx, ecx, edx);
-    return (eax & (1u << 4)) != 0;
-  }();
-  return enabled;
-}
-
 }  // namespace
 
 void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const float* scaled_sums,
@@ -306,7 +290,7 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
-    const bool vnni = use_avx_vnni();
+    const bool vnni = cpu_int16_avx_vnni();
     const auto run = [&](auto vectors_constant) {
       constexpr int kVectors = decltype(vectors_constant)::value;
       constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
@@ -334,7 +318,7 @@ void int16_tile_interleaved(DType dtype, const std::int32_t* pairs, const float*
           << "int16_tile_interleaved takes up to " << kInt16PieceRows << " rows";
       PAGODA_CHECK_LE(num_rows, int16_panel_tile_rows(vectors));
       const int16::PanelTile<Block, Avx2Tiles> rows(panels, row_bytes, n0, num_rows);
-      const bool vnni = use_avx_vnni();
+      const bool vnni = cpu_int16_avx_vnni();
       const auto run = [&](auto vectors_constant, auto rows_constant) {
         constexpr int kVectors = decltype(vectors_constant)::value;
         constexpr int kRows = decltype(rows_constant)::value;

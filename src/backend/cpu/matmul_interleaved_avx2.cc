@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_kernel_loops.h"
 #include "backend/cpu/interleaved_panel_readers.h"
 #include "backend/cpu/interleaved_rows.h"
@@ -98,116 +99,22 @@ inline void widen(__m256i codes, __m256i& even, __m256i& odd) {
   }
 }
 
-// A side's block sums for group g of `panel` into acc[kRows]: per unit, the codes widened once for
-// every row of x, then each row's int32 dot joins its fp32 accumulator with the contract's FMAs.
-template <typename Panel, int kRows>
-__attribute__((always_inline)) inline void side_group(const XRow* x, const float* scales,
-                                                      const float* scaled_sums,
-                                                      std::int64_t num_blocks,
-                                                      const std::uint8_t* group, std::int64_t g,
-                                                      int side, __m256* acc) {
-  constexpr int kSub = Panel::kSub;
-  constexpr int kUnitsPerSub = 8 / kSub;
-  Panel::for_each_block(
-      Lanes8{side}, group,
-      [&](int j, const panels::BlockCodes<__m256i>& codes, const __m256* scale, __m256 min) {
-        const std::int64_t b = g * Panel::kGroupBlocks + j;
-#pragma GCC unroll 2
-        for (int t = 0; t < kSub; ++t) {
-          __m256i dot[kRows];
-#pragma GCC unroll 8
-          for (int i = 0; i < kRows; ++i) dot[i] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-          for (int u = t * kUnitsPerSub; u < (t + 1) * kUnitsPerSub; ++u) {
-            __m256i even, odd;
-            widen<Panel::kSigned>(codes.units[u], even, odd);
-            const std::size_t at = static_cast<std::size_t>(b * 8 + u);
-#pragma GCC unroll 8
-            for (int i = 0; i < kRows; ++i) {
-              dot[i] = _mm256_add_epi32(dot[i],
-                                        _mm256_madd_epi16(even, _mm256_set1_epi32(x[i].even[at])));
-              dot[i] =
-                  _mm256_add_epi32(dot[i], _mm256_madd_epi16(odd, _mm256_set1_epi32(x[i].odd[at])));
-            }
-          }
-#pragma GCC unroll 8
-          for (int i = 0; i < kRows; ++i) {
-            const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
-            if constexpr (Panel::kOffset != 0) {
-              const std::int32_t* sums = x[i].sums + 2 * b;
-              const std::int32_t qsum = kSub == 1 ? sums[0] + sums[1] : sums[t];
-              dot[i] = _mm256_sub_epi32(dot[i], _mm256_set1_epi32(Panel::kOffset * qsum));
-            }
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i]),
-                                     _mm256_mul_ps(scale[t], _mm256_set1_ps(scales[xb])), acc[i]);
-            if constexpr (Panel::kHasMin) {
-              acc[i] = _mm256_fmadd_ps(min, _mm256_set1_ps(scaled_sums[xb]), acc[i]);
-            }
-          }
-        }
-      });
-}
+// panels_direct twice: plain AVX2, and with AVX-VNNI's VEX vpdpwssd where the CPU has it
+// (cpu_int16_avx_vnni()).
+namespace plain {
+#define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_add_epi32(acc, _mm256_madd_epi16(x, w))
+#include "backend/cpu/matmul_interleaved_avx2_kernel.inc"
+#undef PAGODA_INT16_DOT_ADD
+}  // namespace plain
 
-// Up to 2 rows of x, both sides of each group while its lines are in L1; more, one side of the
-// whole panel at a time (its lines in L1 or L2 again for the second), so that a side's
-// accumulators and dots fit the 16 ymm registers.
-template <typename Panel, int kRows>
-__attribute__((flatten)) void panels_direct(const XRow* x, const float* scales,
-                                            const float* scaled_sums, std::int64_t k,
-                                            const std::uint8_t* panels, std::size_t row_bytes,
-                                            std::int64_t num_rows, std::int64_t panel_begin,
-                                            std::int64_t panel_end, float* y, std::int64_t ldy) {
-  constexpr bool kSideOuter = kRows > 2;
-  const std::int64_t num_blocks = k / 32;
-  const std::int64_t groups = num_blocks / Panel::kGroupBlocks;
-  const std::size_t group_bytes = static_cast<std::size_t>(Panel::kGroupBytes) * kInterleavedRows;
-  const std::size_t panel_bytes = row_bytes * kInterleavedRows;
-  const auto prefetch = [&](const std::uint8_t* group) {
-    for (std::size_t line = 0; line < group_bytes; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(group + kPrefetchBytes + line), _MM_HINT_T0);
-    }
-  };
-  const auto store = [&](std::int64_t p, int side, const __m256* acc) {
-    const std::int64_t n0 = p * kInterleavedRows + side * kLanes;
-    const std::int64_t live = std::clamp<std::int64_t>(num_rows - n0, 0, kLanes);
-    if (live == 0) return;
-    alignas(32) std::int32_t mask[kLanes];
-    for (int l = 0; l < kLanes; ++l) mask[l] = l < live ? -1 : 0;
-    const __m256i lanes = _mm256_load_si256(reinterpret_cast<const __m256i*>(mask));
-#pragma GCC unroll 8
-    for (int i = 0; i < kRows; ++i) _mm256_maskstore_ps(y + i * ldy + n0, lanes, acc[i]);
-  };
-  for (std::int64_t p = panel_begin; p < panel_end; ++p) {
-    const std::uint8_t* panel = panels + static_cast<std::size_t>(p) * panel_bytes;
-    if constexpr (kSideOuter) {
-      for (int side = 0; side < kSides; ++side) {
-        __m256 acc[kRows];
-#pragma GCC unroll 8
-        for (int i = 0; i < kRows; ++i) acc[i] = _mm256_setzero_ps();
-        for (std::int64_t g = 0; g < groups; ++g) {
-          const std::uint8_t* group = panel + static_cast<std::size_t>(g) * group_bytes;
-          if (side == 0) prefetch(group);
-          side_group<Panel, kRows>(x, scales, scaled_sums, num_blocks, group, g, side, acc);
-        }
-        store(p, side, acc);
-      }
-    } else {
-      __m256 acc[kSides][kRows];
-      for (int side = 0; side < kSides; ++side) {
-#pragma GCC unroll 8
-        for (int i = 0; i < kRows; ++i) acc[side][i] = _mm256_setzero_ps();
-      }
-      for (std::int64_t g = 0; g < groups; ++g) {
-        const std::uint8_t* group = panel + static_cast<std::size_t>(g) * group_bytes;
-        prefetch(group);
-        for (int side = 0; side < kSides; ++side) {
-          side_group<Panel, kRows>(x, scales, scaled_sums, num_blocks, group, g, side, acc[side]);
-        }
-      }
-      for (int side = 0; side < kSides; ++side) store(p, side, acc[side]);
-    }
-  }
-}
+#pragma GCC push_options
+#pragma GCC target("avxvnni")
+namespace vnni {
+#define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
+#include "backend/cpu/matmul_interleaved_avx2_kernel.inc"
+#undef PAGODA_INT16_DOT_ADD
+}  // namespace vnni
+#pragma GCC pop_options
 
 }  // namespace
 
@@ -236,11 +143,14 @@ void interleaved_direct(DType dtype, const std::int16_t* q, const float* scales,
     // 1.4x) though each reads the weights again.
     constexpr std::int64_t kPassRows = 4;
     const std::int64_t num_blocks = k / 32;
+    const bool avx_vnni = cpu_int16_avx_vnni();
     for (std::int64_t i0 = 0; i0 < m; i0 += kPassRows) {
       int16::with_row_count<kPassRows>(std::min(kPassRows, m - i0), [&](auto count) {
-        panels_direct<Panel, decltype(count)::value>(
-            rows + i0, scales + i0 * num_blocks, scaled_sums + i0 * num_blocks, k, panels,
-            row_bytes, num_rows, panel_begin, panel_end, y + i0 * ldy, ldy);
+        constexpr int kRows = decltype(count)::value;
+        auto* kernel =
+            avx_vnni ? vnni::panels_direct<Panel, kRows> : plain::panels_direct<Panel, kRows>;
+        kernel(rows + i0, scales + i0 * num_blocks, scaled_sums + i0 * num_blocks, k, panels,
+               row_bytes, num_rows, panel_begin, panel_end, y + i0 * ldy, ldy);
       });
     }
   });
