@@ -96,8 +96,7 @@ StatusOr<std::unique_ptr<CpuModelExecutor>> CpuModelExecutor::finish(
 
 CpuModelExecutor::CpuModelExecutor(std::shared_ptr<const ModelFiles> files,
                                    const Architecture& architecture, LlamaWeights weights,
-                                   const ModelExecutorInfo& info,
-                                   const CpuExecutorOptions& options)
+                                   const ModelExecutorInfo& info, const CpuExecutorOptions& options)
     : files_(std::move(files)),
       architecture_(architecture),
       info_(info),

@@ -22,7 +22,7 @@ namespace pagoda::models {
 struct CpuExecutorOptions {
   int num_threads = 0;                         ///< 0: one per hardware thread.
   std::int64_t max_num_batched_tokens = 2048;  ///< Activation buffers hold this many tokens.
-  std::int64_t max_num_seqs = 0;  ///< Most sequences a step holds; 0: not known (several).
+  std::int64_t max_num_seqs = 0;               ///< Most sequences in a step; 0: unknown.
   std::int64_t max_model_len = 0;              ///< 0: the model's max_position_embeddings.
   /// `--quantization`: quantize unquantized linear weights at load.
   quant::LoadTimeQuantization quantization = quant::LoadTimeQuantization::kNone;
