@@ -7,9 +7,9 @@
 // is widened in place to int16: the even bytes of every lane (columns c, c + 2) and the odd ones
 // (c + 1, c + 3), each multiplied by x's matching pair of int16 broadcast (vpmaddwd), so a lane
 // sums its own row's 4 columns with no shuffle across rows (on CPUs with AVX-VNNI, one vpdpwssd
-// per pair instead of vpmaddwd + vpaddd: cpu_int16_avx_vnni()). The codes' offsets (Q4_0's 8, Q6_K's
-// 32) come off the block dot as offset x the sum of x's q over the block (or 16 columns), and the
-// fp32 steps are the contract's, in its order.
+// per pair instead of vpmaddwd + vpaddd: cpu_int16_avx_vnni()). The codes' offsets (Q4_0's 8,
+// Q6_K's 32) come off the block dot as offset x the sum of x's q over the block (or 16 columns),
+// and the fp32 steps are the contract's, in its order.
 #pragma once
 
 #include <cstddef>
