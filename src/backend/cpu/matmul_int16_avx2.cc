@@ -141,116 +141,11 @@ inline __m256i sum_rows(const __m256i p[8]) {
                           _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-// One group of up to 8 weight rows (one per lane) against kRows rows of x. Per stored group the
-// 8 rows' scales; per block the 8 rows' quants widened to int16 into an L1 buffer, then per row of
-// x two vpmaddwd per weight row and a reduction tree: lane r holds row r's exact sub-block dot.
-// Lane r: the row at w + r * lane_stride rows (y likewise); unless `last`, each lane's next row
-// (the next group's) is prefetched meanwhile.
-template <typename Block, int kRows>
-void int16_direct_group(const std::int16_t* q, const float* scales, const float* scaled_sums,
-                        std::int64_t k, const std::uint8_t* w, std::size_t w_stride, int count,
-                        std::int64_t lane_stride, bool last, float* y, std::int64_t ldy) {
-  constexpr int kSub = Block::kSubBlocks;
-  constexpr int kGroup = Block::kGroupBlocks;
-  constexpr int kLanes = static_cast<int>(kInt16DirectGroup);
-  // Q2_K: mins per 16 columns need x's sums per 16 columns, summed here from q.
-  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
-  const std::int64_t num_blocks = k / kInt16Block;
-  // Lanes past `count` read the last row again; their sums are not stored.
-  const std::uint8_t* rows[kLanes];
-  alignas(32) std::int32_t offsets[kLanes];
-  for (int r = 0; r < kLanes; ++r) {
-    const std::size_t offset =
-        static_cast<std::size_t>(std::min(r, count - 1) * lane_stride) * w_stride;
-    rows[r] = w + offset;
-    offsets[r] = static_cast<std::int32_t>(offset);
-  }
-  const __m256i row_offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(offsets));
-  alignas(32) float group_scale[kGroup * kSub][kLanes];
-  alignas(32) float group_min[kGroup * kSub][kLanes];
-  alignas(32) std::int16_t wq[kLanes][kInt16Block];
-  __m256 acc[kRows];
-  for (int i = 0; i < kRows; ++i) acc[i] = _mm256_setzero_ps();
-  for (std::int64_t g = 0; g < num_blocks / kGroup; ++g) {
-    const std::size_t at = static_cast<std::size_t>(g) * Block::kGroupBytes;
-    if (!last) {
-      for (int r = 0; r < kLanes; ++r) {
-        for (int line = 0; line < Block::kGroupBytes; line += 64) {
-          __builtin_prefetch(rows[r] + w_stride + at + line, /*rw=*/0, /*locality=*/3);
-        }
-      }
-    }
-    Block::scales8(w + at, row_offsets, group_scale[0], group_min[0], kLanes);
-    int16::for_each_block<kGroup>([&](auto j) {
-      const std::int64_t b = g * kGroup + j;
-      for (int r = 0; r < kLanes; ++r) store_widened(Block::quants(rows[r] + at, j), wq[r]);
-      __m256 d[kSub];
-      __m256 min[kSub];
-      for (int t = 0; t < kSub; ++t) {
-        d[t] = _mm256_load_ps(group_scale[j * kSub + t]);
-        if constexpr (Block::kHasMin) min[t] = _mm256_load_ps(group_min[j * kSub + t]);
-      }
-      for (int i = 0; i < kRows; ++i) {
-        const std::size_t xb = static_cast<std::size_t>(i * num_blocks + b);
-        const std::int16_t* xr = q + i * k + b * kInt16Block;
-        const __m256i x_low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr));
-        const __m256i x_high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + 16));
-        __m256i dot[kSub];
-        if constexpr (kSub == 1) {
-          __m256i p[kLanes];
-          for (int r = 0; r < kLanes; ++r) {
-            const __m256i* wr = reinterpret_cast<const __m256i*>(wq[r]);
-            p[r] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_load_si256(wr), x_low),
-                                    _mm256_madd_epi16(_mm256_load_si256(wr + 1), x_high));
-          }
-          dot[0] = sum_rows(p);
-        } else {
-          for (int t = 0; t < 2; ++t) {
-            __m256i p[kLanes];
-            for (int r = 0; r < kLanes; ++r) {
-              p[r] =
-                  _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(wq[r]) + t),
-                                    t == 0 ? x_low : x_high);
-            }
-            dot[t] = sum_rows(p);
-          }
-        }
-        const __m256 s = _mm256_set1_ps(scales[xb]);
-        float scaled_sum[kSub];
-        if constexpr (kHalfSums) {
-          const __m256i ones = _mm256_set1_epi16(1);
-          scaled_sum[0] =
-              static_cast<float>(sum_lanes(_mm256_madd_epi16(x_low, ones))) * scales[xb];
-          scaled_sum[1] =
-              static_cast<float>(sum_lanes(_mm256_madd_epi16(x_high, ones))) * scales[xb];
-        } else {
-          scaled_sum[0] = scaled_sums[xb];
-        }
-        for (int t = 0; t < kSub; ++t) {
-          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(d[t], s), acc[i]);
-          if constexpr (Block::kHasMin) {
-            acc[i] = _mm256_fmadd_ps(min[t], _mm256_set1_ps(scaled_sum[t]), acc[i]);
-          }
-        }
-      }
-    });
-  }
-  for (int i = 0; i < kRows; ++i) {
-    if (count == kLanes && lane_stride == 1) {
-      _mm256_storeu_ps(y + i * ldy, acc[i]);
-    } else {
-      alignas(32) float lanes[kLanes];
-      _mm256_store_ps(lanes, acc[i]);
-      for (int r = 0; r < count; ++r) y[i * ldy + r * lane_stride] = lanes[r];
-    }
-  }
-}
-
-// int16_tile_typed twice: plain AVX2, and with AVX-VNNI's VEX vpdpwssd (Alder Lake, Sapphire
-// Rapids, Zen 5), which gives the same integers as vpmaddwd + vpaddd in one instruction.
+// The kernels twice: plain AVX2, and with AVX-VNNI's VEX vpdpwssd (Alder Lake, Sapphire Rapids,
+// Zen 5), which gives the same integers as vpmaddwd + vpaddd in one instruction.
 namespace plain {
 #define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_add_epi32(acc, _mm256_madd_epi16(x, w))
-#include "backend/cpu/matmul_int16_avx2_tile.inc"
+#include "backend/cpu/matmul_int16_avx2_kernels.inc"
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace plain
 
@@ -258,7 +153,7 @@ namespace plain {
 #pragma GCC target("avxvnni")
 namespace vnni {
 #define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
-#include "backend/cpu/matmul_int16_avx2_tile.inc"
+#include "backend/cpu/matmul_int16_avx2_kernels.inc"
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace vnni
 #pragma GCC pop_options
@@ -271,13 +166,17 @@ void int16_direct(DType dtype, const std::int16_t* q, const float* scales, const
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
+    const bool vnni = cpu_int16_avx_vnni();
     int16::with_row_count<kInt16DirectMaxRows>(m, [&](auto rows) {
       int16::for_each_lane_group<kInt16DirectGroup>(
           w, w_stride, n_begin, n_end,
           [&](const std::uint8_t* group, std::int64_t n, int count, std::int64_t lane_stride,
               bool last) {
-            int16_direct_group<Block, decltype(rows)::value>(
-                q, scales, scaled_sums, k, group, w_stride, count, lane_stride, last, y + n, ldy);
+            constexpr int kRows = decltype(rows)::value;
+            auto* kernel = vnni ? vnni::int16_direct_group<Block, kRows>
+                                : plain::int16_direct_group<Block, kRows>;
+            kernel(q, scales, scaled_sums, k, group, w_stride, count, lane_stride, last, y + n,
+                   ldy);
           });
     });
   });
