@@ -60,6 +60,7 @@ Status DeviceOptions::apply(const QuantizationOptions& quantization,
     return Status::ok_status();
   }
   PAGODA_ASSIGN_OR_RETURN(const CpuPrecision precision, quantization.for_cpu());
+  precision.apply_activations();
   options.quantization = precision.quantization;
   options.kv_cache_dtype = precision.kv_cache_dtype;
   return Status::ok_status();

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "cli/commands.h"
 #include "cli/model_assets.h"
 #include "models/cpu_model_executor.h"
@@ -96,6 +97,7 @@ int PerplexityCommand::run(const char* argv0) const {
   if (max_windows < 0) return report_error(invalid_argument("--max-windows must be >= 0"));
   auto precision = quantization.for_cpu();
   if (!precision.ok()) return report_error(precision.status());
+  precision->apply_activations();
   auto text = read_text(text_file);
   if (!text.ok()) return report_error(text.status());
   auto opened = open_model_and_tokenizer(model, argv0);
@@ -124,21 +126,26 @@ int PerplexityCommand::run(const char* argv0) const {
                                 ? files->quantization.summary()
                                 : quantization.quantization;
   const char* kv = precision->kv_cache_dtype == cpu::KvDtype::kF16 ? "fp16" : "fp32";
+  // In effect, not as asked: int16 and int8 need AVX2 (and apply to the int16 kernels' types).
+  const char* activations = cpu::cpu_int8_activations()    ? "int8"
+                            : cpu::cpu_int16_activations() ? "int16"
+                                                           : "fp32";
   if (json) {
     const nlohmann::json out = {{"perplexity", ppl},
                                 {"num_tokens", result->num_scored},
                                 {"num_windows", result->num_windows},
                                 {"ctx", ctx},
                                 {"quantization", quant},
-                                {"kv_cache_dtype", kv}};
+                                {"kv_cache_dtype", kv},
+                                {"cpu_activations", activations}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf(
         "perplexity %.4f over %lld tokens (%lld windows of <= %lld, quantization %s, KV cache "
-        "%s)\n",
+        "%s, activations %s)\n",
         ppl, static_cast<long long>(result->num_scored),
-        static_cast<long long>(result->num_windows), static_cast<long long>(ctx), quant.c_str(),
-        kv);
+        static_cast<long long>(result->num_windows), static_cast<long long>(ctx), quant.c_str(), kv,
+        activations);
   }
   return 0;
 }

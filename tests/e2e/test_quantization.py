@@ -103,6 +103,18 @@ def test_fp16_kv_cache_keeps_perplexity(perplexity, checkpoints):
     assert half["perplexity"] == pytest.approx(base["perplexity"], rel=0.01)
 
 
+def test_int8_activations_cost_little_perplexity(perplexity, default_model):
+    # --cpu-activations int8 rounds each matmul input of the GGUF's Q4_1/Q8_0 weights to 8 bits per
+    # 32 columns (llama.cpp's Q8_0/Q8_1 precision) where the default keeps 16: +0.3% perplexity
+    # on the full text (docs/perf/quantization.md). A wrong offset or scale in the int8 tile
+    # gives hundreds; the JSON names what ran.
+    base = perplexity(default_model)
+    int8 = perplexity(default_model, "--cpu-activations", "int8")
+    assert base["cpu_activations"] == "int16" and int8["cpu_activations"] == "int8"
+    assert int8["perplexity"] != base["perplexity"]
+    assert int8["perplexity"] == pytest.approx(base["perplexity"], rel=0.03)
+
+
 def test_fp16_kv_cache_holds_twice_the_blocks(run_pagoda, default_model):
     # Through the engine (bench opens it like serve): the same --kv-cache-memory buys twice the
     # blocks when each element takes 2 bytes instead of 4.

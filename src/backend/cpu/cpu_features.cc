@@ -82,15 +82,40 @@ bool cpu_has_amx_int8() {
   return usable;
 }
 
+namespace {
+std::atomic<CpuActivations>& activations() {
+  static std::atomic<CpuActivations> asked{[] {
+    const char* value = std::getenv("PAGODA_CPU_ACTIVATIONS");
+    const std::string_view setting = value != nullptr ? value : "";
+    if (setting == "int8") return CpuActivations::kInt8;
+    const char* int16 = std::getenv("PAGODA_CPU_INT16");
+    if (setting == "fp32" || (int16 != nullptr && std::string_view(int16) == "0")) {
+      return CpuActivations::kFp32;
+    }
+    return CpuActivations::kInt16;
+  }()};
+  return asked;
+}
+}  // namespace
+
 bool cpu_int16_activations() {
-  static const bool turned_off = [] {
-    const char* value = std::getenv("PAGODA_CPU_INT16");
-    return value != nullptr && std::string_view(value) == "0";
-  }();
-  return !turned_off && cpu_has_avx2();
+  return activations().load(std::memory_order_relaxed) != CpuActivations::kFp32 && cpu_has_avx2();
+}
+
+bool cpu_int8_activations() {
+  return activations().load(std::memory_order_relaxed) == CpuActivations::kInt8 && cpu_has_avx2();
+}
+
+CpuActivations cpu_activations() {
+  return activations().load(std::memory_order_relaxed);
+}
+
+void set_cpu_activations(CpuActivations asked) {
+  activations().store(asked, std::memory_order_relaxed);
 }
 
 namespace {
+
 std::atomic<bool>& direct_vnni() {
   static std::atomic<bool> on{[] {
     const char* value = std::getenv("PAGODA_CPU_VNNI_DIRECT");

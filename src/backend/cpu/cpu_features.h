@@ -25,9 +25,29 @@ bool cpu_has_amx_int8();
 
 /// Whether matmuls on int16_decodes() weights round activations to int16 (kDirectInt16,
 /// kBroadcastInt16) at every row count: the CPU has AVX2 (the AVX-512 VNNI kernels, or their
-/// bit-identical AVX2 twins, matmul_int16_avx2.h) and PAGODA_CPU_INT16=0 does not turn it off
-/// (docs/quantization.md, "Numerics on the CPU").
+/// bit-identical AVX2 twins, matmul_int16_avx2.h) and fp32 activations were not asked for
+/// (CpuActivations below; docs/quantization.md, "Numerics on the CPU").
 bool cpu_int16_activations();
+
+/// Whether those activations are rounded to 8 bits instead of 16: the same contract with codes in
+/// [-127, 127] (s = amax / 127; matmul_int16_avx512.h), which every int16 kernel computes
+/// exactly and the int8 tile (matmul_int8_avx512.h) computes in half the dot-product instructions.
+/// Opt-in (PAGODA_CPU_ACTIVATIONS=int8, `--cpu-activations int8`): 2^8 times coarser than int16,
+/// as llama.cpp's Q8_0 activations (docs/quantization.md, "The fidelity rule").
+bool cpu_int8_activations();
+
+/// What the matmuls on int16_decodes() weights round their activations to, process-wide:
+/// `--cpu-activations`, else PAGODA_CPU_ACTIVATIONS (fp32, int16 or int8; PAGODA_CPU_INT16=0 is
+/// fp32), else int16. Set it before an executor loads its weights: whether they are interleaved
+/// depends on it (cpu_interleave_weights).
+enum class CpuActivations { kFp32, kInt16, kInt8 };
+CpuActivations cpu_activations();  ///< as asked: int16 and int8 need AVX2 as well
+void set_cpu_activations(CpuActivations activations);
+
+/// The largest |code| of a quantized activation: 127 with int8 activations, else 32767.
+inline float cpu_activation_code_max() {
+  return cpu_int8_activations() ? 127.0f : 32767.0f;
+}
 
 /// The AVX-512 int16 direct kernel's Q4_K, Q4_0 and Q8_0 through VNNI's byte products on x split
 /// into bytes (matmul_int16_avx512.h; the same bits): on unless PAGODA_CPU_VNNI_DIRECT=0 or a test

@@ -3,9 +3,14 @@
 // interleaved panels (interleaved_rows.h). Written once for both ISAs: an `Isa` policy supplies
 // what differs (int16_tile_rows_avx512.h, int16_tile_rows_avx2.h):
 //
-//   Isa::store_codes(quants, codes)  32 signed bytes as 32 int16 at quants (16 int32, aligned)
+//   Isa::kCodeBytes                  bytes a stored code takes: 2 (int16, vpdpwssd's pairs)
+//                                    or 1 (bytes, the int8 tile's vpdpbusd quads)
+//   Isa::store_codes(quants, codes)  32 signed bytes as 32 codes at quants (aligned): int16, or
+//                                    bytes offset by 128 (unsigned, matmul_int8_avx512.h)
 //   Isa::Window                      the loads of a tile's 8 rows' fields from their panel
 //                                    (PanelTile, below)
+//
+// A unit is the int32 a tile broadcasts: a pair of int16 codes (2 columns) or a quad of bytes (4).
 //
 // AVX2, FMA and F16C intrinsics, internal linkage: include only from translation units compiled
 // with at least those flags, as int16_blocks.h.
@@ -26,8 +31,8 @@ namespace pagoda::cpu::int16 {
 namespace {
 
 // Each policy decodes a block's quants into the tile's buffer in kDecodeSteps steps (the AVX-512
-// tile spreads them over the previous block's pairs, the AVX2 tile runs them before its pairs),
-// with row r's pair p (columns 2p, 2p + 1 as int16) at pair_index(r, p), and gives a group's
+// tile spreads them over the previous block's units, the AVX2 tile runs them before its pairs),
+// with row r's unit u at unit_index(r, u), and gives a group's
 // scales of the tile's rows as int16_blocks.h's scales8 computes them, row r's at [r] of rows of
 // kScaleRows floats:
 //
@@ -45,12 +50,13 @@ namespace {
 template <typename Block, int kRows, typename Isa>
 class RowMajorTile {
   static constexpr int kScaleCalls = (kRows + 7) / 8;  // scales8 decodes 8 rows' scales a call
+  static constexpr int kUnits = kInt16BlockPairs * Isa::kCodeBytes / 2;  // a block's, per row
 
  public:
   static constexpr int kDecodeSteps = kRows;
   static constexpr int kScaleRows = 8 * kScaleCalls;
-  static constexpr int kQuantInts = kRows * kInt16BlockPairs;
-  static constexpr int pair_index(int r, int p) { return r * kInt16BlockPairs + p; }
+  static constexpr int kQuantInts = kRows * kUnits;
+  static constexpr int unit_index(int r, int u) { return r * kUnits + u; }
 
   RowMajorTile(const std::uint8_t* w, std::size_t w_stride, std::int64_t num_rows,
                const std::uint8_t* next, std::int64_t next_rows)
@@ -73,7 +79,7 @@ class RowMajorTile {
     for_each_block<Block::kGroupBlocks>([&](auto j_constant) {
       if (j == j_constant) q = Block::quants(group, j_constant);
     });
-    Isa::store_codes(quants + pair_index(r, 0), q);
+    Isa::store_codes(quants + unit_index(r, 0), q);
     if constexpr (Block::kGroupBlocks == 1) {
       // fp16 scale first, then the fp16 min: int16_blocks.h's one-block layouts.
       scale[r] = load_half(group);
@@ -122,11 +128,11 @@ constexpr bool kInterleaves =
 //   Q5_0        d 0 | qh 32 | qs 96          Q6_K  d 0 | scales 32 | half h (h = 0, 1) at 1536 h:
 //   Q5_1        d 0 | m 32 | qh 64 | qs 128          ql 288 (two runs of 512) | qh 1312
 //
-// Step i decodes code unit i of the block for all 8 rows, with the row-major decoders' shifts and
-// masks on the same bytes: 4 columns per row, which sign-extended are its pairs 2i and 2i + 1, so
-// the buffer holds row r's pair p at (p / 2) * 16 + 2r + p % 2 (Q4_0/Q4_1: a unit's low nibbles
-// are pairs 2i and 2i + 1, its high nibbles pairs 8 + 2i and 9 + 2i, so 4 steps; Q5_0/Q5_1 add
-// bit c of the row's qh word to column c).
+// Step i decodes code word i of the block for all 8 rows, with the row-major decoders' shifts and
+// masks on the same bytes: 4 columns per row, which are its pairs 2i and 2i + 1 as int16 or its
+// quad i as bytes, so the buffer holds row r's unit u at (u / U) * 8 U + r U + u % U, U units per
+// 4 columns (Q4_0/Q4_1: a word's low nibbles are columns 4i .. 4i + 3, its high nibbles
+// 16 + 4i .., so 4 steps; Q5_0/Q5_1 add bit c of the row's qh word to column c).
 //
 // Isa::Window(panel_bytes, lane, num_rows) gives the fields of the tile's rows as lanes 0-7:
 // words(at) (4-byte words), halves(at) (fp16 as fp32) and signed_bytes(at) (int8 as int32), `at`
@@ -137,12 +143,16 @@ class PanelTile {
   static constexpr bool kFifthBit = Block::kType == DType::kQ5_0 || Block::kType == DType::kQ5_1;
   static constexpr bool kNibbles =
       kFifthBit || Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1;
+  static constexpr int kUnitsPerWord = Isa::kCodeBytes;  // units per 4 columns
+  static constexpr int kSlotInts = 8 * kUnitsPerWord;     // one word of the tile's 8 rows
 
  public:
   static constexpr int kDecodeSteps = kNibbles ? 4 : 8;
   static constexpr int kScaleRows = 8;
-  static constexpr int kQuantInts = 8 * kInt16BlockPairs;
-  static constexpr int pair_index(int r, int p) { return p / 2 * 16 + 2 * r + p % 2; }
+  static constexpr int kQuantInts = 8 * kSlotInts;
+  static constexpr int unit_index(int r, int u) {
+    return u / kUnitsPerWord * kSlotInts + r * kUnitsPerWord + u % kUnitsPerWord;
+  }
 
   PanelTile(const std::uint8_t* panels, std::size_t row_bytes, std::int64_t n0,
             std::int64_t num_rows)
@@ -163,7 +173,7 @@ class PanelTile {
     }
     const std::uint8_t* unit = group + 64 * step;
     const auto store = [&](int slot, __m256i codes) {
-      Isa::store_codes(quants + 16 * slot, codes);
+      Isa::store_codes(quants + kSlotInts * slot, codes);
     };
     if constexpr (Block::kType == DType::kQ8_0) {
       store(step, window_.words(unit + 32));

@@ -15,6 +15,7 @@ namespace pagoda::cpu::avx2 {
 namespace {
 
 struct Avx2Tiles {
+  static constexpr int kCodeBytes = 2;
   static void store_codes(std::int32_t* quants, __m256i codes) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(quants),
                        _mm256_cvtepi8_epi16(_mm256_castsi256_si128(codes)));

@@ -14,6 +14,7 @@ namespace pagoda::cpu::avx512 {
 namespace {
 
 struct Avx512Tiles {
+  static constexpr int kCodeBytes = 2;
   static void store_codes(std::int32_t* quants, __m256i codes) {
     _mm512_store_si512(quants, _mm512_cvtepi8_epi16(codes));
   }
@@ -70,6 +71,16 @@ struct Avx512Tiles {
     __mmask8 mask_a_;  // else the lanes in that panel
     __mmask8 mask_b_;  // and those of the tile's rows in the next panel
   };
+};
+
+// The int8 tile's (matmul_int8_avx512.h): codes stay bytes, offset by 128 (c ^ 0x80 = c + 128 for
+// a signed byte c) so that vpdpbusd can take them as its unsigned operand.
+struct Avx512ByteTiles : Avx512Tiles {
+  static constexpr int kCodeBytes = 1;
+  static void store_codes(std::int32_t* quants, __m256i codes) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(quants),
+                       _mm256_xor_si256(codes, _mm256_set1_epi8(static_cast<char>(0x80))));
+  }
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "backend/cpu/matmul_broadcast_avx512.h"
 #include "backend/cpu/matmul_dispatch.h"
 #include "backend/cpu/matmul_int16_avx512.h"
+#include "backend/cpu/matmul_int8_avx512.h"
 #include "backend/cpu/row_decoder.h"
 #include "common/check.h"
 #include "model/dequantize.h"
@@ -297,10 +298,12 @@ void matmul_deinterleaved(ThreadPool& pool, const float* x, std::int64_t m,
 //               weights[r, c] * xt[c, i]            y[i, n0 + r] = acc[r, i]
 //
 // With int16_activations (kBroadcastInt16), xt is further quantized to int16 column pairs once
-// per call and each tile sums integer products block by block (matmul_int16_avx512.h).
+// per call and each tile sums integer products block by block (matmul_int16_avx512.h), or, with
+// int8 activations, to byte quads for the int8 tile (matmul_int8_avx512.h).
 void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
                       std::span<const MatmulOutput> outputs, bool int16_activations) {
   const std::int64_t k = outputs[0].w.num_cols;
+  const bool int8_activations = int16_activations && cpu_int8_activations();
   const std::int64_t vectors = (m + avx512::kColumnLanes - 1) / avx512::kColumnLanes;
   const std::int64_t width = vectors * avx512::kColumnLanes;
   const std::int64_t tile_rows =
@@ -309,9 +312,17 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
   thread_local std::vector<std::int32_t> pairs_buffer;
   thread_local std::vector<float> scales_buffer;
   thread_local std::vector<float> sums_buffer;
+  thread_local std::vector<std::int32_t> offsets_buffer;
   xt_buffer.resize(static_cast<std::size_t>(k * width));
   avx512::transpose_to_columns(x, m, k, vectors, xt_buffer.data());
-  if (int16_activations) {
+  if (int8_activations) {
+    pairs_buffer.resize(static_cast<std::size_t>(k / 4 * width));
+    scales_buffer.resize(static_cast<std::size_t>(k / avx512::kInt16Block * width));
+    sums_buffer.resize(scales_buffer.size());
+    offsets_buffer.resize(2 * scales_buffer.size());
+    avx512::quantize_columns_int8(xt_buffer.data(), k, vectors, pairs_buffer.data(),
+                                  scales_buffer.data(), sums_buffer.data(), offsets_buffer.data());
+  } else if (int16_activations) {
     pairs_buffer.resize(static_cast<std::size_t>(k / 2 * width));
     scales_buffer.resize(static_cast<std::size_t>(k / avx512::kInt16Block * width));
     sums_buffer.resize(scales_buffer.size());
@@ -323,6 +334,10 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
   const std::int32_t* pairs = pairs_buffer.data();
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
+  const avx512::Int8Columns int8_x{.quads = pairs_buffer.data(),
+                                   .scales = scales,
+                                   .scaled_sums = scaled_sums,
+                                   .offsets = offsets_buffer.data()};
   dispatch(
       pool, outputs, tile_rows, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
         const TensorView& w = out.w;
@@ -343,7 +358,14 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
               tile + 1 < end && !w.interleaved ? std::min(tile_rows, n - n0 - count) : 0;
           const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
           std::fill(acc.begin(), acc.end(), 0.0f);
-          if (int16_activations && w.interleaved) {
+          if (int8_activations && w.interleaved) {
+            avx512::int8_tile_interleaved(w.dtype, int8_x, vectors, k,
+                                          static_cast<const std::uint8_t*>(w.data), w.row_stride,
+                                          n0, count, acc.data());
+          } else if (int8_activations) {
+            avx512::int8_tile(w.dtype, int8_x, vectors, k, w.row(n0), w.row_stride, count, next,
+                              next_rows, acc.data());
+          } else if (int16_activations && w.interleaved) {
             avx512::int16_tile_interleaved(w.dtype, pairs, scales, scaled_sums, vectors, k,
                                            static_cast<const std::uint8_t*>(w.data), w.row_stride,
                                            n0, count, acc.data());

@@ -53,6 +53,7 @@ void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::in
   const std::int64_t num_blocks = k / kInt16Block;
   const __m256 float_max = _mm256_set1_ps(std::numeric_limits<float>::max());
   const __m256 sign = _mm256_set1_ps(-0.0f);
+  const float code_max = cpu_activation_code_max();
   // The same fp32 operations as avx512::quantize_rows_int16 (max is exact in any order).
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t b = 0; b < num_blocks; ++b) {
@@ -69,11 +70,11 @@ void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::in
       }
       const float block_max = max_lanes(amax);
       const float s =
-          non_finite != 0 ? std::numeric_limits<float>::quiet_NaN() : block_max / 32767.0f;
+          non_finite != 0 ? std::numeric_limits<float>::quiet_NaN() : block_max / code_max;
       const __m256 to_int =
-          _mm256_set1_ps(non_finite == 0 && block_max > 0.0f ? 32767.0f / block_max : 0.0f);
+          _mm256_set1_ps(non_finite == 0 && block_max > 0.0f ? code_max / block_max : 0.0f);
       __m256i qi[4];
-      // cvtps rounds to nearest even (MXCSR default); |x * to_int| <= 32767.
+      // cvtps rounds to nearest even (MXCSR default); |x * to_int| <= code max.
       for (int c = 0; c < 4; ++c) qi[c] = _mm256_cvtps_epi32(_mm256_mul_ps(v[c], to_int));
       std::int16_t* out = q + i * k + b * kInt16Block;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), low_halves_16(qi[0], qi[1]));

@@ -28,7 +28,7 @@ void quantize_columns_int16(const float* xt, std::int64_t k, std::int64_t vector
                             std::int32_t* pairs, float* scales, float* scaled_sums) {
   PAGODA_CHECK_EQ(k % kInt16Block, 0) << "int16 activations come in blocks of 32 columns";
   const std::int64_t width = 16 * vectors;
-  const __m512 int16_max = _mm512_set1_ps(32767.0f);
+  const __m512 int16_max = _mm512_set1_ps(cpu_activation_code_max());
   const __m512 float_max = _mm512_set1_ps(std::numeric_limits<float>::max());
   const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
   const __m512i low_half = _mm512_set1_epi32(0xFFFF);
@@ -50,7 +50,7 @@ void quantize_columns_int16(const float* xt, std::int64_t k, std::int64_t vector
       __m512i qsum = _mm512_setzero_si512();
       std::int32_t* out = pairs + b * (kInt16Block / 2) * width + v * 16;
       for (int p = 0; p < kInt16Block / 2; ++p) {
-        // cvtps rounds to nearest even (MXCSR default); |x * to_int| <= 32767.
+        // cvtps rounds to nearest even (MXCSR default); |x * to_int| <= code max.
         const __m512i q0 =
             _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(column + 2 * p * width), to_int));
         const __m512i q1 = _mm512_cvtps_epi32(
@@ -71,6 +71,7 @@ void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::in
   PAGODA_CHECK_EQ(k % kInt16Block, 0) << "int16 activations come in blocks of 32 columns";
   const std::int64_t num_blocks = k / kInt16Block;
   const __m512 float_max = _mm512_set1_ps(std::numeric_limits<float>::max());
+  const float code_max = cpu_activation_code_max();
   // The same fp32 operations as quantize_columns_int16, one block's 32 columns at a time.
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t b = 0; b < num_blocks; ++b) {
@@ -82,8 +83,8 @@ void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::in
       const bool non_finite = (_mm512_cmp_ps_mask(mag_lo, float_max, _CMP_NLE_UQ) |
                                _mm512_cmp_ps_mask(mag_hi, float_max, _CMP_NLE_UQ)) != 0;
       const float amax = _mm512_reduce_max_ps(_mm512_max_ps(mag_lo, mag_hi));
-      const float s = non_finite ? std::numeric_limits<float>::quiet_NaN() : amax / 32767.0f;
-      const __m512 to_int = _mm512_set1_ps(!non_finite && amax > 0.0f ? 32767.0f / amax : 0.0f);
+      const float s = non_finite ? std::numeric_limits<float>::quiet_NaN() : amax / code_max;
+      const __m512 to_int = _mm512_set1_ps(!non_finite && amax > 0.0f ? code_max / amax : 0.0f);
       const __m512i q_lo = _mm512_cvtps_epi32(_mm512_mul_ps(lo, to_int));
       const __m512i q_hi = _mm512_cvtps_epi32(_mm512_mul_ps(hi, to_int));
       std::int16_t* out = q + i * k + b * kInt16Block;
@@ -193,7 +194,7 @@ void int16_tile_typed(const std::int32_t* pairs, const float* scales, const floa
         }
 #pragma GCC unroll 12
         for (int r = 0; r < kRows; ++r) {
-          const __m512i wv = _mm512_set1_epi32(quants[current][Rows::pair_index(r, p)]);
+          const __m512i wv = _mm512_set1_epi32(quants[current][Rows::unit_index(r, p)]);
 #pragma GCC unroll 4
           for (int v = 0; v < kVectors; ++v) {
             sums[r][v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], wv)

@@ -3,8 +3,9 @@
 // bit against it. It reads the GGUF block layouts itself, independently of the kernels' block
 // decoders (int16_blocks.h) and of the reference dequantizer (model/dequantize.cc).
 //
-// Per row of x and 32-column block b: amax = max |x[c]|, s = amax / 32767,
-// q[c] = round_half_even(x[c] * (32767 / amax)) (0 if amax == 0; a non-finite x makes s NaN).
+// Per row of x and 32-column block b: amax = max |x[c]|, s = amax / Q,
+// q[c] = round_half_even(x[c] * (Q / amax)) (0 if amax == 0; a non-finite x makes s NaN), with
+// Q = 32767, or 127 for int8 activations (cpu_int8_activations()).
 // The weight row's block b is S sub-blocks t of 32 / S columns with integer quants qw[c], an fp32
 // scale_t and min_t (weight ~= scale_t * qw[c] + min_t); per t in order:
 //   acc = fma(float(sum q * qw), scale_t * s, acc)
@@ -191,8 +192,10 @@ inline ContractBlock contract_block(DType dtype, const std::uint8_t* w_row, std:
   return out;
 }
 
-/// y = x . w_row under the contract (without bias), for k a multiple of the type's block size.
-inline float contract(DType dtype, const float* x, const std::uint8_t* w_row, std::int64_t k) {
+/// y = x . w_row under the contract (without bias), for k a multiple of the type's block size;
+/// code_max is Q.
+inline float contract(DType dtype, const float* x, const std::uint8_t* w_row, std::int64_t k,
+                      float code_max = 32767.0f) {
   float acc = 0.0f;
   for (std::int64_t b = 0; b < k / kContractBlock; ++b) {
     const float* xb = x + b * kContractBlock;
@@ -203,8 +206,8 @@ inline float contract(DType dtype, const float* x, const std::uint8_t* w_row, st
       finite = finite && std::isfinite(xb[c]);
     }
     if (!finite) return std::numeric_limits<float>::quiet_NaN();
-    const float s = amax / 32767.0f;
-    const float to_int = amax > 0.0f ? 32767.0f / amax : 0.0f;
+    const float s = amax / code_max;
+    const float to_int = amax > 0.0f ? code_max / amax : 0.0f;
     const ContractBlock wb = contract_block(dtype, w_row, b);
     const int width = kContractBlock / wb.sub_blocks;
     for (int t = 0; t < wb.sub_blocks; ++t) {

@@ -92,11 +92,31 @@ const std::vector<std::pair<DType, std::int64_t>>& weight_cases() {
 
 // Both kernels, and kAuto where it picks them, at 1-8 rows (the direct kernel's), one and two
 // column vectors, and past 32 rows (pieces); 13, 17 and 33 rows leave lanes empty; 53 weight
-// rows leave a short tile and a short group of 16, 7 rows fill neither.
-TEST_F(MatmulInt16Test, IsTheContractBitForBit) {
+// rows leave a short tile and a short group of 16, 7 rows fill neither. With int8 activations
+// (codes up to 127) too: the int16 kernels take them as they are, the int8 tile
+// (matmul_int8_avx512.h) runs the broadcast kernel's rows on AVX-512 VNNI.
+class MatmulActivationCodesTest : public MatmulInt16Test,
+                                  public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    MatmulInt16Test::SetUp();
+    set_cpu_activations(GetParam() ? CpuActivations::kInt8 : CpuActivations::kInt16);
+  }
+  void TearDown() override { set_cpu_activations(asked_); }
+
+ private:
+  const CpuActivations asked_ = cpu_activations();
+};
+
+INSTANTIATE_TEST_SUITE_P(Int16AndInt8, MatmulActivationCodesTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Int8" : "Int16"; });
+
+TEST_P(MatmulActivationCodesTest, IsTheContractBitForBit) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 11);
   ThreadPool pool(3);
+  ASSERT_EQ(cpu_int8_activations(), GetParam());
+  const float code_max = cpu_activation_code_max();
   std::vector<MatmulKernel> kernels = {MatmulKernel::kDirectInt16, MatmulKernel::kBroadcastInt16};
   if (cpu_int16_activations()) kernels.push_back(MatmulKernel::kAuto);
   for (const auto& [dtype, k] : weight_cases()) {
@@ -110,7 +130,7 @@ TEST_F(MatmulInt16Test, IsTheContractBitForBit) {
       for (std::int64_t i = 0; i < m; ++i) {
         for (std::int64_t j = 0; j < n; ++j) {
           want[static_cast<std::size_t>(i * n + j)] =
-              contract(dtype, x.data() + i * k, w.row(j), k) + bias[j];
+              contract(dtype, x.data() + i * k, w.row(j), k, code_max) + bias[j];
         }
       }
       for (MatmulKernel kernel : kernels) {

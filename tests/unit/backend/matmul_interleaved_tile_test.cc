@@ -174,29 +174,36 @@ TEST_F(MatmulInterleavedTileTest, Avx2PanelDeinterleaveIsDeinterleaveRows) {
   }
 }
 
+// With int16 and with int8 activations (on AVX-512 VNNI the int8 tile's panel reader).
 TEST_F(MatmulInterleavedTileTest, BroadcastInt16AsOnRows) {
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 52);
   ThreadPool pool(3);
-  for (const Case& c : cases()) {
-    for (std::int64_t n : kWeightRows) {
-      const std::vector<std::uint8_t> bytes = random_weights(rng, c.dtype, n, c.k);
-      const TensorView rows = dense_view(bytes.data(), c.dtype, n, c.k);
-      const InterleavedMatrix panels = interleave_rows(rows);
-      const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
-      for (std::int64_t m : {9, 16, 17, 32, 40, 47}) {
-        SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
-                     " n=" + std::to_string(n) + " m=" + std::to_string(m));
-        const std::vector<float> x = activations(rng, m, c.k);
-        std::vector<float> want(static_cast<std::size_t>(m * n), -1.0f);
-        std::vector<float> got(want.size(), -2.0f);
-        matmul(pool, x.data(), m, rows, bias.data(), want.data(), MatmulKernel::kBroadcastInt16);
-        matmul(pool, x.data(), m, panels.view, bias.data(), got.data(),
-               MatmulKernel::kBroadcastInt16);
-        EXPECT_TRUE(bitwise_equal(got.data(), want.data(), want.size()));
+  const CpuActivations asked = cpu_activations();
+  for (const bool int8 : {false, true}) {
+    SCOPED_TRACE(int8 ? "int8 activations" : "int16 activations");
+    set_cpu_activations(int8 ? CpuActivations::kInt8 : CpuActivations::kInt16);
+    for (const Case& c : cases()) {
+      for (std::int64_t n : kWeightRows) {
+        const std::vector<std::uint8_t> bytes = random_weights(rng, c.dtype, n, c.k);
+        const TensorView rows = dense_view(bytes.data(), c.dtype, n, c.k);
+        const InterleavedMatrix panels = interleave_rows(rows);
+        const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
+        for (std::int64_t m : {9, 16, 17, 32, 40, 47}) {
+          SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
+                       " n=" + std::to_string(n) + " m=" + std::to_string(m));
+          const std::vector<float> x = activations(rng, m, c.k);
+          std::vector<float> want(static_cast<std::size_t>(m * n), -1.0f);
+          std::vector<float> got(want.size(), -2.0f);
+          matmul(pool, x.data(), m, rows, bias.data(), want.data(), MatmulKernel::kBroadcastInt16);
+          matmul(pool, x.data(), m, panels.view, bias.data(), got.data(),
+                 MatmulKernel::kBroadcastInt16);
+          EXPECT_TRUE(bitwise_equal(got.data(), want.data(), want.size()));
+        }
       }
     }
   }
+  set_cpu_activations(asked);
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "cli/config_file.h"
 
 namespace pagoda::cli {
@@ -154,6 +156,32 @@ TEST(CliDeviceOptionsTest, CpuRefusesAnFp8KvCache) {
   ASSERT_FALSE(options.ok());
   EXPECT_EQ(options.status().code(), StatusCode::kUnimplemented);
   EXPECT_THAT(options.status().message(), HasSubstr("auto or fp16"));
+}
+
+// --cpu-activations sets the CPU kernels' process-wide rounding (cpu_features.h) when the device
+// is the CPU; auto leaves the environment's choice; an unknown value is refused naming the others.
+TEST(CliDeviceOptionsTest, CpuActivationsSetTheKernelsRounding) {
+  if (!cpu::cpu_has_avx2()) GTEST_SKIP() << "int16 and int8 activations need AVX2";
+  const cpu::CpuActivations asked = cpu::cpu_activations();
+  for (const auto& [name, want] : {std::pair{"int8", cpu::CpuActivations::kInt8},
+                                   std::pair{"fp32", cpu::CpuActivations::kFp32},
+                                   std::pair{"int16", cpu::CpuActivations::kInt16}}) {
+    Flags flags;
+    auto options = flags.apply({"--device", "cpu", "--cpu-activations", name});
+    ASSERT_TRUE(options.ok()) << options.status().to_string();
+    EXPECT_EQ(cpu::cpu_activations(), want) << name;
+  }
+  EXPECT_FALSE(cpu::cpu_int8_activations());
+  cpu::set_cpu_activations(cpu::CpuActivations::kInt8);
+  Flags plain;
+  ASSERT_TRUE(plain.apply({"--device", "cpu"}).ok());
+  EXPECT_TRUE(cpu::cpu_int8_activations()) << "auto keeps what was set";
+  cpu::set_cpu_activations(asked);
+  Flags bad;
+  auto refused = bad.apply({"--device", "cpu", "--cpu-activations", "int4"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("auto, int16, int8 or fp32"));
 }
 
 TEST(CliDeviceOptionsTest, ConfigFileTakesTheSameKeys) {

@@ -109,4 +109,60 @@ inline double expect_greedy_and_logprobs_match(ModelExecutor& executor,
   return worst_logprob_diff;
 }
 
+/// What expect_logprobs_close saw.
+struct CloseRun {
+  double worst_logprob_diff = 0.0;  ///< over the recorded steps up to each case's divergence
+  int diverged = 0;                 ///< cases whose greedy tokens parted within their 32 steps
+};
+
+/// vLLM's check_logprobs_close on the golden cases, for numerics too coarse for the near-tie rule
+/// (int8 activations): greedy tokens equal until the first step where they differ; there each
+/// side's token is among the other's `top_k` most likely (the reference's recorded top-10 where
+/// the step has one, else only ours) and the comparison of that case ends. At each recorded step
+/// up to there, the reference's top-10 log-probabilities are within `tolerance` of ours.
+inline CloseRun expect_logprobs_close(ModelExecutor& executor, const std::vector<GoldenCase>& cases,
+                                      std::int64_t chunk, double tolerance, int top_k) {
+  const std::int64_t vocab = executor.info().vocab_size;
+  CloseRun out;
+  for (const GoldenCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::vector<std::int32_t>& want = c.greedy_ids;
+    SequenceRun run(executor, 16, static_cast<std::int64_t>(c.prompt_ids.size() + want.size()),
+                    chunk);
+    std::vector<float> logits = run.prefill(c.prompt_ids, chunk);
+    for (std::size_t step = 0; step < want.size(); ++step) {
+      EXPECT_EQ(static_cast<std::int64_t>(logits.size()), vocab);
+      if (static_cast<std::int64_t>(logits.size()) != vocab) break;
+      if (step < c.top_ids.size()) {
+        const auto lp = log_softmax(logits);
+        const auto& ids = c.top_ids[step];
+        const auto& want_lp = c.top_logprobs[step];
+        for (std::size_t r = 0; r < ids.size(); ++r) {
+          out.worst_logprob_diff =
+              std::max(out.worst_logprob_diff, std::abs(lp[ids[r]] - want_lp[r]));
+          EXPECT_NEAR(lp[ids[r]], want_lp[r], tolerance) << "step " << step << " id " << ids[r];
+        }
+      }
+      const std::int32_t token = sampling::argmax(logits);
+      if (token != want[step]) {
+        ++out.diverged;
+        // The reference's token in our top_k: fewer than top_k ids score above it.
+        const float theirs = logits[static_cast<std::size_t>(want[step])];
+        const auto above =
+            std::count_if(logits.begin(), logits.end(), [&](float l) { return l > theirs; });
+        EXPECT_LT(above, top_k) << "step " << step << ": the reference's " << want[step];
+        if (step < c.top_ids.size()) {
+          const auto& ids = c.top_ids[step];
+          const auto rank = std::find(ids.begin(), ids.end(), token) - ids.begin();
+          EXPECT_LT(rank, std::min<std::ptrdiff_t>(top_k, static_cast<std::ptrdiff_t>(ids.size())))
+              << "step " << step << ": our " << token;
+        }
+        break;
+      }
+      if (step + 1 < want.size()) logits = run.step(std::span(&token, 1));
+    }
+  }
+  return out;
+}
+
 }  // namespace pagoda::models::testing
