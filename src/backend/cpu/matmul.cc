@@ -334,7 +334,7 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
   const std::int32_t* pairs = pairs_buffer.data();
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
-  const avx512::Int8Columns int8_x{.quads = pairs_buffer.data(),
+  const Int8Columns int8_x{.quads = pairs_buffer.data(),
                                    .scales = scales,
                                    .scaled_sums = scaled_sums,
                                    .offsets = offsets_buffer.data()};

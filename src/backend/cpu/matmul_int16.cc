@@ -14,6 +14,7 @@
 #include "backend/cpu/matmul_int16_amx.h"
 #include "backend/cpu/matmul_int16_avx2.h"
 #include "backend/cpu/matmul_int16_avx512.h"
+#include "backend/cpu/matmul_int8_avx2.h"
 #include "backend/cpu/matmul_interleaved_avx2.h"
 #include "backend/cpu/matmul_interleaved_avx512.h"
 #include "common/check.h"
@@ -102,7 +103,8 @@ void deinterleave_for_avx2_tile(ThreadPool& pool, std::span<const MatmulOutput> 
 }
 
 // The AVX2 kBroadcastInt16, one piece of up to avx2::kInt16PieceRows rows of x: x quantized and
-// transposed to int16 column pairs once per call (shared by all threads and outputs); per thread,
+// transposed to int16 column pairs (or, with int8 activations on AVX-VNNI, byte quads for the
+// int8 tile, matmul_int8_avx2.h) once per call (shared by all threads and outputs); per thread,
 // tiles of avx2::int16_tile_rows weight rows, each multiplied against it while the next tile's
 // bytes are prefetched.
 void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
@@ -111,17 +113,30 @@ void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
   const std::int64_t vectors = (m + avx2::kInt16Lanes - 1) / avx2::kInt16Lanes;
   const std::int64_t width = vectors * avx2::kInt16Lanes;
   const std::int64_t tile_rows = avx2::int16_tile_rows(vectors);
+  const bool int8 = cpu_int8_activations() && cpu_int16_avx_vnni();
   thread_local std::vector<std::int32_t> pairs_buffer;
   thread_local std::vector<float> scales_buffer;
   thread_local std::vector<float> sums_buffer;
-  pairs_buffer.resize(static_cast<std::size_t>(k / 2 * width));
+  thread_local std::vector<std::int32_t> offsets_buffer;
   scales_buffer.resize(static_cast<std::size_t>(k / avx2::kInt16Block * width));
   sums_buffer.resize(scales_buffer.size());
-  avx2::quantize_columns_int16(x, m, k, vectors, pairs_buffer.data(), scales_buffer.data(),
-                               sums_buffer.data());
+  if (int8) {
+    pairs_buffer.resize(static_cast<std::size_t>(k / 4 * width));
+    offsets_buffer.resize(2 * scales_buffer.size());
+    avx2::quantize_columns_int8(x, m, k, vectors, pairs_buffer.data(), scales_buffer.data(),
+                                sums_buffer.data(), offsets_buffer.data());
+  } else {
+    pairs_buffer.resize(static_cast<std::size_t>(k / 2 * width));
+    avx2::quantize_columns_int16(x, m, k, vectors, pairs_buffer.data(), scales_buffer.data(),
+                                 sums_buffer.data());
+  }
   const std::int32_t* pairs = pairs_buffer.data();
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
+  const Int8Columns int8_x{.quads = pairs,
+                           .scales = scales,
+                           .scaled_sums = scaled_sums,
+                           .offsets = offsets_buffer.data()};
   // Interleaved weights go to each thread in whole panels, each read in place in tiles that stay
   // inside it (avx2::int16_tile_interleaved prefetches the next panel itself).
   const bool any_interleaved = std::any_of(
@@ -141,16 +156,26 @@ void matmul_tile_int16_avx2(ThreadPool& pool, const float* x, std::int64_t m,
       if (w.interleaved) {
         const std::int64_t lane = n0 % kInterleavedRows;
         count = std::min({panel_tile_rows, kInterleavedRows - lane, row_end - n0});
-        avx2::int16_tile_interleaved(w.dtype, pairs, scales, scaled_sums, vectors, k,
-                                     static_cast<const std::uint8_t*>(w.data), w.row_stride, n0,
-                                     count, acc.data());
+        const auto* panels = static_cast<const std::uint8_t*>(w.data);
+        if (int8) {
+          avx2::int8_tile_interleaved(w.dtype, int8_x, vectors, k, panels, w.row_stride, n0, count,
+                                      acc.data());
+        } else {
+          avx2::int16_tile_interleaved(w.dtype, pairs, scales, scaled_sums, vectors, k, panels,
+                                       w.row_stride, n0, count, acc.data());
+        }
       } else {
         count = std::min(tile_rows, row_end - n0);
         const std::int64_t next_rows =
             n0 + count < row_end ? std::min(tile_rows, row_end - n0 - count) : 0;
         const std::uint8_t* next = next_rows > 0 ? w.row(n0 + count) : nullptr;
-        avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0), w.row_stride,
-                         count, next, next_rows, acc.data());
+        if (int8) {
+          avx2::int8_tile(w.dtype, int8_x, vectors, k, w.row(n0), w.row_stride, count, next,
+                          next_rows, acc.data());
+        } else {
+          avx2::int16_tile(w.dtype, pairs, scales, scaled_sums, vectors, k, w.row(n0), w.row_stride,
+                           count, next, next_rows, acc.data());
+        }
       }
       for (std::int64_t i = 0; i < m; ++i) {
         for (std::int64_t r = 0; r < count; ++r) {

@@ -49,11 +49,15 @@ inline __m256i low_halves_16(__m256i a, __m256i b) {
 
 void quantize_rows_int16(const float* x, std::int64_t m, std::int64_t k, std::int16_t* q,
                          float* scales, float* scaled_sums, std::int32_t* qsums) {
+  quantize_rows_to(cpu_activation_code_max(), x, m, k, q, scales, scaled_sums, qsums);
+}
+
+void quantize_rows_to(float code_max, const float* x, std::int64_t m, std::int64_t k,
+                      std::int16_t* q, float* scales, float* scaled_sums, std::int32_t* qsums) {
   PAGODA_CHECK_EQ(k % kInt16Block, 0) << "int16 activations come in blocks of 32 columns";
   const std::int64_t num_blocks = k / kInt16Block;
   const __m256 float_max = _mm256_set1_ps(std::numeric_limits<float>::max());
   const __m256 sign = _mm256_set1_ps(-0.0f);
-  const float code_max = cpu_activation_code_max();
   // The same fp32 operations as avx512::quantize_rows_int16 (max is exact in any order).
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t b = 0; b < num_blocks; ++b) {

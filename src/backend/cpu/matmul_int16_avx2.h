@@ -63,6 +63,10 @@ void quantize_rows_int16(const float* x /* [m, k] */, std::int64_t m, std::int64
                          std::int16_t* q /* [m, k] */, float* scales /* [m, k / 32] */,
                          float* scaled_sums /* [m, k / 32] */,
                          std::int32_t* qsums /* [m, k / 32] */);
+/// quantize_rows_int16 with codes up to `code_max` whatever cpu_activation_code_max() says (127:
+/// the int8 tile's x, matmul_int8_avx2.h).
+void quantize_rows_to(float code_max, const float* x, std::int64_t m, std::int64_t k,
+                      std::int16_t* q, float* scales, float* scaled_sums, std::int32_t* qsums);
 
 /// The m <= 8 * vectors rows of x quantized as quantize_rows_int16 and transposed for int16_tile:
 /// pairs[c / 2, l] = q[l, c] | q[l, c + 1] << 16;  scales[b, l] = s;  scaled_sums[b, l] = qsum * s

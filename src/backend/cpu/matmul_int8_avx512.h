@@ -15,21 +15,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/int8_columns.h"
 #include "model/dtype.h"
 
 namespace pagoda::cpu::avx512 {
 
-/// x transposed and quantized for int8_tile (16 x vectors lanes, k a multiple of 32), as
-/// quantize_columns_int16 with codes in [-127, 127]:
-struct Int8Columns {
-  const std::int32_t* quads = nullptr;    ///< [k / 4, lanes]: bytes q[l, 4c'], .., q[l, 4c' + 3]
-  const float* scales = nullptr;          ///< [k / 32, lanes]: s
-  const float* scaled_sums = nullptr;     ///< [k / 32, lanes]: qsum * s
-  const std::int32_t* offsets = nullptr;  ///< [k / 16, lanes]: -128 * sum of q over 16 columns
-};
-
-/// Fills the arrays Int8Columns names from xt [k, 16 * vectors] (transpose_to_columns): the same
-/// fp32 operations as quantize_columns_int16 with a code maximum of 127.
+/// Fills the arrays Int8Columns names (16 x vectors lanes) from xt [k, 16 * vectors]
+/// (transpose_to_columns): the same fp32 operations as quantize_columns_int16 with a code maximum
+/// of 127.
 void quantize_columns_int8(const float* xt, std::int64_t k, std::int64_t vectors,
                            std::int32_t* quads, float* scales, float* scaled_sums,
                            std::int32_t* offsets);
