@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_kernel_loops.h"
 #include "backend/cpu/interleaved_panel_readers.h"
 #include "backend/cpu/interleaved_rows.h"
@@ -54,7 +55,10 @@ std::int32_t load_word(const void* p) {
 }
 
 // flatten: every block's lambda inlined, so a block's 16 code vectors stay in registers.
-template <typename Panel, int kRows>
+// kInt8: x's codes are int8-range (cpu_int8_activations()), so l, read as signed bytes, is q
+// itself, and one vpdpbusd per unit (unsigned codes qu by q) replaces the two on h and l:
+// dot(qw, q) = dot(qu, q) - c qsum, c = 128 for Q8_0 and the type's offset otherwise.
+template <typename Panel, int kRows, bool kInt8>
 __attribute__((flatten)) void panels_direct(const Int16XBytes& x, std::int64_t k,
                                             const std::uint8_t* panels, std::size_t row_bytes,
                                             std::int64_t num_rows, std::int64_t panel_begin,
@@ -98,6 +102,23 @@ __attribute__((flatten)) void panels_direct(const Int16XBytes& x, std::int64_t k
               const __m512 s = _mm512_set1_ps(x.scales[xb]);
 #pragma GCC unroll 2
               for (int t = 0; t < kSub; ++t) {
+                const std::int32_t qsum =
+                    kSub == 1 ? x.qsums[xb] : x.half_sums[static_cast<std::size_t>(2 * xb + t)];
+                if constexpr (kInt8) {
+                  constexpr int kCodeOffset = Panel::kSigned ? 128 : Panel::kOffset;
+                  __m512i dot = _mm512_set1_epi32(-kCodeOffset * qsum);
+#pragma GCC unroll 8
+                  for (int u = t * kUnitsPerSub; u < (t + 1) * kUnitsPerSub; ++u) {
+                    dot = _mm512_dpbusd_epi32(dot, code_u[u],
+                                              _mm512_set1_epi32(load_word(l + 4 * u)));
+                  }
+                  acc[i] =
+                      _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(scale[t], s), acc[i]);
+                  if constexpr (Panel::kHasMin) {
+                    acc[i] = _mm512_fmadd_ps(min, _mm512_set1_ps(x.scaled_sums[xb]), acc[i]);
+                  }
+                  continue;
+                }
                 __m512i high = _mm512_setzero_si512();
                 __m512i low = _mm512_setzero_si512();
 #pragma GCC unroll 8
@@ -112,8 +133,6 @@ __attribute__((flatten)) void panels_direct(const Int16XBytes& x, std::int64_t k
                 }
                 __m512i dot = _mm512_add_epi32(_mm512_slli_epi32(high, 8), low);
                 if constexpr (Panel::kOffset != 0) {
-                  const std::int32_t qsum =
-                      kSub == 1 ? x.qsums[xb] : x.half_sums[static_cast<std::size_t>(2 * xb + t)];
                   dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(Panel::kOffset * qsum));
                 }
                 acc[i] =
@@ -145,9 +164,11 @@ void interleaved_direct(DType dtype, const Int16XBytes& x, std::int64_t m, std::
     PAGODA_CHECK_EQ(k % (32 * Panel::kGroupBlocks), 0) << dtype_name(dtype) << " rows of " << k;
     PAGODA_CHECK_EQ(row_bytes, static_cast<std::size_t>(k / 32 / Panel::kGroupBlocks) *
                                    static_cast<std::size_t>(Panel::kGroupBytes));
+    const bool int8 = cpu_int8_activations();
     int16::with_row_count<8>(m, [&](auto rows) {
-      panels_direct<Panel, decltype(rows)::value>(x, k, panels, row_bytes, num_rows, panel_begin,
-                                                  panel_end, y, ldy);
+      constexpr int kRows = decltype(rows)::value;
+      auto* kernel = int8 ? panels_direct<Panel, kRows, true> : panels_direct<Panel, kRows, false>;
+      kernel(x, k, panels, row_bytes, num_rows, panel_begin, panel_end, y, ldy);
     });
   });
 }

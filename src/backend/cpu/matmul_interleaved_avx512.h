@@ -12,7 +12,9 @@
 //                                                            Q6_K per 16 columns (c = 32)
 //   dot(qw, q) = 256 (dot(qu, h) - 128 sum(h)) + dot(l, qw)  Q8_0 (qu = qw + 128)
 //
-// exact in int32, then the contract's fp32 steps in its order.
+// exact in int32, then the contract's fp32 steps in its order. With int8 activations
+// (cpu_int8_activations()) h is 0 or -1 and l is q's two's complement byte, so one product on l
+// as signed bytes does: dot(qw, q) = dot(qu, q) - c qsum (Q8_0: c = 128).
 #pragma once
 
 #include <cstddef>

@@ -41,34 +41,43 @@ const std::vector<Case>& cases() {
   return all;
 }
 
+// With int16 and int8 activations (the AVX-512 kernel's own int8 path, cpu_int8_activations()).
 TEST(MatmulInterleavedTest, DecodeKernelIsTheContractBitForBit) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "the interleaved kernels need AVX2";
   SCOPED_TRACE(seed_trace());
   std::mt19937_64 rng(test_seed() + 41);
   ThreadPool pool(3);
-  for (const Case& c : cases()) {
-    for (std::int64_t n : {1, 15, 16, 17, 47}) {
-      const std::vector<std::uint8_t> bytes = random_weights(rng, c.dtype, n, c.k);
-      const TensorView rows = dense_view(bytes.data(), c.dtype, n, c.k);
-      const InterleavedMatrix panels = interleave_rows(rows);
-      for (std::int64_t m = 1; m <= 8; ++m) {
-        SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
-                     " n=" + std::to_string(n) + " m=" + std::to_string(m));
-        const std::vector<float> x = activations(rng, m, c.k);
-        const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
-        std::vector<float> want(static_cast<std::size_t>(m * n));
-        for (std::int64_t i = 0; i < m; ++i) {
-          for (std::int64_t j = 0; j < n; ++j) {
-            want[static_cast<std::size_t>(i * n + j)] =
-                testing::contract(c.dtype, x.data() + i * c.k, rows.row(j), c.k) + bias[j];
+  const CpuActivations asked = cpu_activations();
+  for (const CpuActivations codes : {CpuActivations::kInt16, CpuActivations::kInt8}) {
+    set_cpu_activations(codes);
+    const float code_max = cpu_activation_code_max();
+    for (const Case& c : cases()) {
+      for (std::int64_t n : {1, 15, 16, 17, 47}) {
+        const std::vector<std::uint8_t> bytes = random_weights(rng, c.dtype, n, c.k);
+        const TensorView rows = dense_view(bytes.data(), c.dtype, n, c.k);
+        const InterleavedMatrix panels = interleave_rows(rows);
+        for (std::int64_t m = 1; m <= 8; ++m) {
+          SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " k=" + std::to_string(c.k) +
+                       " n=" + std::to_string(n) + " m=" + std::to_string(m) +
+                       " code max=" + std::to_string(code_max));
+          const std::vector<float> x = activations(rng, m, c.k);
+          const std::vector<float> bias = random_floats(rng, static_cast<std::size_t>(n));
+          std::vector<float> want(static_cast<std::size_t>(m * n));
+          for (std::int64_t i = 0; i < m; ++i) {
+            for (std::int64_t j = 0; j < n; ++j) {
+              want[static_cast<std::size_t>(i * n + j)] =
+                  testing::contract(c.dtype, x.data() + i * c.k, rows.row(j), c.k, code_max) +
+                  bias[j];
+            }
           }
+          std::vector<float> y(static_cast<std::size_t>(m * n), -1.0f);
+          matmul(pool, x.data(), m, panels.view, bias.data(), y.data(), MatmulKernel::kDirectInt16);
+          EXPECT_TRUE(bitwise_equal(y, want));
         }
-        std::vector<float> y(static_cast<std::size_t>(m * n), -1.0f);
-        matmul(pool, x.data(), m, panels.view, bias.data(), y.data(), MatmulKernel::kDirectInt16);
-        EXPECT_TRUE(bitwise_equal(y, want));
       }
     }
   }
+  set_cpu_activations(asked);
 }
 
 // A fused call mixing an interleaved and a row-major weight: each output as alone.
