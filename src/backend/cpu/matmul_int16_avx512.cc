@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
+#include "backend/cpu/int16_tile_avx512.h"
 #include "backend/cpu/int16_tile_rows.h"
 #include "backend/cpu/int16_tile_rows_avx512.h"
 #include "backend/cpu/interleaved_rows.h"
@@ -123,122 +124,26 @@ namespace {
 
 using int16::with_int16_block;
 
-// Per 32-column block: 16 column pairs, each kVectors loads of x and kRows x kVectors
-// vpdpwssd whose weight pair is an embedded broadcast; the first pair of each sub-block uses
-// vpmaddwd, so its sums start without a zeroing, and after its last pair the sums join the fp32
-// accumulators. Between pairs the next block is decoded into the other buffer, one of the
-// layout's kDecodeSteps every 16 / kDecodeSteps pairs; a group's scales (all its blocks, all rows)
-// are decoded before its first block.
-template <typename Block, int kVectors, typename Rows>
-void int16_tile_typed(const std::int32_t* pairs, const float* scales, const float* scaled_sums,
-                      std::int64_t k, const Rows& rows, float* acc) {
-  constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
-  constexpr int kWidth = 16 * kVectors;
-  constexpr int kPairs = kInt16Block / 2;
-  constexpr int kSub = Block::kSubBlocks;
-  constexpr int kSubPairs = kPairs / kSub;
-  constexpr int kGroup = Block::kGroupBlocks;
-  constexpr int kSteps = Rows::kDecodeSteps;
-  // Q2_K: mins per 16 columns need x's sums per 16 columns, which quantize_columns_int16 does not
-  // give; the tile sums them from the pairs (one more vpdpwssd per pair and vector).
-  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
-  const std::int64_t num_blocks = k / kInt16Block;
-  static_assert(kRows <= 8 && Rows::kScaleRows == 8 && Rows::kQuantInts <= 8 * kPairs);
-  alignas(64) std::int32_t quants[2][8 * kPairs] = {};
-  // Scales of the current group ([j * kSub + t][row]) or, for one-block groups, of each buffer's
-  // block ([buffer][row], read with its quants: cheaper than a gather per block).
-  alignas(32) float group_scale[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
-  alignas(32) float group_min[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
-  // Block b's decode into `buffer` (the one-block scales too; K-quants' come from scales8).
-  const auto decode = [&](int step, int buffer, std::int64_t b) {
-    rows.decode(step, b / kGroup, static_cast<int>(b % kGroup), quants[buffer], group_scale[buffer],
-                group_min[buffer]);
-  };
-  for (int step = 0; step < kSteps; ++step) decode(step, 0, 0);
-  __m512 a[kRows][kVectors];
-#pragma GCC unroll 12
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) a[r][v] = _mm512_loadu_ps(acc + r * kWidth + v * 16);
+// x as int16 column pairs for tile_typed (int16_tile_avx512.h): a sub-block's first pair starts
+// its sums with vpmaddwd (no zeroing), vpdpwssd adds each next.
+struct Int16Pairs {
+  static constexpr int kUnits = kInt16Block / 2;
+  const std::int32_t* units;
+  const float* scales;
+  const float* scaled_sums;
+
+  template <int kSub, int kWidth>
+  __m512i start(std::int64_t /*b*/, int /*t*/, int /*v*/) const {
+    return _mm512_setzero_si512();
   }
-  // A runtime block loop: unrolling a group's blocks (constant shifts, as int16_direct does)
-  // makes the tile 1.6x slower (8 copies of the unrolled pair loop; one thread, 16 x 2048 *
-  // Q4_K 512x2048).
-  for (std::int64_t b = 0; b < num_blocks; ++b) {
-    const int j = static_cast<int>(b % kGroup);
-    if (kGroup > 1 && j == 0) rows.scales8(b / kGroup, group_scale[0], group_min[0]);
-    const int current = static_cast<int>(b & 1);
-    const int following = current ^ 1;
-    const bool has_following = b + 1 < num_blocks;
-    rows.prefetch_next(b);
-    const std::int32_t* xb = pairs + b * kPairs * kWidth;
-    __m512 s[kVectors];
-#pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) s[v] = _mm512_loadu_ps(scales + b * kWidth + v * 16);
-#pragma GCC unroll 2
-    for (int t = 0; t < kSub; ++t) {
-      __m512i sums[kRows][kVectors];
-      __m512i half_sums[kVectors];
-#pragma GCC unroll 16
-      for (int p = t * kSubPairs; p < (t + 1) * kSubPairs; ++p) {
-        __m512i xv[kVectors];
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + p * kWidth + v * 16);
-        if constexpr (kHalfSums) {
-          const __m512i ones = _mm512_set1_epi16(1);
-#pragma GCC unroll 4
-          for (int v = 0; v < kVectors; ++v) {
-            half_sums[v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], ones)
-                                              : _mm512_dpwssd_epi32(half_sums[v], xv[v], ones);
-          }
-        }
-#pragma GCC unroll 12
-        for (int r = 0; r < kRows; ++r) {
-          const __m512i wv = _mm512_set1_epi32(quants[current][Rows::unit_index(r, p)]);
-#pragma GCC unroll 4
-          for (int v = 0; v < kVectors; ++v) {
-            sums[r][v] = p == t * kSubPairs ? _mm512_madd_epi16(xv[v], wv)
-                                            : _mm512_dpwssd_epi32(sums[r][v], xv[v], wv);
-          }
-        }
-#pragma GCC unroll 16
-        for (int step = 0; step < kSteps; ++step) {
-          if (step * kPairs / kSteps == p && has_following) decode(step, following, b + 1);
-        }
-      }
-      __m512 qs[kVectors];
-      if constexpr (kHalfSums) {
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) {
-          qs[v] = _mm512_mul_ps(_mm512_cvtepi32_ps(half_sums[v]), s[v]);
-        }
-      } else if constexpr (Block::kHasMin) {
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) {
-          qs[v] = _mm512_loadu_ps(scaled_sums + b * kWidth + v * 16);
-        }
-      }
-#pragma GCC unroll 12
-      for (int r = 0; r < kRows; ++r) {
-        const int at = kGroup == 1 ? current : j * kSub + t;
-        const __m512 d = _mm512_set1_ps(group_scale[at][r]);
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) {
-          a[r][v] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][v]), _mm512_mul_ps(d, s[v]), a[r][v]);
-          if constexpr (Block::kHasMin) {
-            a[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(group_min[at][r]), qs[v], a[r][v]);
-          }
-        }
-      }
-    }
+  static __m512i first(__m512i /*start*/, __m512i w, __m512i x) { return _mm512_madd_epi16(x, w); }
+  static __m512i mac(__m512i sum, __m512i w, __m512i x) { return _mm512_dpwssd_epi32(sum, x, w); }
+  static __m512i half_step(__m512i half, __m512i x, bool first) {
+    const __m512i ones = _mm512_set1_epi16(1);
+    return first ? _mm512_madd_epi16(x, ones) : _mm512_dpwssd_epi32(half, x, ones);
   }
-#pragma GCC unroll 12
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(acc + r * kWidth + v * 16, a[r][v]);
-  }
-}
+  static __m512 half_sums(__m512i half, __m512i /*start*/) { return _mm512_cvtepi32_ps(half); }
+};
 
 // 16 vectors of 16 int32 lanes, p[s] the vpmaddwd of weight row s with x (lane l: columns 2l and
 // 2l + 1), summed per row: lane s of half[0] is row s's sum over columns 0-15, of half[1] over
@@ -598,18 +503,19 @@ void int16_tile(DType dtype, const std::int32_t* pairs, const float* scales,
                 const float* scaled_sums, std::int64_t vectors, std::int64_t k,
                 const std::uint8_t* w, std::size_t w_stride, std::int64_t num_rows,
                 const std::uint8_t* next, std::int64_t next_rows, float* acc) {
+  const Int16Pairs codes{.units = pairs, .scales = scales, .scaled_sums = scaled_sums};
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     int16::check_whole_groups<Block, kInt16Block>(k);
     if (vectors == 1) {
       const int16::RowMajorTile<Block, int16_tile_rows(1), Avx512Tiles> rows(w, w_stride, num_rows,
                                                                              next, next_rows);
-      return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, rows, acc);
+      return tile_typed<Block, 1>(codes, k, rows, acc);
     }
     PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
     const int16::RowMajorTile<Block, int16_tile_rows(2), Avx512Tiles> rows(w, w_stride, num_rows,
                                                                            next, next_rows);
-    int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, rows, acc);
+    tile_typed<Block, 2>(codes, k, rows, acc);
   });
 }
 
@@ -647,16 +553,17 @@ void int16_tile_interleaved(DType dtype, const std::int32_t* pairs, const float*
                             const float* scaled_sums, std::int64_t vectors, std::int64_t k,
                             const std::uint8_t* panels, std::size_t row_bytes, std::int64_t n0,
                             std::int64_t num_rows, float* acc) {
+  const Int16Pairs codes{.units = pairs, .scales = scales, .scaled_sums = scaled_sums};
   with_int16_block(dtype, [&](auto block) {
     using Block = decltype(block);
     if constexpr (int16::kInterleaves<Block>) {
       int16::check_whole_groups<Block, kInt16Block>(k);
       const int16::PanelTile<Block, Avx512Tiles> rows(panels, row_bytes, n0, num_rows);
       if (vectors == 1) {
-        return int16_tile_typed<Block, 1>(pairs, scales, scaled_sums, k, rows, acc);
+        return tile_typed<Block, 1>(codes, k, rows, acc);
       }
       PAGODA_CHECK_EQ(vectors, 2) << "int16_tile takes up to " << kInt16PieceRows << " rows";
-      int16_tile_typed<Block, 2>(pairs, scales, scaled_sums, k, rows, acc);
+      tile_typed<Block, 2>(codes, k, rows, acc);
     } else {
       PAGODA_CHECK(false) << "no interleaved layout of " << dtype_name(dtype);
     }

@@ -15,7 +15,9 @@
 // bit against a scalar transcription, tests/unit/backend/int16_contract.h):
 //
 //   amax   = max |x[i, c]| over the block             (fp32)
-//   s      = amax / 32767,  q[c] = round_half_even(x[i, c] * (32767 / amax))   (0 if amax == 0)
+//   s      = amax / Q,  q[c] = round_half_even(x[i, c] * (Q / amax))   (0 if amax == 0)
+//            Q = 32767, or 127 with int8 activations (cpu_activation_code_max(); the int8 tile,
+//            matmul_int8_avx512.h, multiplies those codes as bytes)
 //            a non-finite x in the block makes s NaN, so the row's outputs are NaN
 //
 // Weight row n's block b has S sub-blocks t (S = 2 for Q6_K, Q3_K and Q2_K: columns 0-15 and

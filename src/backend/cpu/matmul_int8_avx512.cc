@@ -10,6 +10,7 @@
 
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
+#include "backend/cpu/int16_tile_avx512.h"
 #include "backend/cpu/int16_tile_rows.h"
 #include "backend/cpu/int16_tile_rows_avx512.h"
 #include "backend/cpu/matmul_int16_avx512.h"
@@ -71,111 +72,34 @@ namespace {
 
 using int16::with_int16_block;
 
-// int16_tile_typed (matmul_int16_avx512.cc) on quads: per 32-column block 8 quads, each kVectors
-// loads of x and kRows x kVectors vpdpbusd on an embedded broadcast of the row's offset codes,
-// each sub-block's sums starting at x's offsets; the decode of the next block and the fp32
-// epilogue are int16_tile_typed's.
-template <typename Block, int kVectors, typename Rows>
-void int8_tile_typed(const Int8Columns& x, std::int64_t k, const Rows& rows, float* acc) {
-  constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
-  constexpr int kWidth = 16 * kVectors;
-  constexpr int kQuads = kInt16Block / 4;
-  constexpr int kSub = Block::kSubBlocks;
-  constexpr int kSubQuads = kQuads / kSub;
-  constexpr int kGroup = Block::kGroupBlocks;
-  constexpr int kSteps = Rows::kDecodeSteps;
-  // Q2_K: mins per 16 columns take x's sums per 16 columns, which the offsets hold (times -128).
-  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
-  const std::int64_t num_blocks = k / kInt16Block;
-  static_assert(kRows <= 8 && Rows::kScaleRows == 8 && Rows::kQuantInts <= 8 * kQuads);
-  alignas(64) std::int32_t quants[2][8 * kQuads] = {};
-  alignas(32) float group_scale[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
-  alignas(32) float group_min[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
-  const auto decode = [&](int step, int buffer, std::int64_t b) {
-    rows.decode(step, b / kGroup, static_cast<int>(b % kGroup), quants[buffer], group_scale[buffer],
-                group_min[buffer]);
-  };
-  for (int step = 0; step < kSteps; ++step) decode(step, 0, 0);
-  __m512 a[kRows][kVectors];
-#pragma GCC unroll 12
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) a[r][v] = _mm512_loadu_ps(acc + r * kWidth + v * 16);
+// x as byte quads for tile_typed (int16_tile_avx512.h): vpdpbusd of the offset weight codes by
+// x's bytes, each sub-block's sums starting at its offsets.
+struct Int8Quads {
+  static constexpr int kUnits = kInt16Block / 4;
+  const std::int32_t* units;
+  const float* scales;
+  const float* scaled_sums;
+  const std::int32_t* offsets;
+
+  template <int kSub, int kWidth>
+  __m512i start(std::int64_t b, int t, int v) const {
+    const std::int32_t* o = offsets + 2 * b * kWidth + v * 16;
+    return kSub == 2 ? _mm512_loadu_si512(o + t * kWidth)
+                     : _mm512_add_epi32(_mm512_loadu_si512(o), _mm512_loadu_si512(o + kWidth));
   }
-  for (std::int64_t b = 0; b < num_blocks; ++b) {
-    const int j = static_cast<int>(b % kGroup);
-    if (kGroup > 1 && j == 0) rows.scales8(b / kGroup, group_scale[0], group_min[0]);
-    const int current = static_cast<int>(b & 1);
-    const int following = current ^ 1;
-    const bool has_following = b + 1 < num_blocks;
-    rows.prefetch_next(b);
-    const std::int32_t* xb = x.quads + b * kQuads * kWidth;
-    const std::int32_t* ob = x.offsets + 2 * b * kWidth;
-    __m512 s[kVectors];
-#pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) s[v] = _mm512_loadu_ps(x.scales + b * kWidth + v * 16);
-#pragma GCC unroll 2
-    for (int t = 0; t < kSub; ++t) {
-      __m512i start[kVectors];
-#pragma GCC unroll 4
-      for (int v = 0; v < kVectors; ++v) {
-        start[v] = kSub == 2 ? _mm512_loadu_si512(ob + t * kWidth + v * 16)
-                             : _mm512_add_epi32(_mm512_loadu_si512(ob + v * 16),
-                                                _mm512_loadu_si512(ob + kWidth + v * 16));
-      }
-      __m512i sums[kRows][kVectors];
-#pragma GCC unroll 8
-      for (int u = t * kSubQuads; u < (t + 1) * kSubQuads; ++u) {
-        __m512i xv[kVectors];
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + u * kWidth + v * 16);
-#pragma GCC unroll 12
-        for (int r = 0; r < kRows; ++r) {
-          const __m512i wv = _mm512_set1_epi32(quants[current][Rows::unit_index(r, u)]);
-#pragma GCC unroll 4
-          for (int v = 0; v < kVectors; ++v) {
-            sums[r][v] = _mm512_dpbusd_epi32(u == t * kSubQuads ? start[v] : sums[r][v], wv, xv[v]);
-          }
-        }
-#pragma GCC unroll 8
-        for (int step = 0; step < kSteps; ++step) {
-          if (step * kQuads / kSteps == u && has_following) decode(step, following, b + 1);
-        }
-      }
-      __m512 qs[kVectors];
-      if constexpr (kHalfSums) {
-        // -128 h is exact in fp32 and so is its product with -1/128: float(h) * s, as int16_tile.
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) {
-          const __m512 h = _mm512_mul_ps(_mm512_cvtepi32_ps(start[v]), _mm512_set1_ps(-1.0f / 128));
-          qs[v] = _mm512_mul_ps(h, s[v]);
-        }
-      } else if constexpr (Block::kHasMin) {
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) {
-          qs[v] = _mm512_loadu_ps(x.scaled_sums + b * kWidth + v * 16);
-        }
-      }
-#pragma GCC unroll 12
-      for (int r = 0; r < kRows; ++r) {
-        const int at = kGroup == 1 ? current : j * kSub + t;
-        const __m512 d = _mm512_set1_ps(group_scale[at][r]);
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) {
-          a[r][v] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][v]), _mm512_mul_ps(d, s[v]), a[r][v]);
-          if constexpr (Block::kHasMin) {
-            a[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(group_min[at][r]), qs[v], a[r][v]);
-          }
-        }
-      }
-    }
+  static __m512i first(__m512i start, __m512i w, __m512i x) {
+    return _mm512_dpbusd_epi32(start, w, x);
   }
-#pragma GCC unroll 12
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(acc + r * kWidth + v * 16, a[r][v]);
+  static __m512i mac(__m512i sum, __m512i w, __m512i x) { return _mm512_dpbusd_epi32(sum, w, x); }
+  static __m512i half_step(__m512i half, __m512i /*x*/, bool /*first*/) { return half; }
+  // Q2_K's: start = -128 h, and its product with -1/128 is exact: float(h), as int16_tile's.
+  static __m512 half_sums(__m512i /*half*/, __m512i start) {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(start), _mm512_set1_ps(-1.0f / 128));
   }
+};
+
+Int8Quads quads_of(const Int8Columns& x) {
+  return {.units = x.quads, .scales = x.scales, .scaled_sums = x.scaled_sums, .offsets = x.offsets};
 }
 
 }  // namespace
@@ -189,12 +113,12 @@ void int8_tile(DType dtype, const Int8Columns& x, std::int64_t vectors, std::int
     if (vectors == 1) {
       const int16::RowMajorTile<Block, int16_tile_rows(1), Avx512ByteTiles> rows(
           w, w_stride, num_rows, next, next_rows);
-      return int8_tile_typed<Block, 1>(x, k, rows, acc);
+      return tile_typed<Block, 1>(quads_of(x), k, rows, acc);
     }
     PAGODA_CHECK_EQ(vectors, 2) << "int8_tile takes up to " << kInt16PieceRows << " rows";
     const int16::RowMajorTile<Block, int16_tile_rows(2), Avx512ByteTiles> rows(
         w, w_stride, num_rows, next, next_rows);
-    int8_tile_typed<Block, 2>(x, k, rows, acc);
+    tile_typed<Block, 2>(quads_of(x), k, rows, acc);
   });
 }
 
@@ -206,9 +130,9 @@ void int8_tile_interleaved(DType dtype, const Int8Columns& x, std::int64_t vecto
     if constexpr (int16::kInterleaves<Block>) {
       int16::check_whole_groups<Block, kInt16Block>(k);
       const int16::PanelTile<Block, Avx512ByteTiles> rows(panels, row_bytes, n0, num_rows);
-      if (vectors == 1) return int8_tile_typed<Block, 1>(x, k, rows, acc);
+      if (vectors == 1) return tile_typed<Block, 1>(quads_of(x), k, rows, acc);
       PAGODA_CHECK_EQ(vectors, 2) << "int8_tile takes up to " << kInt16PieceRows << " rows";
-      int8_tile_typed<Block, 2>(x, k, rows, acc);
+      tile_typed<Block, 2>(quads_of(x), k, rows, acc);
     } else {
       PAGODA_CHECK(false) << "no interleaved layout of " << dtype_name(dtype);
     }

@@ -1,0 +1,144 @@
+// The AVX-512 tile's loop (int16_tile, matmul_int16_avx512.h, and int8_tile,
+// matmul_int8_avx512.h), written once over how x's codes are multiplied, a `Codes` policy:
+//
+//   kUnits               int32 units of x per 32-column block and lane: 16 pairs of int16 codes
+//                        (vpdpwssd) or 8 quads of byte codes (vpdpbusd)
+//   units, scales, scaled_sums
+//                        x: [k / 32 * kUnits, lanes], [k / 32, lanes], [k / 32, lanes]
+//   start<kSub, kWidth>(b, t, v)
+//                        what sub-block t's int32 sums start from (vector v of block b; kSub
+//                        sub-blocks a block, kWidth lanes)
+//   first(start, w, x)   the sums after the sub-block's first unit; mac(sum, w, x) after each next
+//   half_sums(h, start)  x's sums over the sub-block's 16 columns as fp32 (Q2_K's mins), from what
+//                        half_step(h, x, first) gathered over its units
+//
+// The weights come from an int16_tile_rows.h layout whose Isa stores the codes as that policy
+// multiplies them. AVX-512 intrinsics, internal linkage: include only from translation units
+// compiled with AVX-512 F/BW/VNNI (and VL) as matmul_int16_avx512.cc.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/matmul_int16_avx512.h"
+
+namespace pagoda::cpu::avx512 {
+namespace {
+
+// Per 32-column block: kUnits units, each kVectors loads of x and kRows x kVectors dot products
+// whose weight unit is an embedded broadcast; after a sub-block's last unit the sums join the fp32
+// accumulators. Between units the next block is decoded into the other buffer, one of the
+// layout's kDecodeSteps every kUnits / kDecodeSteps units; a group's scales (all its blocks, all
+// rows) are decoded before its first block.
+template <typename Block, int kVectors, typename Rows, typename Codes>
+void tile_typed(const Codes& x, std::int64_t k, const Rows& rows, float* acc) {
+  constexpr int kRows = static_cast<int>(int16_tile_rows(kVectors));
+  constexpr int kWidth = 16 * kVectors;
+  constexpr int kUnits = Codes::kUnits;
+  constexpr int kSub = Block::kSubBlocks;
+  constexpr int kSubUnits = kUnits / kSub;
+  constexpr int kGroup = Block::kGroupBlocks;
+  constexpr int kSteps = Rows::kDecodeSteps;
+  // Q2_K: mins per 16 columns need x's sums per 16 columns (Codes::half_sums).
+  constexpr bool kHalfSums = kSub == 2 && Block::kHasMin;
+  const std::int64_t num_blocks = k / kInt16Block;
+  static_assert(kRows <= 8 && Rows::kScaleRows == 8 && Rows::kQuantInts <= 8 * kUnits);
+  alignas(64) std::int32_t quants[2][8 * kUnits] = {};
+  // Scales of the current group ([j * kSub + t][row]) or, for one-block groups, of each buffer's
+  // block ([buffer][row], read with its quants: cheaper than a gather per block).
+  alignas(32) float group_scale[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
+  alignas(32) float group_min[kGroup == 1 ? 2 : kGroup * kSub][8] = {};
+  // Block b's decode into `buffer` (the one-block scales too; K-quants' come from scales8).
+  const auto decode = [&](int step, int buffer, std::int64_t b) {
+    rows.decode(step, b / kGroup, static_cast<int>(b % kGroup), quants[buffer], group_scale[buffer],
+                group_min[buffer]);
+  };
+  for (int step = 0; step < kSteps; ++step) decode(step, 0, 0);
+  __m512 a[kRows][kVectors];
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) a[r][v] = _mm512_loadu_ps(acc + r * kWidth + v * 16);
+  }
+  // A runtime block loop: unrolling a group's blocks (constant shifts, as int16_direct does)
+  // makes the tile 1.6x slower (8 copies of the unrolled unit loop; one thread, 16 x 2048 *
+  // Q4_K 512x2048).
+  for (std::int64_t b = 0; b < num_blocks; ++b) {
+    const int j = static_cast<int>(b % kGroup);
+    if (kGroup > 1 && j == 0) rows.scales8(b / kGroup, group_scale[0], group_min[0]);
+    const int current = static_cast<int>(b & 1);
+    const int following = current ^ 1;
+    const bool has_following = b + 1 < num_blocks;
+    rows.prefetch_next(b);
+    const std::int32_t* xb = x.units + b * kUnits * kWidth;
+    __m512 s[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) s[v] = _mm512_loadu_ps(x.scales + b * kWidth + v * 16);
+#pragma GCC unroll 2
+    for (int t = 0; t < kSub; ++t) {
+      __m512i start[kVectors];
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) start[v] = x.template start<kSub, kWidth>(b, t, v);
+      __m512i sums[kRows][kVectors];
+      __m512i half[kVectors] = {};
+#pragma GCC unroll 16
+      for (int u = t * kSubUnits; u < (t + 1) * kSubUnits; ++u) {
+        const bool first = u == t * kSubUnits;
+        __m512i xv[kVectors];
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_si512(xb + u * kWidth + v * 16);
+        if constexpr (kHalfSums) {
+#pragma GCC unroll 4
+          for (int v = 0; v < kVectors; ++v) half[v] = Codes::half_step(half[v], xv[v], first);
+        }
+#pragma GCC unroll 12
+        for (int r = 0; r < kRows; ++r) {
+          const __m512i wv = _mm512_set1_epi32(quants[current][Rows::unit_index(r, u)]);
+#pragma GCC unroll 4
+          for (int v = 0; v < kVectors; ++v) {
+            sums[r][v] =
+                first ? Codes::first(start[v], wv, xv[v]) : Codes::mac(sums[r][v], wv, xv[v]);
+          }
+        }
+#pragma GCC unroll 16
+        for (int step = 0; step < kSteps; ++step) {
+          if (step * kUnits / kSteps == u && has_following) decode(step, following, b + 1);
+        }
+      }
+      __m512 qs[kVectors];
+      if constexpr (kHalfSums) {
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) {
+          qs[v] = _mm512_mul_ps(Codes::half_sums(half[v], start[v]), s[v]);
+        }
+      } else if constexpr (Block::kHasMin) {
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) {
+          qs[v] = _mm512_loadu_ps(x.scaled_sums + b * kWidth + v * 16);
+        }
+      }
+#pragma GCC unroll 12
+      for (int r = 0; r < kRows; ++r) {
+        const int at = kGroup == 1 ? current : j * kSub + t;
+        const __m512 d = _mm512_set1_ps(group_scale[at][r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) {
+          a[r][v] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][v]), _mm512_mul_ps(d, s[v]), a[r][v]);
+          if constexpr (Block::kHasMin) {
+            a[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(group_min[at][r]), qs[v], a[r][v]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(acc + r * kWidth + v * 16, a[r][v]);
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::cpu::avx512
