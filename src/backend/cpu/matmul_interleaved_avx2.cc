@@ -23,21 +23,23 @@ constexpr std::size_t kPrefetchBytes = 4096;
 
 // x for one row, in the forms the kernel broadcasts: per 4 columns c .. c + 3, the int16 pairs
 // (q[c], q[c + 2]) and (q[c + 1], q[c + 3]) as 32-bit words (the even and odd bytes of a lane),
-// and q's sum per 16 columns (what the codes' offsets take off).
+// or, for int8 codes, their 4 bytes; and q's sum per 16 columns (what the codes' offsets take off).
 struct XRow {
-  const std::int32_t* even;  // [k / 4]
-  const std::int32_t* odd;   // [k / 4]
-  const std::int32_t* sums;  // [k / 16]
+  const std::int32_t* even;   // [k / 4]
+  const std::int32_t* odd;    // [k / 4]
+  const std::int32_t* quads;  // [k / 4], int8 codes only
+  const std::int32_t* sums;   // [k / 16]
 };
 
 struct XForms {
-  std::vector<std::int32_t> even, odd, sums;
+  std::vector<std::int32_t> even, odd, quads, sums;
 };
 
-void make_x_forms(const std::int16_t* q, std::int64_t m, std::int64_t k, XForms& x) {
+void make_x_forms(const std::int16_t* q, std::int64_t m, std::int64_t k, bool int8, XForms& x) {
   const auto units = static_cast<std::size_t>(m * k / 4);
-  x.even.resize(units);
-  x.odd.resize(units);
+  x.even.resize(int8 ? 0 : units);
+  x.odd.resize(int8 ? 0 : units);
+  x.quads.resize(int8 ? units : 0);
   x.sums.resize(static_cast<std::size_t>(m * k / 16));
   const auto word = [](std::int16_t low, std::int16_t high) {
     return static_cast<std::int32_t>(
@@ -46,8 +48,16 @@ void make_x_forms(const std::int16_t* q, std::int64_t m, std::int64_t k, XForms&
   };
   for (std::size_t u = 0; u < units; ++u) {
     const std::int16_t* c = q + 4 * u;
-    x.even[u] = word(c[0], c[2]);
-    x.odd[u] = word(c[1], c[3]);
+    if (int8) {
+      std::uint32_t quad = 0;
+      for (int j = 0; j < 4; ++j) {
+        quad |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(c[j])) << (8 * j);
+      }
+      x.quads[u] = static_cast<std::int32_t>(quad);
+    } else {
+      x.even[u] = word(c[0], c[2]);
+      x.odd[u] = word(c[1], c[3]);
+    }
   }
   for (std::size_t s = 0; s < x.sums.size(); ++s) {
     std::int32_t sum = 0;
@@ -111,7 +121,9 @@ namespace plain {
 #pragma GCC target("avxvnni")
 namespace vnni {
 #define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
+#define PAGODA_BYTE_DOT_ADD(acc, u, s) _mm256_dpbusd_avx_epi32(acc, u, s)
 #include "backend/cpu/matmul_interleaved_avx2_kernel.inc"
+#undef PAGODA_BYTE_DOT_ADD
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace vnni
 #pragma GCC pop_options
@@ -124,12 +136,16 @@ void interleaved_direct(DType dtype, const std::int16_t* q, const float* scales,
                         std::int64_t panel_begin, std::int64_t panel_end, float* y,
                         std::int64_t ldy) {
   PAGODA_CHECK(m >= 1 && m <= 8) << m << " rows of x";
+  // int8 codes go through byte products where AVX-VNNI has them (else as int16, the same bits).
+  const bool avx_vnni = cpu_int16_avx_vnni();
+  const bool int8 = avx_vnni && cpu_int8_activations();
   thread_local XForms forms;
-  make_x_forms(q, m, k, forms);
+  make_x_forms(q, m, k, int8, forms);
   XRow rows[8];
   for (std::int64_t i = 0; i < m; ++i) {
-    rows[i] = {.even = forms.even.data() + i * k / 4,
-               .odd = forms.odd.data() + i * k / 4,
+    rows[i] = {.even = forms.even.data() + (int8 ? 0 : i * k / 4),
+               .odd = forms.odd.data() + (int8 ? 0 : i * k / 4),
+               .quads = forms.quads.data() + (int8 ? i * k / 4 : 0),
                .sums = forms.sums.data() + i * k / 16};
   }
   PAGODA_CHECK(interleave_supported(dtype)) << "no interleaved kernel for " << dtype_name(dtype);
@@ -143,12 +159,12 @@ void interleaved_direct(DType dtype, const std::int16_t* q, const float* scales,
     // 1.4x) though each reads the weights again.
     constexpr std::int64_t kPassRows = 4;
     const std::int64_t num_blocks = k / 32;
-    const bool avx_vnni = cpu_int16_avx_vnni();
     for (std::int64_t i0 = 0; i0 < m; i0 += kPassRows) {
       int16::with_row_count<kPassRows>(std::min(kPassRows, m - i0), [&](auto count) {
         constexpr int kRows = decltype(count)::value;
-        auto* kernel =
-            avx_vnni ? vnni::panels_direct<Panel, kRows> : plain::panels_direct<Panel, kRows>;
+        auto* kernel = int8       ? vnni::panels_direct<Panel, kRows, true>
+                       : avx_vnni ? vnni::panels_direct<Panel, kRows, false>
+                                  : plain::panels_direct<Panel, kRows, false>;
         kernel(rows + i0, scales + i0 * num_blocks, scaled_sums + i0 * num_blocks, k, panels,
                row_bytes, num_rows, panel_begin, panel_end, y + i0 * ldy, ldy);
       });
