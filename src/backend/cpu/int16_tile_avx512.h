@@ -1,5 +1,6 @@
-// The AVX-512 tile's loop (int16_tile, matmul_int16_avx512.h, and int8_tile,
-// matmul_int8_avx512.h), written once over how x's codes are multiplied, a `Codes` policy:
+// The AVX-512 tiles' x and loop (int16_tile, matmul_int16_avx512.h, and int8_tile,
+// matmul_int8_avx512.h): a block of x's columns quantized (ColumnBlock), and the loop written once
+// over how x's codes are multiplied, a `Codes` policy:
 //
 //   kUnits               int32 units of x per 32-column block and lane: 16 pairs of int16 codes
 //                        (vpdpwssd) or 8 quads of byte codes (vpdpbusd)
@@ -20,11 +21,42 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "backend/cpu/matmul_int16_avx512.h"
 
 namespace pagoda::cpu::avx512 {
 namespace {
+
+// One 32-column block of x transposed (column c of 16 rows at column + c * width) as the contract
+// quantizes it for codes up to code_max: to_int, and s per lane (NaN where a value is not finite,
+// to_int 0 there and where amax is 0). The tiles' quantizers, quantize_columns_int16 and _int8.
+struct ColumnBlock {
+  __m512 to_int;
+  __m512 s;
+};
+
+inline ColumnBlock column_block_scale(const float* column, std::int64_t width, __m512 code_max) {
+  const __m512 float_max = _mm512_set1_ps(std::numeric_limits<float>::max());
+  __m512 amax = _mm512_setzero_ps();
+  __mmask16 non_finite = 0;
+  for (int c = 0; c < kInt16Block; ++c) {
+    const __m512 magnitude = _mm512_abs_ps(_mm512_loadu_ps(column + c * width));
+    amax = _mm512_max_ps(amax, magnitude);
+    // Not <= FLT_MAX: infinite or NaN (max_ps would let a NaN slip past).
+    non_finite |= _mm512_cmp_ps_mask(magnitude, float_max, _CMP_NLE_UQ);
+  }
+  const __mmask16 scaled = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                           static_cast<__mmask16>(~non_finite);
+  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  return {.to_int = _mm512_maskz_div_ps(scaled, code_max, amax),
+          .s = _mm512_mask_blend_ps(non_finite, _mm512_div_ps(amax, code_max), nan)};
+}
+
+// Column c's codes: cvtps rounds to nearest even (MXCSR default); |x * to_int| <= code_max.
+inline __m512i column_codes(const float* column, std::int64_t width, int c, __m512 to_int) {
+  return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(column + c * width), to_int));
+}
 
 // Per 32-column block: kUnits units, each kVectors loads of x and kRows x kVectors dot products
 // whose weight unit is an embedded broadcast; after a sub-block's last unit the sums join the fp32

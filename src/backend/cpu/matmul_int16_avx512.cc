@@ -29,40 +29,24 @@ void quantize_columns_int16(const float* xt, std::int64_t k, std::int64_t vector
                             std::int32_t* pairs, float* scales, float* scaled_sums) {
   PAGODA_CHECK_EQ(k % kInt16Block, 0) << "int16 activations come in blocks of 32 columns";
   const std::int64_t width = 16 * vectors;
-  const __m512 int16_max = _mm512_set1_ps(cpu_activation_code_max());
-  const __m512 float_max = _mm512_set1_ps(std::numeric_limits<float>::max());
-  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  const __m512 code_max = _mm512_set1_ps(cpu_activation_code_max());
   const __m512i low_half = _mm512_set1_epi32(0xFFFF);
   for (std::int64_t b = 0; b < k / kInt16Block; ++b) {
     for (std::int64_t v = 0; v < vectors; ++v) {
       const float* column = xt + b * kInt16Block * width + v * 16;
-      __m512 amax = _mm512_setzero_ps();
-      __mmask16 non_finite = 0;
-      for (int c = 0; c < kInt16Block; ++c) {
-        const __m512 magnitude = _mm512_abs_ps(_mm512_loadu_ps(column + c * width));
-        amax = _mm512_max_ps(amax, magnitude);
-        // Not <= FLT_MAX: infinite or NaN (max_ps would let a NaN slip past).
-        non_finite |= _mm512_cmp_ps_mask(magnitude, float_max, _CMP_NLE_UQ);
-      }
-      const __mmask16 scaled = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ) &
-                               static_cast<__mmask16>(~non_finite);
-      const __m512 to_int = _mm512_maskz_div_ps(scaled, int16_max, amax);
-      const __m512 s = _mm512_mask_blend_ps(non_finite, _mm512_div_ps(amax, int16_max), nan);
+      const ColumnBlock block = column_block_scale(column, width, code_max);
       __m512i qsum = _mm512_setzero_si512();
       std::int32_t* out = pairs + b * (kInt16Block / 2) * width + v * 16;
       for (int p = 0; p < kInt16Block / 2; ++p) {
-        // cvtps rounds to nearest even (MXCSR default); |x * to_int| <= code max.
-        const __m512i q0 =
-            _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(column + 2 * p * width), to_int));
-        const __m512i q1 = _mm512_cvtps_epi32(
-            _mm512_mul_ps(_mm512_loadu_ps(column + (2 * p + 1) * width), to_int));
+        const __m512i q0 = column_codes(column, width, 2 * p, block.to_int);
+        const __m512i q1 = column_codes(column, width, 2 * p + 1, block.to_int);
         qsum = _mm512_add_epi32(qsum, _mm512_add_epi32(q0, q1));
         _mm512_storeu_si512(out + p * width, _mm512_or_si512(_mm512_and_si512(q0, low_half),
                                                              _mm512_slli_epi32(q1, 16)));
       }
-      _mm512_storeu_ps(scales + b * width + v * 16, s);
+      _mm512_storeu_ps(scales + b * width + v * 16, block.s);
       _mm512_storeu_ps(scaled_sums + b * width + v * 16,
-                       _mm512_mul_ps(_mm512_cvtepi32_ps(qsum), s));
+                       _mm512_mul_ps(_mm512_cvtepi32_ps(qsum), block.s));
     }
   }
 }

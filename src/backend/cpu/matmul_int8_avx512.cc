@@ -6,8 +6,6 @@
 
 #include <immintrin.h>
 
-#include <limits>
-
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
 #include "backend/cpu/int16_tile_avx512.h"
@@ -24,41 +22,26 @@ void quantize_columns_int8(const float* xt, std::int64_t k, std::int64_t vectors
   PAGODA_CHECK_EQ(k % kInt16Block, 0) << "int8 activations come in blocks of 32 columns";
   const std::int64_t width = 16 * vectors;
   const __m512 code_max = _mm512_set1_ps(127.0f);
-  const __m512 float_max = _mm512_set1_ps(std::numeric_limits<float>::max());
-  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
   const __m512i low_byte = _mm512_set1_epi32(0xFF);
   for (std::int64_t b = 0; b < k / kInt16Block; ++b) {
     for (std::int64_t v = 0; v < vectors; ++v) {
       const float* column = xt + b * kInt16Block * width + v * 16;
-      // quantize_columns_int16's operations, in its order.
-      __m512 amax = _mm512_setzero_ps();
-      __mmask16 non_finite = 0;
-      for (int c = 0; c < kInt16Block; ++c) {
-        const __m512 magnitude = _mm512_abs_ps(_mm512_loadu_ps(column + c * width));
-        amax = _mm512_max_ps(amax, magnitude);
-        non_finite |= _mm512_cmp_ps_mask(magnitude, float_max, _CMP_NLE_UQ);
-      }
-      const __mmask16 scaled = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ) &
-                               static_cast<__mmask16>(~non_finite);
-      const __m512 to_int = _mm512_maskz_div_ps(scaled, code_max, amax);
-      const __m512 s = _mm512_mask_blend_ps(non_finite, _mm512_div_ps(amax, code_max), nan);
+      const ColumnBlock block = column_block_scale(column, width, code_max);
       __m512i half_sums[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
       std::int32_t* out = quads + b * (kInt16Block / 4) * width + v * 16;
       for (int u = 0; u < kInt16Block / 4; ++u) {
         __m512i quad = _mm512_setzero_si512();
         for (int c = 0; c < 4; ++c) {
-          // cvtps rounds to nearest even (MXCSR default); |x * to_int| <= 127.
-          const __m512i q = _mm512_cvtps_epi32(
-              _mm512_mul_ps(_mm512_loadu_ps(column + (4 * u + c) * width), to_int));
+          const __m512i q = column_codes(column, width, 4 * u + c, block.to_int);
           half_sums[u / 4] = _mm512_add_epi32(half_sums[u / 4], q);
           quad = _mm512_or_si512(quad, _mm512_slli_epi32(_mm512_and_si512(q, low_byte), 8 * c));
         }
         _mm512_storeu_si512(out + u * width, quad);
       }
       const __m512i qsum = _mm512_add_epi32(half_sums[0], half_sums[1]);
-      _mm512_storeu_ps(scales + b * width + v * 16, s);
+      _mm512_storeu_ps(scales + b * width + v * 16, block.s);
       _mm512_storeu_ps(scaled_sums + b * width + v * 16,
-                       _mm512_mul_ps(_mm512_cvtepi32_ps(qsum), s));
+                       _mm512_mul_ps(_mm512_cvtepi32_ps(qsum), block.s));
       for (int h = 0; h < 2; ++h) {
         _mm512_storeu_si512(
             offsets + (2 * b + h) * width + v * 16,
