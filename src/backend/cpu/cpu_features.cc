@@ -155,7 +155,8 @@ bool cpu_interleave_weights(std::int64_t max_num_seqs) {
   const char* value = std::getenv("PAGODA_CPU_INTERLEAVE");
   const std::string_view setting = value != nullptr ? value : "";
   if (setting == "0") return false;
-  return cpu_has_avx512_vnni() || setting == "1" || max_num_seqs == 1;
+  return cpu_has_avx512_vnni() || setting == "1" || max_num_seqs == 1 ||
+         (cpu_int8_activations() && cpu_int16_avx_vnni());
 }
 
 }  // namespace pagoda::cpu

@@ -66,11 +66,13 @@ void set_cpu_int16_direct_vnni(bool on);
 /// repacks quantized weights into 16-row panels at load (interleaved_rows.h) for the int16
 /// kernels: int16 activations are on (the panels' readers are the int16 kernels), the CPU has no
 /// usable AMX (whose tiles read row-major weights), PAGODA_CPU_INTERLEAVE is not "0", and either
-/// the CPU has AVX-512 VNNI, or it has AVX2 and PAGODA_CPU_INTERLEAVE is "1" or max_num_seqs is 1.
-/// On AVX2 the panels speed batch-1 decode up (1.2-1.7x) but the tile runs 9-32 rows on them at
-/// 0.88-0.98x (serving 16 streams 0.92-0.94x, 4 streams 0.92x or, with AVX-VNNI, 1.07x;
-/// docs/perf/cpu.md, "Interleaved panels on AVX2"), so only one-sequence engines
-/// (`pagoda generate`, `--max-num-seqs 1`) take them unasked.
+/// the CPU has AVX-512 VNNI, or it has AVX2 and PAGODA_CPU_INTERLEAVE is "1" or max_num_seqs is 1
+/// or int8 activations run on AVX-VNNI. On AVX2 with int16 codes the panels speed batch-1 decode
+/// up (1.2-1.7x) but the tile runs 9-32 rows on them at 0.88-0.98x (serving 16 streams
+/// 0.92-0.94x, 4 streams 0.92x or, with AVX-VNNI, 1.07x; docs/perf/cpu.md, "Interleaved panels on
+/// AVX2"), so only one-sequence engines (`pagoda generate`, `--max-num-seqs 1`) take them unasked;
+/// the int8 tile reads K-quant panels faster than rows at every row count (serving 1.34x at 16
+/// streams, 1.65x at 4; "Int8 activations").
 bool cpu_interleave_weights(std::int64_t max_num_seqs);
 
 }  // namespace pagoda::cpu

@@ -73,13 +73,26 @@ void matmul_amx_int16(ThreadPool& pool, const float* x, std::int64_t m,
 // 0.85-0.98x at 32, level at 512).
 constexpr std::int64_t kAvx2PanelsInPlaceMaxRows = 32;
 
-// The interleaved weights of `outputs` deinterleaved into a thread-local buffer, which `weights`
-// (a copy of outputs) then names instead.
+// Whether the AVX2 tile reads `w`'s panels in place at m rows of x. The int8 tile (AVX-VNNI) reads
+// K-quant panels faster than their rows at every row count: its row-major reader gathers each
+// group's scales row by row where a panel holds them side by side (512 rows, one thread: Q4_K
+// 1.46x, Q6_K 1.14x; Q8_0 and Q4_0 0.84x, so those still go deinterleaved past 32 rows).
+bool avx2_tile_reads_in_place(const TensorView& w, std::int64_t m, bool int8_tile) {
+  if (m <= kAvx2PanelsInPlaceMaxRows) return true;
+  return int8_tile &&
+         (w.dtype == DType::kQ4_K || w.dtype == DType::kQ5_K || w.dtype == DType::kQ6_K);
+}
+
+// The interleaved weights of `outputs` that the AVX2 tile does not read in place at m rows,
+// deinterleaved into a thread-local buffer, which `weights` (a copy of outputs) then names instead.
 void deinterleave_for_avx2_tile(ThreadPool& pool, std::span<const MatmulOutput> outputs,
-                                std::span<MatmulOutput> weights) {
+                                std::int64_t m, bool int8_tile, std::span<MatmulOutput> weights) {
+  const auto moved = [&](const TensorView& w) {
+    return w.interleaved && !avx2_tile_reads_in_place(w, m, int8_tile);
+  };
   std::size_t bytes = 0;
   for (const MatmulOutput& out : outputs) {
-    if (out.w.interleaved) bytes += static_cast<std::size_t>(out.w.num_rows) * out.w.row_stride;
+    if (moved(out.w)) bytes += static_cast<std::size_t>(out.w.num_rows) * out.w.row_stride;
   }
   if (bytes == 0) return;
   thread_local std::vector<std::uint8_t> deinterleaved;
@@ -87,7 +100,7 @@ void deinterleave_for_avx2_tile(ThreadPool& pool, std::span<const MatmulOutput> 
   std::size_t at = 0;
   for (std::size_t t = 0; t < outputs.size(); ++t) {
     const TensorView& w = outputs[t].w;
-    if (!w.interleaved) continue;
+    if (!moved(w)) continue;
     std::uint8_t* rows = deinterleaved.data() + at;
     const std::int64_t panels = (w.num_rows + kInterleavedRows - 1) / kInterleavedRows;
     pool.parallel_for(panels, [&](std::int64_t begin, std::int64_t end) {
@@ -207,8 +220,9 @@ void matmul_broadcast_int16(ThreadPool& pool, const float* x, std::int64_t m,
   const std::int64_t piece_rows = avx512_kernel ? avx512::kInt16PieceRows : avx2::kInt16PieceRows;
   std::array<MatmulOutput, kMaxFusedOutputs> weights;
   std::copy(outputs.begin(), outputs.end(), weights.begin());
-  if (!avx512_kernel && m > kAvx2PanelsInPlaceMaxRows) {
-    deinterleave_for_avx2_tile(pool, outputs, weights);
+  if (!avx512_kernel) {
+    deinterleave_for_avx2_tile(pool, outputs, m, cpu_int8_activations() && cpu_int16_avx_vnni(),
+                               weights);
   }
   for (std::int64_t r0 = 0; r0 < m; r0 += piece_rows) {
     const std::int64_t rows = std::min(piece_rows, m - r0);

@@ -168,6 +168,13 @@ TEST(InterleaveWeightsTest, SwitchFollowsTheEnvironmentTheCpuAndTheBatch) {
     ::unsetenv("PAGODA_CPU_INTERLEAVE");
     EXPECT_EQ(cpu::cpu_interleave_weights(max_num_seqs),
               int16 && (cpu::cpu_has_avx512_vnni() || (cpu::cpu_has_avx2() && max_num_seqs == 1)));
+    // Int8 activations on AVX-VNNI take the panels for every engine.
+    const cpu::CpuActivations asked = cpu::cpu_activations();
+    cpu::set_cpu_activations(cpu::CpuActivations::kInt8);
+    EXPECT_EQ(cpu::cpu_interleave_weights(max_num_seqs),
+              int16 && (cpu::cpu_has_avx512_vnni() || cpu::cpu_int16_avx_vnni() ||
+                        (cpu::cpu_has_avx2() && max_num_seqs == 1)));
+    cpu::set_cpu_activations(asked);
   }
   if (before != nullptr) ::setenv("PAGODA_CPU_INTERLEAVE", saved.c_str(), 1);
 }
