@@ -144,7 +144,7 @@ class PanelTile {
   static constexpr bool kNibbles =
       kFifthBit || Block::kType == DType::kQ4_0 || Block::kType == DType::kQ4_1;
   static constexpr int kUnitsPerWord = Isa::kCodeBytes;  // units per 4 columns
-  static constexpr int kSlotInts = 8 * kUnitsPerWord;     // one word of the tile's 8 rows
+  static constexpr int kSlotInts = 8 * kUnitsPerWord;    // one word of the tile's 8 rows
 
  public:
   static constexpr int kDecodeSteps = kNibbles ? 4 : 8;

@@ -335,9 +335,9 @@ void matmul_broadcast(ThreadPool& pool, const float* x, std::int64_t m,
   const float* scales = scales_buffer.data();
   const float* scaled_sums = sums_buffer.data();
   const Int8Columns int8_x{.quads = pairs_buffer.data(),
-                                   .scales = scales,
-                                   .scaled_sums = scaled_sums,
-                                   .offsets = offsets_buffer.data()};
+                           .scales = scales,
+                           .scaled_sums = scaled_sums,
+                           .offsets = offsets_buffer.data()};
   dispatch(
       pool, outputs, tile_rows, [&](const MatmulOutput& out, std::int64_t begin, std::int64_t end) {
         const TensorView& w = out.w;
