@@ -1,5 +1,6 @@
-// The int16 tiles' weight rows (int16_tile_typed in matmul_int16_avx512.cc and in
-// matmul_int16_avx2_kernels.inc), one addressing policy per layout: row-major GGUF rows and
+// The tiles' weight rows (tile_typed in int16_tile_avx512.h, int16_tile_typed in
+// matmul_int16_avx2_kernels.inc, int8_tile_typed in matmul_int8_avx2.cc), one addressing policy
+// per layout: row-major GGUF rows and
 // interleaved panels (interleaved_rows.h). Written once for both ISAs: an `Isa` policy supplies
 // what differs (int16_tile_rows_avx512.h, int16_tile_rows_avx2.h):
 //
