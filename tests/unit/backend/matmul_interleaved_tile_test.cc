@@ -2,8 +2,9 @@
 // the row-major rows: the AVX-512 one (matmul_int16_avx512.h) at every first row (tiles of 6 rows
 // straddle panels, tiles at the end leave panels part empty), the AVX2 one (matmul_int16_avx2.h)
 // at every first row and row count inside a panel (past 32 rows of x it reads them deinterleaved,
-// deinterleave_panel_avx2, except the int8 tile's K-quant panels); so kBroadcastInt16 on an interleaved matrix is
-// kBroadcastInt16 on the row-major one (under PAGODA_CPU_ISA=avx2, the AVX2 tile's).
+// deinterleave_panel_avx2, except the int8 tile's K-quant panels); so kBroadcastInt16 on an
+// interleaved matrix is kBroadcastInt16 on the row-major one (under PAGODA_CPU_ISA=avx2, the AVX2
+// tile's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
