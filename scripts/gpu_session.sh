@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A lent GPU's one long call (issues 27 and 28): every GPU test, the kernel and 8B model benches,
-# then 8B serving BF16 and FP8 (weights + KV cache), all inside a deadline, every figure in
+# then 8B serving BF16 and FP8 (weights + KV cache) and, with the default model, speculation and
+# perplexity per weight path, all inside a deadline, every figure in
 # $OUT/summary.txt. Made from run 28's script (docs/perf/gpu-runs/2026-11-27-h200-run28/), kept
 # here so a session's first call needs no writing:
 #
@@ -114,6 +115,10 @@ if [[ -n "${PAGODA_SMOLLM2_GGUF:-}" ]]; then
     cat "$o/spec/serve_bench_summary.txt" >>"$sum"
     rm -f "$o/spec/serve_bench_summary.txt" "$o/spec/spec.log"
   fi
+  # Perplexity through each CUDA weight path against the CPU's on the same weights (issue 28).
+  echo "-- perplexity, tests/data/quant/perplexity_text.txt, ctx 512" >>"$sum"
+  step perplexity 120 "$sum" bash scripts/gpu_perplexity.sh "$(command -v pagoda)" \
+    "$PAGODA_SMOLLM2_GGUF"
 fi
 step model_b256_fp8kv 100 "$b2" gpu_bench model --config $CFG --batch 256 \
   --context 1500 --steps 8 --quantization fp8 --kv-cache-dtype fp8

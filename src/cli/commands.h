@@ -116,7 +116,8 @@ struct BenchCommand {
 };
 
 /// `pagoda perplexity [MODEL] --text-file F [--ctx 512]`: perplexity of the model on a text over
-/// non-overlapping windows (CPU), to check what a quantization costs in accuracy.
+/// non-overlapping windows, on the CPU or the GPU (--device), to check what a quantization or a
+/// backend costs in accuracy.
 struct PerplexityCommand {
   std::string model;
   std::string text_file;
@@ -125,6 +126,7 @@ struct PerplexityCommand {
   int threads = 0;
   bool json = false;
   QuantizationOptions quantization;
+  DeviceOptions device;
   CLI::App* add_to(CLI::App& app);
   int run(const char* argv0) const;
 };

@@ -14,7 +14,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "cli/commands.h"
 #include "cli/model_assets.h"
-#include "models/cpu_model_executor.h"
+#include "engine/model_engine.h"
 #include "models/single_sequence_batcher.h"
 
 namespace pagoda::cli {
@@ -80,24 +80,25 @@ StatusOr<PerplexityResult> evaluate(ModelExecutor& exec, const std::vector<std::
 
 CLI::App* PerplexityCommand::add_to(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
-      "perplexity", "Perplexity of the model on a text file, over windows of --ctx tokens (CPU)");
+      "perplexity", "Perplexity of the model on a text file, over windows of --ctx tokens");
   sub->add_option("model", model, "A .gguf file or a Hugging Face model folder (default model)");
   sub->add_option("--text-file", text_file, "UTF-8 text to score")->required();
   sub->add_option("--ctx", ctx, "Tokens per window")->capture_default_str();
   sub->add_option("--max-windows", max_windows, "Score at most this many windows (0: all)")
       ->capture_default_str();
-  sub->add_option("--threads", threads, "Threads (default: all cores)");
+  sub->add_option("--threads", threads, "CPU threads (default: all cores)");
   sub->add_flag("--json", json, "Print one JSON object instead of text");
   quantization.add_to(*sub);
+  device.add_to(*sub);
   return sub;
 }
 
 int PerplexityCommand::run(const char* argv0) const {
   if (ctx < 2) return report_error(invalid_argument("--ctx must be at least 2"));
   if (max_windows < 0) return report_error(invalid_argument("--max-windows must be >= 0"));
-  auto precision = quantization.for_cpu();
-  if (!precision.ok()) return report_error(precision.status());
-  precision->apply_activations();
+  engine::ExecutorOptions options{.num_threads = threads};
+  // Sets the CPU's activation rounding too, before the weights load.
+  if (Status s = device.apply(quantization, options); !s.ok()) return report_error(s);
   auto text = read_text(text_file);
   if (!text.ok()) return report_error(text.status());
   auto opened = open_model_and_tokenizer(model, argv0);
@@ -108,44 +109,52 @@ int PerplexityCommand::run(const char* argv0) const {
   if (tokens.size() < 2) {
     return report_error(invalid_argument("--text-file has fewer than 2 tokens"));
   }
-  auto executor =
-      models::CpuModelExecutor::create(files, {.num_threads = threads,
-                                               .max_num_batched_tokens = ctx,
-                                               .quantization = precision->quantization,
-                                               .kv_cache_dtype = precision->kv_cache_dtype});
+  // One sequence whose whole window is one prefill step.
+  auto executor = engine::open_executor(files, options,
+                                        {.max_num_batched_tokens = ctx,
+                                         .max_num_seqs = 1,
+                                         .block_size = kBlockSize});
   if (!executor.ok()) return report_error(executor.status());
-  if (ctx > (*executor)->info().max_model_len) {
+  ModelExecutor& exec = *executor->executor;
+  if (ctx > exec.info().max_model_len) {
     return report_error(invalid_argument("--ctx " + std::to_string(ctx) + " exceeds the model's " +
-                                         std::to_string((*executor)->info().max_model_len) +
+                                         std::to_string(exec.info().max_model_len) +
                                          "-token context"));
   }
-  auto result = evaluate(**executor, tokens, ctx, max_windows);
+  auto result = evaluate(exec, tokens, ctx, max_windows);
   if (!result.ok()) return report_error(result.status());
   const double ppl = std::exp(result->nll_sum / static_cast<double>(result->num_scored));
   const std::string quant = files->quantization.method != QuantizationMethod::kNone
                                 ? files->quantization.summary()
                                 : quantization.quantization;
-  const char* kv = precision->kv_cache_dtype == cpu::KvDtype::kF16 ? "fp16" : "fp32";
-  // In effect, not as asked: int16 and int8 need AVX2 (and apply to the int16 kernels' types).
-  const char* activations = cpu::cpu_int8_activations()    ? "int8"
-                            : cpu::cpu_int16_activations() ? "int16"
-                                                           : "fp32";
+  const bool cuda = options.device == engine::Device::kCuda;
+  // The cache and the activations in effect, not as asked: on the CPU int16 and int8 need AVX2
+  // (and apply to the int16 kernels' types); CUDA keeps activations and cache in --dtype.
+  const std::string kv = cuda ? (options.fp8_kv_cache ? "fp8" : device.dtype)
+                         : options.kv_cache_dtype == cpu::KvDtype::kF16 ? "fp16"
+                                                                        : "fp32";
+  const std::string activations = cuda                               ? device.dtype
+                                  : cpu::cpu_int8_activations()      ? "int8"
+                                  : cpu::cpu_int16_activations()     ? "int16"
+                                                                     : "fp32";
   if (json) {
     const nlohmann::json out = {{"perplexity", ppl},
                                 {"num_tokens", result->num_scored},
                                 {"num_windows", result->num_windows},
                                 {"ctx", ctx},
+                                {"device", cuda ? "cuda" : "cpu"},
+                                {"executor", executor->description},
                                 {"quantization", quant},
                                 {"kv_cache_dtype", kv},
-                                {"cpu_activations", activations}};
+                                {cuda ? "dtype" : "cpu_activations", activations}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf(
-        "perplexity %.4f over %lld tokens (%lld windows of <= %lld, quantization %s, KV cache "
+        "perplexity %.4f over %lld tokens (%lld windows of <= %lld, %s, quantization %s, KV cache "
         "%s, activations %s)\n",
         ppl, static_cast<long long>(result->num_scored),
-        static_cast<long long>(result->num_windows), static_cast<long long>(ctx), quant.c_str(), kv,
-        activations);
+        static_cast<long long>(result->num_windows), static_cast<long long>(ctx),
+        executor->description.c_str(), quant.c_str(), kv.c_str(), activations.c_str());
   }
   return 0;
 }

@@ -1,5 +1,6 @@
-"""--device, --dtype and --gpu-memory-utilization on `serve`, `bench offline` and `generate`: the
-refusals a machine without a GPU can check (CI has none), and the CPU engine naming its device.
+"""--device, --dtype and --gpu-memory-utilization on `serve`, `bench offline`, `generate` and
+`perplexity`: the refusals a machine without a GPU can check (CI has none), and the CPU engine
+naming its device.
 The GPU path itself is checked on a GPU machine by scripts/gpu_engine_check.sh."""
 import json
 import os
@@ -25,6 +26,8 @@ NGRAM = json.dumps({"method": "ngram", "num_speculative_tokens": 2})
 GENERATE = ("generate", "--prompt", "Hi", "--max-tokens", "2")
 BENCH = ("bench", "offline", "--num-prompts", "1", "--input-len", "4", "--output-len", "2",
          "--no-single-stream")
+TEXT = os.path.join(os.path.dirname(__file__), "..", "data", "quant", "perplexity_text.txt")
+PERPLEXITY = ("perplexity", "--text-file", TEXT, "--ctx", "64", "--max-windows", "1")
 
 
 def assert_refused(proc, *needles):
@@ -34,7 +37,7 @@ def assert_refused(proc, *needles):
 
 
 @needs_no_gpu
-@pytest.mark.parametrize("command", [("serve", "--port", "0"), BENCH, GENERATE])
+@pytest.mark.parametrize("command", [("serve", "--port", "0"), BENCH, GENERATE, PERPLEXITY])
 def test_device_cuda_without_a_gpu_is_refused(run_pagoda, default_model, command):
     proc = run_pagoda(*command, default_model, "--device", "cuda", timeout=30)
     assert_refused(proc, *NO_CUDA)
@@ -51,7 +54,7 @@ def test_device_cuda_with_speculation_is_refused(run_pagoda, default_model, comm
     assert_refused(proc, *NO_CUDA, "add --device cpu")
 
 
-@pytest.mark.parametrize("command", [("serve", "--port", "0"), BENCH, GENERATE])
+@pytest.mark.parametrize("command", [("serve", "--port", "0"), BENCH, GENERATE, PERPLEXITY])
 @pytest.mark.parametrize("flags, message", [
     (("--device", "tpu"), '--device must be cuda or cpu, got "tpu"'),
     (("--device", "cpu", "--dtype", "fp64"), '--dtype must be bf16, f16 or f32, got "fp64"'),

@@ -22,7 +22,8 @@ import make_checkpoints  # noqa: E402
 
 TEXT = ROOT / "tests" / "data" / "quant" / "perplexity_text.txt"
 # Two windows of 512 tokens: 1022 scored tokens.
-WINDOW_ARGS = ("--ctx", "512", "--max-windows", "2", "--json")
+# The CPU's figures: on a machine with a GPU, perplexity would otherwise run on it.
+WINDOW_ARGS = ("--ctx", "512", "--max-windows", "2", "--json", "--device", "cpu")
 FP8_MARGIN = 1.06
 INT4_MARGIN = 1.40
 ACT_ORDER_MARGIN = 1.75
@@ -111,6 +112,7 @@ def test_int8_activations_cost_little_perplexity(perplexity, default_model):
     base = perplexity(default_model)
     int8 = perplexity(default_model, "--cpu-activations", "int8")
     assert base["cpu_activations"] == "int16" and int8["cpu_activations"] == "int8"
+    assert base["device"] == "cpu" and base["executor"].endswith(" threads")
     assert int8["perplexity"] != base["perplexity"]
     assert int8["perplexity"] == pytest.approx(base["perplexity"], rel=0.03)
 
