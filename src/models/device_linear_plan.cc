@@ -1,5 +1,6 @@
 #include "models/device_linear_plan.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "common/check.h"
 #include "quant/f8_s_block.h"
 #include "quant/gguf_repack.h"
+#include "quant/load_threads.h"
 #include "quant/q4_z_block.h"
 
 namespace pagoda::models {
@@ -87,6 +89,24 @@ bool one_type(std::span<const cpu::TensorView> parts) {
   return true;
 }
 
+// Rows per work item when a layer's rows are copied on the load threads.
+constexpr std::int64_t kRowsPerCopy = 64;
+
+// The row each part starts at in the stack, and the stack's height last.
+std::vector<std::int64_t> first_rows(std::span<const cpu::TensorView> parts) {
+  std::vector<std::int64_t> first = {0};
+  for (const cpu::TensorView& p : parts) first.push_back(first.back() + p.num_rows);
+  return first;
+}
+
+// Row n of the parts stacked (first: first_rows(parts)).
+const std::uint8_t* stacked_row(std::span<const cpu::TensorView> parts,
+                                const std::vector<std::int64_t>& first, std::int64_t n) {
+  const auto p = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), n) -
+                                          first.begin() - 1);
+  return parts[p].row(n - first[p]);
+}
+
 }  // namespace
 
 std::string_view device_linear_kind_name(DeviceLinearKind kind) {
@@ -138,12 +158,13 @@ StatusOr<quant::QuantizedMatrix> concatenate_rows(std::span<const cpu::TensorVie
   for (const cpu::TensorView& p : parts) m.rows += p.num_rows;
   const std::size_t bytes_per_row = row_bytes(parts[0]);
   m.bytes.resize(static_cast<std::size_t>(m.rows) * bytes_per_row);
-  std::uint8_t* out = m.bytes.data();
-  for (const cpu::TensorView& p : parts) {
-    for (std::int64_t r = 0; r < p.num_rows; ++r, out += bytes_per_row) {
-      std::memcpy(out, p.row(r), bytes_per_row);
+  const std::vector<std::int64_t> first = first_rows(parts);
+  quant::parallel_ranges(m.rows, kRowsPerCopy, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t n = begin; n < end; ++n) {
+      std::memcpy(m.bytes.data() + static_cast<std::size_t>(n) * bytes_per_row,
+                  stacked_row(parts, first, n), bytes_per_row);
     }
-  }
+  });
   if (parts[0].input_permutation != nullptr) {
     m.input_permutation.assign(parts[0].input_permutation,
                                parts[0].input_permutation + parts[0].num_cols);
@@ -210,8 +231,22 @@ StatusOr<std::size_t> planned_table_bytes(const cpu::TensorView& table, bool act
 }
 
 StatusOr<quant::Fp8ChannelMatrix> fp8_layout(std::span<const cpu::TensorView> parts) {
-  PAGODA_ASSIGN_OR_RETURN(const quant::QuantizedMatrix stacked, concatenate_rows(parts));
-  return quant::split_fp8_per_channel(stacked);
+  check_row_major(parts);
+  if (!stackable(parts) || parts[0].dtype != DType::kF8_S) {
+    return invalid_argument("fp8_layout: the parts are not F8_S of one width and permutation");
+  }
+  // Split straight from the parts: stacking them first would copy the layer once more.
+  const std::vector<std::int64_t> first = first_rows(parts);
+  PAGODA_ASSIGN_OR_RETURN(
+      quant::Fp8ChannelMatrix m,
+      quant::split_fp8_per_channel(first.back(), parts[0].num_cols, [&](std::int64_t n) {
+        return stacked_row(parts, first, n);
+      }));
+  if (parts[0].input_permutation != nullptr) {
+    m.input_permutation.assign(parts[0].input_permutation,
+                               parts[0].input_permutation + parts[0].num_cols);
+  }
+  return m;
 }
 
 std::int64_t uniform_q4_z_group_size(const quant::QuantizedMatrix& m) {

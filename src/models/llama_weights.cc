@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/random_fill_draw.h"
+#include "common/vector_clones.h"
 #include "model/dequantize.h"
 #include "models/architecture.h"
 #include "models/linear_weights.h"
@@ -256,16 +257,31 @@ std::uint16_t draw_bf16_at(std::uint64_t seed, std::uint64_t i, float low, float
   return to_bf16(random_fill_value(seed, i, low, high - low));
 }
 
+// out[i] = draw_bf16_at(seed, first + i, low, high) for i < n, and the same as fp32: cloned per
+// ISA, so the hash and the rounding vectorize and fmaf is one instruction where the CPU has FMA
+// (the baseline calls libm for it).
+PAGODA_VECTOR_CLONES void draw_bf16_range(std::uint64_t seed, std::uint64_t first, float low,
+                                          float high, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    out[i] = draw_bf16_at(seed, first + static_cast<std::uint64_t>(i), low, high);
+  }
+}
+
+PAGODA_VECTOR_CLONES void draw_f32_range(std::uint64_t seed, std::uint64_t first, float low,
+                                         float high, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    out[i] = from_bf16(draw_bf16_at(seed, first + static_cast<std::uint64_t>(i), low, high));
+  }
+}
+
 // out[i] = draw_bf16_at(seed, i, low, high) for every i: an 8B model's 7.5 billion weights take a
 // while on one core, and every element is independent.
 void draw_bf16(std::uint64_t seed, float low, float high, std::span<std::uint16_t> out) {
   constexpr std::int64_t kElementsPerRange = std::int64_t{1} << 20;
   quant::parallel_ranges(static_cast<std::int64_t>(out.size()), kElementsPerRange,
                          [&](std::int64_t begin, std::int64_t end) {
-                           for (std::int64_t i = begin; i < end; ++i) {
-                             out[static_cast<std::size_t>(i)] =
-                                 draw_bf16_at(seed, static_cast<std::uint64_t>(i), low, high);
-                           }
+                           draw_bf16_range(seed, static_cast<std::uint64_t>(begin), low, high,
+                                           out.data() + begin, end - begin);
                          });
 }
 
@@ -351,9 +367,7 @@ StatusOr<QuantizedDummyLinear> quantized_dummy_linear(std::uint64_t seed,
     // longer than drawing it.
     const quant::RowSource drawn = [&, first_row](std::int64_t n, std::span<float> row) {
       const auto base = static_cast<std::uint64_t>((first_row + n) * cols);
-      for (std::size_t j = 0; j < row.size(); ++j) {
-        row[j] = from_bf16(draw_bf16_at(seed, base + j, -bound, bound));
-      }
+      draw_f32_range(seed, base, -bound, bound, row.data(), cols);
     };
     first_row += r;
     StatusOr<quant::QuantizedMatrix> m = quantization == quant::LoadTimeQuantization::kFp8

@@ -1,8 +1,10 @@
 #include "quant/float_codes.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
+#include "common/vector_clones.h"
 #include "model/dequantize.h"
 
 namespace pagoda::quant {
@@ -39,6 +41,50 @@ std::uint8_t float_to_fp8_e4m3(float value) {
   magnitude += 0x7FFFFu + ((magnitude >> 20) & 1u);
   const std::uint32_t code = (magnitude >> 20) - ((127u - 7u) << 3);
   return sign | static_cast<std::uint8_t>(code > 0x7E ? 0x7E : code);
+}
+
+// float_to_fp8_e4m3 as selects: each branch's result is computed and the one that applies kept.
+// The subnormal steps round with the 2^23 trick: adding 2^23 to a value below 2^22 rounds it to
+// an integer, to nearest even as nearbyint does in the default rounding mode, and leaves that
+// integer in the sum's low mantissa bits. The cases are picked with masks: GCC moves float
+// operations whose result a select may drop into a branch, which stops the vectorizer.
+PAGODA_VECTOR_CLONES void fp8_e4m3_codes(const float* values, float scale, std::uint8_t* codes,
+                                         std::int64_t n) {
+  constexpr std::uint32_t kMaxBits = std::bit_cast<std::uint32_t>(kFp8E4M3Max);
+  constexpr std::uint32_t kSmallestNormalBits = std::bit_cast<std::uint32_t>(0x1p-6f);
+  constexpr std::uint32_t kTwoTo23Bits = std::bit_cast<std::uint32_t>(0x1p23f);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(values[i] / scale);
+    const std::uint32_t sign = (bits >> 24) & 0x80u;
+    const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+    const std::uint32_t rounded = magnitude + 0x7FFFFu + ((magnitude >> 20) & 1u);
+    std::uint32_t code = (rounded >> 20) - ((127u - 7u) << 3);
+    code = code > 0x7Eu ? 0x7Eu : code;
+    // Clamped so that every lane's sum stays below 2^24, used or not.
+    const std::uint32_t small = magnitude < kSmallestNormalBits ? magnitude : kSmallestNormalBits;
+    const std::uint32_t steps =
+        std::bit_cast<std::uint32_t>(std::bit_cast<float>(small) * 512.0f + 0x1p23f) -
+        kTwoTo23Bits;
+    const std::uint32_t subnormal = 0u - std::uint32_t{magnitude < kSmallestNormalBits};
+    const std::uint32_t saturated = 0u - std::uint32_t{magnitude >= kMaxBits};
+    const std::uint32_t nan = 0u - std::uint32_t{magnitude > 0x7F800000u};
+    code = (steps & subnormal) | (code & ~subnormal);
+    code = (0x7Eu & saturated) | (code & ~saturated);
+    code |= sign;
+    codes[i] = static_cast<std::uint8_t>((0x7Fu & nan) | (code & ~nan));
+  }
+}
+
+// Over the magnitudes' bits: for non-NaN floats they order as the values do.
+PAGODA_VECTOR_CLONES float max_magnitude(const float* values, std::int64_t n) {
+  std::uint32_t largest = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t magnitude = std::bit_cast<std::uint32_t>(values[i]) & 0x7FFFFFFFu;
+    // A mask rather than a select, which GCC turns into a branch that stops the vectorizer.
+    const std::uint32_t counted = magnitude & (0u - std::uint32_t{magnitude <= 0x7F800000u});
+    largest = std::max(largest, counted);
+  }
+  return std::bit_cast<float>(largest);
 }
 
 }  // namespace pagoda::quant

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "pagoda/status.h"
@@ -16,7 +17,7 @@ namespace pagoda::quant {
 struct Fp8ChannelMatrix {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  std::vector<std::uint8_t> codes;  ///< [rows, cols] E4M3, in stored column order
+  LoadBytes codes;                  ///< [rows, cols] E4M3, in stored column order
   std::vector<float> scales;        ///< [rows]
   /// As QuantizedMatrix::input_permutation (empty for FP8 checkpoints so far).
   std::vector<std::int32_t> input_permutation;
@@ -24,5 +25,12 @@ struct Fp8ChannelMatrix {
 
 /// UNIMPLEMENTED when a row's blocks carry different scales (block-scaled FP8).
 StatusOr<Fp8ChannelMatrix> split_fp8_per_channel(const QuantizedMatrix& matrix);
+
+/// The same for F8_S rows handed over one at a time: `row(n)` is row n's cols / 32 blocks (a
+/// stack of parts split without copying them together first). Rows are split on the load
+/// threads; the input permutation is left empty.
+StatusOr<Fp8ChannelMatrix> split_fp8_per_channel(
+    std::int64_t rows, std::int64_t cols,
+    const std::function<const std::uint8_t*(std::int64_t n)>& row);
 
 }  // namespace pagoda::quant

@@ -8,6 +8,7 @@
 #include "quant/f8_s_block.h"
 #include "quant/float_codes.h"
 #include "quant/load_rows.h"
+#include "quant/load_threads.h"
 
 namespace pagoda::quant {
 
@@ -70,15 +71,18 @@ StatusOr<QuantizedMatrix> fp8_from_checkpoint(const std::string& name, const Mod
   }
   QuantizedMatrix m = empty_f8_s(rows, cols, block_cols);
   const std::int64_t num_blocks = cols / 32;
-  for (std::int64_t n = 0; n < rows; ++n) {
-    const std::uint8_t* codes = weight.data.data() + n * cols;
-    std::uint8_t* dst = m.bytes.data() + static_cast<std::size_t>(n) * m.row_bytes();
-    for (std::int64_t b = 0; b < num_blocks; ++b) {
-      const std::int64_t tile = (n / block_rows) * tiles_per_row + (b * 32) / block_cols;
-      write_f8_s_block(scales[static_cast<std::size_t>(tile)], codes + b * 32,
-                       dst + b * kF8SBlockBytes);
+  constexpr std::int64_t kRowsPerRange = 64;
+  parallel_ranges(rows, kRowsPerRange, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t n = begin; n < end; ++n) {
+      const std::uint8_t* codes = weight.data.data() + n * cols;
+      std::uint8_t* dst = m.bytes.data() + static_cast<std::size_t>(n) * m.row_bytes();
+      for (std::int64_t b = 0; b < num_blocks; ++b) {
+        const std::int64_t tile = (n / block_rows) * tiles_per_row + (b * 32) / block_cols;
+        write_f8_s_block(scales[static_cast<std::size_t>(tile)], codes + b * 32,
+                         dst + b * kF8SBlockBytes);
+      }
     }
-  }
+  });
   return m;
 }
 
@@ -97,15 +101,15 @@ StatusOr<QuantizedMatrix> quantize_fp8_per_channel(const std::string& name, cons
   }
   QuantizedMatrix m = empty_f8_s(rows, cols, cols);
   for_each_row_f32(rows, cols, source, [&](std::int64_t n, std::span<const float> row) {
-    float amax = 0.0f;
-    for (const float v : row) amax = std::max(amax, std::fabs(v));
+    const float amax = max_magnitude(row.data(), cols);
     // An all-zero row keeps scale 1 so no division by zero produces NaN codes.
     const float scale = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
     std::uint8_t* dst = m.bytes.data() + static_cast<std::size_t>(n) * m.row_bytes();
-    std::uint8_t codes[32];
+    thread_local std::vector<std::uint8_t> codes;
+    codes.resize(static_cast<std::size_t>(cols));
+    fp8_e4m3_codes(row.data(), scale, codes.data(), cols);
     for (std::int64_t b = 0; b < cols / 32; ++b) {
-      for (int j = 0; j < 32; ++j) codes[j] = float_to_fp8_e4m3(row[b * 32 + j] / scale);
-      write_f8_s_block(scale, codes, dst + b * kF8SBlockBytes);
+      write_f8_s_block(scale, codes.data() + b * 32, dst + b * kF8SBlockBytes);
     }
   });
   return m;

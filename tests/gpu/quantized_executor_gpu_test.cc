@@ -171,7 +171,9 @@ cpu::TensorView gguf(models::LlamaWeights& weights, const cpu::TensorView& view,
   owned->rows = view.num_rows;
   owned->cols = view.num_cols;
   owned->group_size = 32;
-  owned->bytes = quant::testing::quantize_gguf(type, dense.data(), view.num_rows, view.num_cols);
+  const std::vector<std::uint8_t> blocks =
+      quant::testing::quantize_gguf(type, dense.data(), view.num_rows, view.num_cols);
+  owned->bytes.assign(blocks.begin(), blocks.end());
   const cpu::TensorView out = cpu::dense_view(owned->bytes.data(), type, owned->rows, owned->cols);
   weights.repacked.push_back(std::move(owned));
   return out;

@@ -127,7 +127,8 @@ std::vector<std::uint8_t> quantized(const cpu::TensorView& view,
                ? quant::quantize_fp8_per_channel("w", t, view.num_rows, view.num_cols)
                : quant::quantize_int4_rtn("w", t, view.num_rows, view.num_cols);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return m.ok() ? m->bytes : std::vector<std::uint8_t>{};
+  return m.ok() ? std::vector<std::uint8_t>(m->bytes.begin(), m->bytes.end())
+                : std::vector<std::uint8_t>{};
 }
 
 // --quantization with dummy weights: the bf16 draws of the same seed, quantized exactly as a

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "model/dequantize.h"
 
@@ -95,6 +96,49 @@ TEST(Fp8E4M3, BitArithmeticEqualsTheFormulaEverywhere) {
     const float v = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
     ASSERT_EQ(float_to_fp8_e4m3(v), formula_fp8_e4m3(v))
         << "bits " << std::bit_cast<std::uint32_t>(v);
+  }
+}
+
+// The vectorized encoder (this CPU's clone of it) against the scalar one on the same inputs:
+// every bf16 value at three scales, then random bit patterns, at lengths that leave vector
+// tails.
+TEST(Fp8E4M3, VectorCodesEqualTheScalarEncoder) {
+  std::vector<float> values(0x10000);
+  for (std::uint32_t b = 0; b < 0x10000; ++b) values[b] = std::bit_cast<float>(b << 16);
+  std::mt19937 rng(13);
+  for (int i = 0; i < (1 << 20); ++i) {
+    values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  }
+  std::vector<std::uint8_t> codes(values.size());
+  for (const float scale : {1.0f, 448.0f / 3.0f, 0x1p-7f}) {
+    for (std::size_t begin = 0; begin < values.size();) {
+      const std::size_t n = std::min<std::size_t>(values.size() - begin, 1 + rng() % 77);
+      fp8_e4m3_codes(values.data() + begin, scale, codes.data() + begin,
+                     static_cast<std::int64_t>(n));
+      begin += n;
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(codes[i], float_to_fp8_e4m3(values[i] / scale))
+          << "bits " << std::bit_cast<std::uint32_t>(values[i]) << " / " << scale;
+    }
+  }
+}
+
+TEST(Fp8E4M3, MaxMagnitudeSkipsNaNAsStdMaxDoes) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> row(1 + rng() % 300);
+    for (float& v : row) v = normal(rng);
+    if (trial % 3 == 0) row[rng() % row.size()] = std::numeric_limits<float>::quiet_NaN();
+    if (trial % 5 == 0) row[rng() % row.size()] = -std::numeric_limits<float>::infinity();
+    if (trial % 7 == 0) std::fill(row.begin(), row.end(), -0.0f);
+    float want = 0.0f;
+    for (const float v : row) want = std::max(want, std::fabs(v));
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(max_magnitude(row.data(),
+                                                         static_cast<std::int64_t>(row.size()))),
+              std::bit_cast<std::uint32_t>(want))
+        << "trial " << trial;
   }
 }
 

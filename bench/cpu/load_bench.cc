@@ -1,0 +1,56 @@
+// Host-side load time of one 8B-shaped quantized linear layer, the work the CUDA executor does
+// per layer before its upload (docs/perf/gpu.md, start-up): the dummy draw quantized at load as
+// the CPU's (quantized_dummy_linear), then the GPU layout (fp8_layout / w4a16_layout).
+//   ./build/bench/cpu/pagoda_load_bench --benchmark_filter=...
+#include <benchmark/benchmark.h>
+
+#include <array>
+
+#include "models/device_linear_plan.h"
+#include "models/llama_weights.h"
+
+namespace pagoda::models {
+namespace {
+
+// Llama-3.1-8B: gate+up [2 x 14336, 4096] and down [4096, 14336].
+constexpr std::array<std::int64_t, 2> kGateUp = {14336, 14336};
+constexpr std::array<std::int64_t, 1> kDown = {4096};
+
+quant::LoadTimeQuantization quantization_of(std::int64_t arg) {
+  return arg == 0 ? quant::LoadTimeQuantization::kFp8 : quant::LoadTimeQuantization::kInt4;
+}
+
+void run(benchmark::State& state, std::span<const std::int64_t> rows, std::int64_t cols) {
+  const quant::LoadTimeQuantization q = quantization_of(state.range(0));
+  const bool layout = state.range(1) != 0;
+  std::int64_t weights = 0;
+  for (const std::int64_t r : rows) weights += r * cols;
+  for (auto _ : state) {
+    StatusOr<QuantizedDummyLinear> drawn = quantized_dummy_linear(7, rows, cols, q);
+    if (!drawn.ok()) {
+      state.SkipWithError(drawn.status().message().c_str());
+      return;
+    }
+    if (!layout) continue;
+    if (q == quant::LoadTimeQuantization::kFp8) {
+      StatusOr<quant::Fp8ChannelMatrix> m = fp8_layout(drawn->parts);
+      if (!m.ok()) state.SkipWithError(m.status().message().c_str());
+      benchmark::DoNotOptimize(m);
+    } else {
+      StatusOr<quant::W4A16Matrix> m = w4a16_layout(drawn->parts);
+      if (!m.ok()) state.SkipWithError(m.status().message().c_str());
+      benchmark::DoNotOptimize(m);
+    }
+  }
+  state.counters["Gweights/s"] = benchmark::Counter(
+      static_cast<double>(weights) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: quantization (0 fp8, 1 int4), layout (0: the draw quantized; 1: then the GPU layout).
+void BM_LoadGateUp(benchmark::State& state) { run(state, kGateUp, 4096); }
+void BM_LoadDown(benchmark::State& state) { run(state, kDown, 14336); }
+BENCHMARK(BM_LoadGateUp)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadDown)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace pagoda::models
