@@ -1,13 +1,18 @@
 // Host-side load time of one 8B-shaped quantized linear layer, the work the CUDA executor does
-// per layer before its upload (docs/perf/gpu.md, start-up): the dummy draw quantized at load as
-// the CPU's (quantized_dummy_linear), then the GPU layout (fp8_layout / w4a16_layout).
+// per layer before its upload (docs/quantization.md, "Dummy weights quantized at load"): the
+// dummy draw quantized at load as the CPU's (quantized_dummy_linear), then the GPU layout
+// (fp8_layout / w4a16_layout); and a GPTQ checkpoint's layer repacked to Q4_Z.
 //   ./build/bench/cpu/pagoda_load_bench --benchmark_filter=...
 #include <benchmark/benchmark.h>
 
 #include <array>
+#include <cstring>
+#include <random>
+#include <vector>
 
 #include "models/device_linear_plan.h"
 #include "models/llama_weights.h"
+#include "quant/int4_checkpoint.h"
 
 namespace pagoda::models {
 namespace {
@@ -51,6 +56,41 @@ void BM_LoadGateUp(benchmark::State& state) { run(state, kGateUp, 4096); }
 void BM_LoadDown(benchmark::State& state) { run(state, kDown, 14336); }
 BENCHMARK(BM_LoadGateUp)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadDown)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A GPTQ checkpoint's up_proj [14336, 4096], group 128, repacked to Q4_Z as a load does (random
+// quants; scales 1/64 in fp16, exactly representable).
+void BM_RepackGptqUp(benchmark::State& state) {
+  constexpr std::int64_t kRows = 14336;
+  constexpr std::int64_t kCols = 4096;
+  constexpr std::int64_t kGroups = kCols / 128;
+  std::mt19937 rng(5);
+  std::vector<std::uint32_t> qweight(kCols / 8 * kRows);
+  std::vector<std::uint32_t> qzeros(kGroups * kRows / 8);
+  for (std::uint32_t& w : qweight) w = rng();
+  for (std::uint32_t& w : qzeros) w = rng();
+  const std::vector<std::uint16_t> scales(kGroups * kRows, 0x2400);  // 2^-6 in fp16
+  const auto bytes = [](const auto& v) {
+    return std::span(reinterpret_cast<const std::uint8_t*>(v.data()),
+                     v.size() * sizeof(v[0]));
+  };
+  const ModelTensor w{"up.qweight", DType::kI32, {kCols / 8, kRows}, bytes(qweight)};
+  const ModelTensor z{"up.qzeros", DType::kI32, {kGroups, kRows / 8}, bytes(qzeros)};
+  const ModelTensor s{"up.scales", DType::kF16, {kGroups, kRows}, bytes(scales)};
+  QuantizationConfig config;
+  config.method = QuantizationMethod::kGptq;
+  config.bits = 4;
+  config.group_size = 128;
+  config.zeros_stored_minus_one = true;
+  for (auto _ : state) {
+    StatusOr<quant::QuantizedMatrix> m =
+        quant::repack_gptq("up", {&w, &z, &s, nullptr}, config, kRows, kCols);
+    if (!m.ok()) state.SkipWithError(m.status().message().c_str());
+    benchmark::DoNotOptimize(m);
+  }
+  state.counters["Gweights/s"] = benchmark::Counter(
+      static_cast<double>(kRows * kCols) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RepackGptqUp)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace pagoda::models

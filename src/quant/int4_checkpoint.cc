@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <vector>
 
 #include "model/dequantize.h"
 #include "quant/float_codes.h"
+#include "quant/load_threads.h"
 #include "quant/q4_z_block.h"
 
 namespace pagoda::quant {
@@ -84,9 +86,12 @@ StatusOr<std::vector<std::int32_t>> input_groups(const std::string& name, const 
   return groups;
 }
 
-// The shared second half of both repackers: q [rows, cols] (one byte per quant), zeros and
-// scales [num_groups, rows], each input channel's group -> Q4_Z rows.
-StatusOr<QuantizedMatrix> build_q4_z(const std::string& name, const std::vector<std::uint8_t>& q,
+// Writes row n's quants, one byte each, into q_row [cols]; called from several threads at once.
+using UnpackRow = std::function<void(std::int64_t n, std::uint8_t* q_row)>;
+
+// The shared second half of both repackers: each row's quants (unpack_row), zeros and scales
+// [num_groups, rows], each input channel's group -> Q4_Z rows, made on the load threads.
+StatusOr<QuantizedMatrix> build_q4_z(const std::string& name, const UnpackRow& unpack_row,
                                      const std::vector<std::uint8_t>& zeros,
                                      const std::vector<std::uint16_t>& scales,
                                      const std::vector<std::int32_t>& groups,
@@ -113,17 +118,21 @@ StatusOr<QuantizedMatrix> build_q4_z(const std::string& name, const std::vector<
   for (std::int64_t k = 0; k < cols; ++k) identity = identity && order[k] == k;
   if (!identity) m.input_permutation = order;
   m.bytes.resize(static_cast<std::size_t>(rows) * m.row_bytes());
-  std::uint8_t block_q[32];
-  for (std::int64_t n = 0; n < rows; ++n) {
-    const std::uint8_t* q_row = q.data() + n * cols;
-    std::uint8_t* dst = m.bytes.data() + static_cast<std::size_t>(n) * m.row_bytes();
-    for (std::int64_t b = 0; b < num_blocks; ++b) {
-      for (int j = 0; j < 32; ++j) block_q[j] = q_row[order[b * 32 + j]];
-      const std::size_t g = static_cast<std::size_t>(groups[order[b * 32]]);
-      const std::size_t at = g * static_cast<std::size_t>(rows) + static_cast<std::size_t>(n);
-      write_q4_z_block(scales[at], zeros[at], block_q, dst + b * kQ4ZBlockBytes);
+  constexpr std::int64_t kRowsPerRange = 64;
+  parallel_ranges(rows, kRowsPerRange, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<std::uint8_t> q_row(static_cast<std::size_t>(cols));
+    std::uint8_t block_q[32];
+    for (std::int64_t n = begin; n < end; ++n) {
+      unpack_row(n, q_row.data());
+      std::uint8_t* dst = m.bytes.data() + static_cast<std::size_t>(n) * m.row_bytes();
+      for (std::int64_t b = 0; b < num_blocks; ++b) {
+        for (int j = 0; j < 32; ++j) block_q[j] = q_row[order[b * 32 + j]];
+        const std::size_t g = static_cast<std::size_t>(groups[order[b * 32]]);
+        const std::size_t at = g * static_cast<std::size_t>(rows) + static_cast<std::size_t>(n);
+        write_q4_z_block(scales[at], zeros[at], block_q, dst + b * kQ4ZBlockBytes);
+      }
     }
-  }
+  });
   return m;
 }
 
@@ -170,14 +179,13 @@ StatusOr<QuantizedMatrix> repack_gptq(const std::string& name, const Int4Checkpo
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::int32_t> groups,
                           input_groups(name, t.g_idx, group_size, num_groups, cols));
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::uint16_t> scales, scales_fp16(name, *t.scales));
-  // Unpacked q [rows, cols], read packed row by packed row so the source streams.
-  std::vector<std::uint8_t> q(static_cast<std::size_t>(rows * cols));
-  for (std::int64_t i = 0; i < cols / 8; ++i) {
-    for (std::int64_t c = 0; c < rows; ++c) {
+  // qweight [cols / 8, rows]: row c's quants are column c, 8 input channels per word.
+  const UnpackRow unpack_row = [&](std::int64_t c, std::uint8_t* q_row) {
+    for (std::int64_t i = 0; i < cols / 8; ++i) {
       const std::uint32_t w = word(*t.qweight, static_cast<std::uint64_t>(i * rows + c));
-      for (int j = 0; j < 8; ++j) q[c * cols + i * 8 + j] = (w >> (4 * j)) & 0x0F;
+      for (int j = 0; j < 8; ++j) q_row[i * 8 + j] = (w >> (4 * j)) & 0x0F;
     }
-  }
+  };
   const std::uint8_t offset = config.zeros_stored_minus_one ? 1 : 0;
   std::vector<std::uint8_t> zeros(static_cast<std::size_t>(num_groups * rows));
   for (std::int64_t gi = 0; gi < num_groups; ++gi) {
@@ -188,7 +196,7 @@ StatusOr<QuantizedMatrix> repack_gptq(const std::string& name, const Int4Checkpo
       }
     }
   }
-  return build_q4_z(name, q, zeros, scales, groups, group_size, rows, cols);
+  return build_q4_z(name, unpack_row, zeros, scales, groups, group_size, rows, cols);
 }
 
 StatusOr<QuantizedMatrix> repack_awq(const std::string& name, const Int4CheckpointTensors& t,
@@ -202,13 +210,17 @@ StatusOr<QuantizedMatrix> repack_awq(const std::string& name, const Int4Checkpoi
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::int32_t> groups,
                           input_groups(name, nullptr, group_size, num_groups, cols));
   PAGODA_ASSIGN_OR_RETURN(std::vector<std::uint16_t> scales, scales_fp16(name, *t.scales));
-  std::vector<std::uint8_t> q(static_cast<std::size_t>(rows * cols));
-  for (std::int64_t k = 0; k < cols; ++k) {
-    for (std::int64_t c = 0; c < rows / 8; ++c) {
-      const std::uint32_t w = word(*t.qweight, static_cast<std::uint64_t>(k * (rows / 8) + c));
-      for (int i = 0; i < 8; ++i) q[(c * 8 + kAwqOrder[i]) * cols + k] = (w >> (4 * i)) & 0x0F;
+  // qweight [cols, rows / 8]: row r's quant for input channel k is nibble i of word
+  // (k, r / 8), where kAwqOrder[i] = r % 8.
+  int nibble_of[8];
+  for (int i = 0; i < 8; ++i) nibble_of[kAwqOrder[i]] = i;
+  const UnpackRow unpack_row = [&](std::int64_t r, std::uint8_t* q_row) {
+    const int shift = 4 * nibble_of[r % 8];
+    for (std::int64_t k = 0; k < cols; ++k) {
+      const std::uint32_t w = word(*t.qweight, static_cast<std::uint64_t>(k * (rows / 8) + r / 8));
+      q_row[k] = (w >> shift) & 0x0F;
     }
-  }
+  };
   std::vector<std::uint8_t> zeros(static_cast<std::size_t>(num_groups * rows));
   for (std::int64_t gi = 0; gi < num_groups; ++gi) {
     for (std::int64_t c = 0; c < rows / 8; ++c) {
@@ -218,7 +230,7 @@ StatusOr<QuantizedMatrix> repack_awq(const std::string& name, const Int4Checkpoi
       }
     }
   }
-  return build_q4_z(name, q, zeros, scales, groups, group_size, rows, cols);
+  return build_q4_z(name, unpack_row, zeros, scales, groups, group_size, rows, cols);
 }
 
 }  // namespace pagoda::quant
