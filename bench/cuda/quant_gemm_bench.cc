@@ -13,6 +13,7 @@
 
 #include "bench/cuda/bench_util.h"
 #include "kernels/gemm/fp8_linear.h"
+#include "kernels/gemm/fp8_skinny_gemm.h"
 #include "kernels/gemm/w4a16_gemm.h"
 #include "kernels/quant/fp8_quantize.h"
 #include "quant/fp8_channel_layout.h"
@@ -232,6 +233,13 @@ void bench_fp8_decode(const Ceilings& ceil, cuda::BlasLt& blas) {
       check(layer.status(), "fp8 upload");
       layers.push_back(std::move(*layer));
     }
+    // The same shape's codes for the variants' direct launches (raw random bytes: the timing
+    // does not depend on the values).
+    std::vector<DeviceBuffer> w_copies;
+    for (int i = 0; i < kCopies; ++i) {
+      w_copies.push_back(random_buffer(n * k / 4, ScalarType::kF32, 120 + i));
+    }
+    DeviceBuffer w_scales = random_buffer(n, ScalarType::kF32, 119, 1.0f / 512, 1.0f / 128);
     const double weight_bytes = static_cast<double>(n) * static_cast<double>(k);
     for (std::int64_t m : {1, 4, 16}) {
       DeviceBuffer x = random_buffer(m * k / 4, ScalarType::kF32, 111);  // raw codes
@@ -248,6 +256,25 @@ void bench_fp8_decode(const Ceilings& ceil, cuda::BlasLt& blas) {
       };
       const double skinny_ms = time(kernels::Fp8GemmPath::kSkinny);
       const double cublas_ms = time(kernels::Fp8GemmPath::kCublasLt);
+      // The two ways the skinny kernel streams, launched directly, side by side.
+      const auto time_variant = [&](kernels::Fp8SkinnyVariant variant) {
+        return median_ms([&](int i) {
+          check(kernels::launch_fp8_skinny_gemm(
+                    {.x = x.as<std::uint8_t>(),
+                     .x_scales = xs.as<float>(),
+                     .w = w_copies[static_cast<std::size_t>(i % kCopies)].as<std::uint8_t>(),
+                     .w_scales = w_scales.as<float>(),
+                     .y = y.data(),
+                     .m = m,
+                     .n = n,
+                     .k = k,
+                     .variant = variant},
+                    nullptr),
+                "fp8 skinny");
+        });
+      };
+      const double whole_ms = time_variant(kernels::Fp8SkinnyVariant::kWholeSpan);
+      const double pipelined_ms = time_variant(kernels::Fp8SkinnyVariant::kPipelined);
       char label[128];
       std::snprintf(label, sizeof(label),
                     "G5 fp8 skinny M=%lld %lldx%lld (%.1f us, cuBLASLt/ours %.2fx)",
@@ -256,6 +283,13 @@ void bench_fp8_decode(const Ceilings& ceil, cuda::BlasLt& blas) {
       const double skinny_gbs = weight_bytes / (skinny_ms * 1e-3) / 1e9;
       result(label, skinny_gbs, "GB/s", skinny_gbs / ceil.bandwidth_gbs,
              ">= 0.80 B (weight bytes; kAuto's path)");
+      std::snprintf(label, sizeof(label),
+                    "G5 fp8 skinny pipelined M=%lld %lldx%lld (%.1f us, whole-span %.1f us)",
+                    static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                    pipelined_ms * 1e3, whole_ms * 1e3);
+      const double pipelined_gbs = weight_bytes / (pipelined_ms * 1e-3) / 1e9;
+      result(label, pipelined_gbs, "GB/s", pipelined_gbs / ceil.bandwidth_gbs,
+             "(info: PAGODA_FP8_SKINNY=pipelined; ratio whole-span/pipelined above)");
       std::snprintf(label, sizeof(label), "G5 fp8 cuBLASLt M=%lld %lldx%lld (%.1f us)",
                     static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
                     cublas_ms * 1e3);

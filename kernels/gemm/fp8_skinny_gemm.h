@@ -23,6 +23,17 @@ namespace pagoda::kernels {
 /// outnumber the weights' too; cuBLASLt takes those m.
 inline constexpr std::int64_t kFp8SkinnyGemmMaxRows = 16;
 
+/// How a warp streams its weights; both compute the same bits.
+enum class Fp8SkinnyVariant {
+  /// PAGODA_FP8_SKINNY's choice: whole-span (the default) or pipelined.
+  kAuto,
+  /// 512 columns a warp per iteration: all 16 weight loads issued, then the math.
+  kWholeSpan,
+  /// 256 columns per stage in two register stages: the next stage's loads in flight during the
+  /// current one's math. Written without a GPU at hand; run 30 decides between them.
+  kPipelined,
+};
+
 /// Row-major like cuda::Fp8SumsGemm: x [m, k], w [n, k], y [m, n].
 struct Fp8SkinnyGemmParams {
   const std::uint8_t* x = nullptr;  ///< [m, k] E4M3 codes
@@ -35,6 +46,7 @@ struct Fp8SkinnyGemmParams {
   std::int64_t n = 0;               ///< 1 .. 2^30
   std::int64_t k = 0;               ///< 1 .. 2^30
   cuda::ScalarType dtype = cuda::ScalarType::kBF16;  ///< kBF16 or kF16
+  Fp8SkinnyVariant variant = Fp8SkinnyVariant::kAuto;
 };
 
 /// y[i, j] = round(((sum_c x[i, c] w[j, c]) * x_scales[i]) * w_scales[j] + bias[j]): the codes'
@@ -42,6 +54,7 @@ struct Fp8SkinnyGemmParams {
 /// each rounded to fp32, then one rounding to dtype. Any k and any alignment: with k % 16 == 0 and
 /// 16-byte aligned x and w (every Fp8Linear) the codes come in 16-byte loads, else byte by byte.
 /// m == 0 launches nothing. Capturable in a CUDA graph (no allocation, no synchronization).
+/// INVALID_ARGUMENT, naming the variable, for kAuto under an unknown PAGODA_FP8_SKINNY.
 Status launch_fp8_skinny_gemm(const Fp8SkinnyGemmParams& params, cudaStream_t stream);
 
 }  // namespace pagoda::kernels

@@ -358,7 +358,8 @@ const char* name_of(CodeSet set) {
 }
 
 // launch_fp8_skinny_gemm on [16, k] x codes from `x_set` and [n, k] weight codes from `w_set`, at
-// every m of kSkinnyRows, bf16 and f16 out, with and without bias, against the host's exact sums.
+// every m of kSkinnyRows, bf16 and f16 out, with and without bias, through both variants, against
+// the host's exact sums.
 // `misalign` bytes before x and w in their buffers take the byte loads even at k % 16 == 0.
 void expect_skinny_exact(std::int64_t n, std::int64_t k, CodeSet x_set, CodeSet w_set,
                          std::mt19937& rng, std::size_t misalign = 0) {
@@ -386,46 +387,51 @@ void expect_skinny_exact(std::int64_t n, std::int64_t k, CodeSet x_set, CodeSet 
   w_padded.insert(w_padded.end(), w.begin(), w.end());
   DeviceVector<std::uint8_t> dx(x_padded), dw(w_padded);
   DeviceVector<float> dxs(x_scales), dws(w_scales);
-  for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
-    const std::vector<float> bias = gpu_test::round_to(bias_values, type);
-    DeviceArray db(bias, type);
-    for (const bool with_bias : {false, true}) {
-      for (const std::int64_t m : kSkinnyRows) {
-        SCOPED_TRACE(std::string(gpu_test::name_of(type)) + " m=" + std::to_string(m) +
-                     " n=" + std::to_string(n) + " k=" + std::to_string(k) + " x " +
-                     name_of(x_set) + " w " + name_of(w_set) + (with_bias ? " bias" : "") +
-                     " misalign " + std::to_string(misalign));
-        DeviceArray dy(at(m * n), type);
-        dy.poison();
-        const Status s = launch_fp8_skinny_gemm({.x = dx.data() + misalign,
-                                                 .x_scales = dxs.data(),
-                                                 .w = dw.data() + misalign,
-                                                 .w_scales = dws.data(),
-                                                 .bias = with_bias ? db.data() : nullptr,
-                                                 .y = dy.data(),
-                                                 .m = m,
-                                                 .n = n,
-                                                 .k = k,
-                                                 .dtype = type},
-                                                nullptr);
-        ASSERT_TRUE(s.ok()) << s.to_string();
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        std::vector<float> want(at(m * n));
-        for (std::int64_t i = 0; i < m; ++i) {
-          for (std::int64_t j = 0; j < n; ++j) {
-            want[at(i * n + j)] =
-                host_epilogue(sums[at(i * n + j)], x_scales[at(i)], w_scales[at(j)],
-                              with_bias ? &bias[at(j)] : nullptr);
+  for (const Fp8SkinnyVariant variant :
+       {Fp8SkinnyVariant::kWholeSpan, Fp8SkinnyVariant::kPipelined}) {
+    for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+      const std::vector<float> bias = gpu_test::round_to(bias_values, type);
+      DeviceArray db(bias, type);
+      for (const bool with_bias : {false, true}) {
+        for (const std::int64_t m : kSkinnyRows) {
+          SCOPED_TRACE(
+              std::string(variant == Fp8SkinnyVariant::kPipelined ? "pipelined " : "whole-span ") +
+              gpu_test::name_of(type) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+              " k=" + std::to_string(k) + " x " + name_of(x_set) + " w " + name_of(w_set) +
+              (with_bias ? " bias" : "") + " misalign " + std::to_string(misalign));
+          DeviceArray dy(at(m * n), type);
+          dy.poison();
+          const Status s = launch_fp8_skinny_gemm({.x = dx.data() + misalign,
+                                                   .x_scales = dxs.data(),
+                                                   .w = dw.data() + misalign,
+                                                   .w_scales = dws.data(),
+                                                   .bias = with_bias ? db.data() : nullptr,
+                                                   .y = dy.data(),
+                                                   .m = m,
+                                                   .n = n,
+                                                   .k = k,
+                                                   .dtype = type,
+                                                   .variant = variant},
+                                                  nullptr);
+          ASSERT_TRUE(s.ok()) << s.to_string();
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          std::vector<float> want(at(m * n));
+          for (std::int64_t i = 0; i < m; ++i) {
+            for (std::int64_t j = 0; j < n; ++j) {
+              want[at(i * n + j)] =
+                  host_epilogue(sums[at(i * n + j)], x_scales[at(i)], w_scales[at(j)],
+                                with_bias ? &bias[at(j)] : nullptr);
+            }
           }
-        }
-        want = gpu_test::round_to(want, type);
-        const std::vector<float> got = dy.download();
-        int failures = 0;
-        for (std::size_t e = 0; e < want.size() && failures < 5; ++e) {
-          if (!(got[e] == want[e])) {
-            ADD_FAILURE() << "y[" << e / at(n) << ", " << e % at(n) << "] = " << got[e] << ", want "
-                          << want[e];
-            ++failures;
+          want = gpu_test::round_to(want, type);
+          const std::vector<float> got = dy.download();
+          int failures = 0;
+          for (std::size_t e = 0; e < want.size() && failures < 5; ++e) {
+            if (!(got[e] == want[e])) {
+              ADD_FAILURE() << "y[" << e / at(n) << ", " << e % at(n) << "] = " << got[e]
+                            << ", want " << want[e];
+              ++failures;
+            }
           }
         }
       }
