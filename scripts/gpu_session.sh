@@ -124,6 +124,9 @@ step model_b256_fp8kv 100 "$b2" gpu_bench model --config $CFG --batch 256 \
   --context 1500 --steps 8 --quantization fp8 --kv-cache-dtype fp8
 step model_b1_fp8 70 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
   --quantization fp8
+# The FP8 skinny GEMM's pipelined loop (session 23) against the default above.
+step model_b1_fp8_pipelined 70 "$b2" env PAGODA_FP8_SKINNY=pipelined gpu_bench model \
+  --config $CFG --batch 1 --context 1500 --steps 16 --quantization fp8
 step model_b1_int4 70 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
   --quantization int4
 grep -a '^RESULT' "$b2" 2>/dev/null | sed 's/^RESULT //' >>"$sum"
