@@ -1,5 +1,6 @@
-// The real default model on the GPU: SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized at upload)
-// through CudaModelExecutor against transformers' fp32 forward pass, the same golden file the
+// The real default model on the GPU: SmolLM2-135M-Instruct (Q4_1 GGUF: in bf16 its layers stay
+// quantized, in the W4A16 kernel's GGUF form; in fp32 they are dequantized at upload) through
+// CudaModelExecutor against transformers' fp32 forward pass, the same golden file the
 // CPU model is checked with (tests/data/forward/smollm2_greedy.json: 29 prompts, 32 greedy
 // tokens each, top-10 log-probabilities for the first 16 steps), by real_model_golden_gpu.h's
 // rules (FP32: the reference's own fp32-vs-fp64 noise is <= 1.44e-4 against the 2e-3 bound;
