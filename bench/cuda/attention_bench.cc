@@ -105,14 +105,15 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
   }
   // An FP8 cache of the same shape (--kv-cache-dtype fp8): half the K/V bytes. The bf16 buffers'
   // first halves serve as codes (some are NaN codes; nothing in the loop branches on values).
-  // kAuto (the pipelined kernel over FP8 until the tensor-core one is verified) and the
-  // tensor-core kernel.
+  // kAuto (the tensor-core kernel since run 29), the pipelined one and the tensor-core kernel's
+  // direct variant (fragments built from the codes, session 23).
   {
     kernels::PagedAttentionParams p8 = p;
     p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
     const double fp8_bytes = 2.0 * cache_elems + 2.0 * batch * heads * d * 2;
-    for (const auto& [kernel, suffix] : {std::pair{DecodeKernel::kAuto, ""},
-                                         std::pair{DecodeKernel::kTensorCores, " tensor cores"}}) {
+    for (const auto& [kernel, suffix] :
+         {std::pair{DecodeKernel::kAuto, ""}, std::pair{DecodeKernel::kPipelined, " pipelined"},
+          std::pair{DecodeKernel::kTensorCoresDirect, " tensor cores direct"}}) {
       const double ms = median_ms(
           [&](int) {
             check(kernels::launch_paged_decode_attention(p8, plan,

@@ -38,7 +38,7 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
   const std::int64_t block_size = 16;
   // Each sequence decodes `steps` positions per run: forward(), the execute() variants below,
   // then the mixed-step runs (which repeat one set of positions).
-  constexpr int kExecuteVariants = 7;
+  constexpr int kExecuteVariants = 8;
   const std::int64_t max_len = context + (1 + kExecuteVariants + 1) * steps + 8;
   const std::int64_t blocks_per_seq = (max_len + block_size - 1) / block_size;
   const std::int64_t chunk = 8192;
@@ -194,7 +194,10 @@ int run_model(const std::string& config_path, ScalarType dtype, const std::vecto
                                 {"execute, CUDA graphs + PDL, pipelined attn", true, true,
                                  kernels::DecodeKernel::kPipelined},
                                 {"execute, CUDA graphs + PDL, tensor-core attn", true, true,
-                                 kernels::DecodeKernel::kTensorCores}};
+                                 kernels::DecodeKernel::kTensorCores},
+                                // Over an FP8 cache its direct variant; over 16 bits the same.
+                                {"execute, CUDA graphs + PDL, tensor-core direct attn", true, true,
+                                 kernels::DecodeKernel::kTensorCoresDirect}};
     static_assert(sizeof(variants) / sizeof(variants[0]) == kExecuteVariants,
                   "max_len counts the execute() variants");
     double baseline_ms = 0.0;

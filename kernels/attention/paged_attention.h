@@ -131,12 +131,16 @@ Status launch_paged_decode_attention(const PagedAttentionParams& params,
 /// set_default_decode_kernel or
 /// PAGODA_DECODE_ATTENTION (registers, pipelined, tensor-cores or auto; read once, like vLLM's
 /// VLLM_ATTENTION_BACKEND) names one kernel. The explicit choices exist for tests and benchmarks.
-enum class DecodeKernel { kAuto, kRegisters, kPipelined, kTensorCores };
+/// kTensorCoresDirect (tensor-cores-direct): over an FP8 cache, the tensor-core kernel with its
+/// B fragments built from the codes in registers and an f16 mma instead of converted tiles in
+/// shared memory (session 23, written without a GPU: not kAuto's until measured); over a 16-bit
+/// cache it is kTensorCores.
+enum class DecodeKernel { kAuto, kRegisters, kPipelined, kTensorCores, kTensorCoresDirect };
 Status launch_paged_decode_attention(const PagedAttentionParams& params,
                                      const DecodeSplitPlan& plan, const DecodeWorkspace& workspace,
                                      DecodeKernel kernel, cudaStream_t stream);
-/// "auto", "registers", "pipelined" or "tensor-cores" (PAGODA_DECODE_ATTENTION's values; empty
-/// is auto); anything else is invalid_argument.
+/// "auto", "registers", "pipelined", "tensor-cores" or "tensor-cores-direct"
+/// (PAGODA_DECODE_ATTENTION's values; empty is auto); anything else is invalid_argument.
 StatusOr<DecodeKernel> parse_decode_kernel(std::string_view name);
 /// What kAuto runs from now on in this process (benchmarks compare whole models with each; a
 /// captured CUDA graph keeps the kernel it was captured with). kAuto restores the per-call

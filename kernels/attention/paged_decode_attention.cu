@@ -36,16 +36,18 @@ PAGODA_DECODE_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
 
 namespace decode_mma {
 
-template <typename T, typename C>
+template <typename T, typename C, bool kDirect>
 Status run_paged_decode_mma(const PagedAttentionParams&, const DecodeSplitPlan&,
                             const DecodeWorkspace&, cudaStream_t);
-#define PAGODA_DECODE_MMA_INSTANCE(T, C)             \
-  extern template Status run_paged_decode_mma<T, C>( \
+#define PAGODA_DECODE_MMA_INSTANCE(T, C, D)             \
+  extern template Status run_paged_decode_mma<T, C, D>( \
       const PagedAttentionParams&, const DecodeSplitPlan&, const DecodeWorkspace&, cudaStream_t);
-PAGODA_DECODE_MMA_INSTANCE(__half, __half)
-PAGODA_DECODE_MMA_INSTANCE(__nv_bfloat16, __nv_bfloat16)
-PAGODA_DECODE_MMA_INSTANCE(__half, __nv_fp8_e4m3)
-PAGODA_DECODE_MMA_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3)
+PAGODA_DECODE_MMA_INSTANCE(__half, __half, false)
+PAGODA_DECODE_MMA_INSTANCE(__nv_bfloat16, __nv_bfloat16, false)
+PAGODA_DECODE_MMA_INSTANCE(__half, __nv_fp8_e4m3, false)
+PAGODA_DECODE_MMA_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3, false)
+PAGODA_DECODE_MMA_INSTANCE(__half, __nv_fp8_e4m3, true)
+PAGODA_DECODE_MMA_INSTANCE(__nv_bfloat16, __nv_fp8_e4m3, true)
 #undef PAGODA_DECODE_MMA_INSTANCE
 
 }  // namespace decode_mma
@@ -176,8 +178,10 @@ StatusOr<DecodeKernel> parse_decode_kernel(std::string_view name) {
   if (name == "registers") return DecodeKernel::kRegisters;
   if (name == "pipelined") return DecodeKernel::kPipelined;
   if (name == "tensor-cores") return DecodeKernel::kTensorCores;
-  return invalid_argument("decode attention kernel '" + std::string(name) +
-                          "' is not one of auto, registers, pipelined, tensor-cores");
+  if (name == "tensor-cores-direct") return DecodeKernel::kTensorCoresDirect;
+  return invalid_argument(
+      "decode attention kernel '" + std::string(name) +
+      "' is not one of auto, registers, pipelined, tensor-cores, tensor-cores-direct");
 }
 
 namespace {
@@ -257,18 +261,24 @@ Status launch_paged_decode_attention(const PagedAttentionParams& p, const Decode
       kernel = tensor_cores_apply ? DecodeKernel::kTensorCores : DecodeKernel::kPipelined;
     }
     if constexpr (std::is_same_v<T, float>) {
-      if (kernel == DecodeKernel::kTensorCores || fp8) {
+      if (kernel == DecodeKernel::kTensorCores || kernel == DecodeKernel::kTensorCoresDirect ||
+          fp8) {
         return unimplemented(
             "paged decode attention: the tensor-core kernel and an FP8 cache need bf16 or f16");
       }
       PAGODA_RETURN_IF_ERROR(
           (decode::run_paged_decode<T, T>(p, plan, w, kernel == DecodeKernel::kPipelined, stream)));
     } else {
-      if (kernel == DecodeKernel::kTensorCores && fp8) {
+      if (kernel == DecodeKernel::kTensorCoresDirect && fp8) {
         PAGODA_RETURN_IF_ERROR(
-            (decode_mma::run_paged_decode_mma<T, __nv_fp8_e4m3>(p, plan, w, stream)));
-      } else if (kernel == DecodeKernel::kTensorCores) {
-        PAGODA_RETURN_IF_ERROR((decode_mma::run_paged_decode_mma<T, T>(p, plan, w, stream)));
+            (decode_mma::run_paged_decode_mma<T, __nv_fp8_e4m3, true>(p, plan, w, stream)));
+      } else if (kernel == DecodeKernel::kTensorCores && fp8) {
+        PAGODA_RETURN_IF_ERROR(
+            (decode_mma::run_paged_decode_mma<T, __nv_fp8_e4m3, false>(p, plan, w, stream)));
+      } else if (kernel == DecodeKernel::kTensorCores ||
+                 kernel == DecodeKernel::kTensorCoresDirect) {
+        // Over a 16-bit cache the tensor-core kernel already reads its tiles as stored.
+        PAGODA_RETURN_IF_ERROR((decode_mma::run_paged_decode_mma<T, T, false>(p, plan, w, stream)));
       } else if (fp8) {
         PAGODA_RETURN_IF_ERROR((decode::run_paged_decode<T, __nv_fp8_e4m3>(
             p, plan, w, kernel == DecodeKernel::kPipelined, stream)));

@@ -28,6 +28,17 @@
 // one swizzled K and V tile of its own (exact: e4m3 values are bf16/f16 values), which the
 // ldmatrix reads as above. The per-tensor scales never enter a tile: k_scale folds into the
 // softmax scale (and the soft-cap's units), v_scale multiplies O at the end.
+//
+// The direct FP8 variant (kDirect, DecodeKernel::kTensorCoresDirect) skips the converted tiles:
+// the mma runs in f16 whatever T is (q rounded to f16 once, P packed as f16), and each lane
+// builds its B fragments from 32-bit loads of the codes, one cvt.f16x2.e4m3x2 per two codes:
+//   K: a lane's 4 k-slots of a 16-dim step are 4 consecutive dims (16 kk + 4t .. + 3; q's A
+//      fragment takes its dims in the same order), one load of row `key` per k-step;
+//   V: n-tile j of a group of 4 (dims 32 q' ..) holds dims 32 q' + 4 n + j, so one 32-bit load
+//      of a key's row gives a lane its dim of all 4 n-tiles; 4 loads (keys 2t, 2t+1, 2t+8, 2t+9)
+//      and a byte permute per fragment make the group's B fragments.
+// The code rows land with their 16-byte chunks swizzled by row, so both loads are free of bank
+// conflicts at d128. O's columns follow the V mapping, undone when the warps merge.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -55,10 +66,12 @@ constexpr int kTileKeys = 16;
 constexpr int kMaxRows = 8;  // q heads per CTA: the rows g of the lanes (g = lane / 4 < 8)
 constexpr float kLog2e = 1.4426950408889634f;
 
-/// kCodeBytes: bytes per cache element (2: bf16/f16, the tile itself; 1: e4m3 codes).
-template <int kHeadDim, int kCodeBytes>
+/// kCodeBytes: bytes per cache element (2: bf16/f16, the tile itself; 1: e4m3 codes); kDirect:
+/// FP8 fragments built from the codes (no converted tiles).
+template <int kHeadDim, int kCodeBytes, bool kDirect = false>
 struct DecodeMmaShape {
   static constexpr bool kFp8 = kCodeBytes == 1;
+  static_assert(!kDirect || kFp8, "the direct variant reads FP8 codes");
   static constexpr int kChunks = kHeadDim / 8;                     // 16-byte chunks per tile row
   static constexpr int kCacheChunks = kHeadDim * kCodeBytes / 16;  // ... per cache row
   static constexpr int kElemsPerChunk = 16 / kCodeBytes;           // cache elements per chunk
@@ -66,17 +79,45 @@ struct DecodeMmaShape {
   static constexpr int kPasses = kTileKeys / kRowsPerPass;         // copies per lane per K (V) tile
   static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;      // one 16-bit K or V tile
   static constexpr int kCacheTileBytes = kTileKeys * kHeadDim * kCodeBytes;  // ... as copied
-  static constexpr int kStages = kFp8 ? 4 : 3;
-  // Per warp: the ring of copied K, V tiles, then (FP8) the converted K and V tiles.
+  // Direct: the converted tiles' bytes go to two more stages (the same shared memory).
+  static constexpr int kStages = kDirect ? 6 : kFp8 ? 4 : 3;
+  // Per warp: the ring of copied K, V tiles, then (FP8, not direct) the converted K and V tiles.
   static constexpr int kConvertedOffset = kStages * 2 * kCacheTileBytes;
-  static constexpr int kWarpRingBytes = kConvertedOffset + (kFp8 ? 2 * kTileBytes : 0);
+  static constexpr int kWarpRingBytes = kConvertedOffset + (kFp8 && !kDirect ? 2 * kTileBytes : 0);
+  // Direct: cache rows per 128 bytes (the bank period), for the chunk swizzle.
+  static constexpr int kRowsPer128 =
+      kHeadDim * kCodeBytes >= 128 ? 1 : 128 / (kHeadDim * kCodeBytes);
   static constexpr int kRingBytes = kWarps * kWarpRingBytes;  // 96 KB at d128 either way
   static constexpr int kMergeBytes = kWarps * kMaxRows * (kHeadDim + 2) * 4;
   static constexpr int kSharedBytes = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;
   static_assert(kChunks >= 8 && 32 % kCacheChunks == 0, "rows of 4 to 32 chunks (d 64 to 256)");
 };
 
-template <typename T, typename C, int kHeadDim>
+/// Direct variant: byte offset of (row, 16-byte chunk) in a warp's tile of code rows: chunk c of
+/// row r at chunk c ^ ((r / kRowsPer128) % kCacheChunks), so 8 rows' same chunk fall in distinct
+/// banks.
+template <typename Shape>
+__device__ __forceinline__ std::uint32_t code_chunk(int row, int chunk) {
+  return static_cast<std::uint32_t>(
+      row * Shape::kCacheChunks * 16 +
+      ((chunk ^ ((row / Shape::kRowsPer128) % Shape::kCacheChunks)) * 16));
+}
+
+/// Two e4m3 codes (bytes 0 and 1 of `pair`) as an f16x2 word, byte 0 in the low half; exact.
+__device__ __forceinline__ std::uint32_t e4m3x2_to_f16x2(std::uint32_t pair) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair & 0xFFFFu), __NV_E4M3);
+  return static_cast<std::uint32_t>(h.x) | (static_cast<std::uint32_t>(h.y) << 16);
+}
+
+/// A 16-bit activation as f16 for the direct variant's mma, clamped to f16's range (a q beyond
+/// +-65504 is no model's; clamping keeps it finite).
+template <typename T>
+__device__ __forceinline__ float f16_range(T v) {
+  return fminf(fmaxf(to_float(v), -65504.0f), 65504.0f);
+}
+
+template <typename T, typename C, int kHeadDim, bool kDirect = false>
 __global__ void __launch_bounds__(kThreads, 2)
     paged_decode_mma_kernel(const T* __restrict__ q, std::int64_t q_row_stride, T* __restrict__ out,
                             const C* __restrict__ k_cache, const C* __restrict__ v_cache,
@@ -89,8 +130,10 @@ __global__ void __launch_bounds__(kThreads, 2)
                             const std::int32_t* __restrict__ device_partition_size,
                             float* __restrict__ partial_out, float* __restrict__ partial_lse,
                             const std::int32_t* __restrict__ seq_ids) {
-  using Shape = DecodeMmaShape<kHeadDim, sizeof(C)>;
+  using Shape = DecodeMmaShape<kHeadDim, sizeof(C), kDirect>;
   static_assert(Shape::kFp8 == !std::is_same_v<C, T>, "C is T or an 8-bit code");
+  // The mma's 16-bit type: T, or f16 in the direct variant (codes widen to f16 in one cvt).
+  using M = std::conditional_t<kDirect, __half, T>;
   constexpr int kCacheChunks = Shape::kCacheChunks;
   constexpr int kPasses = Shape::kPasses;
   constexpr int kStages = Shape::kStages;
@@ -152,10 +195,11 @@ __global__ void __launch_bounds__(kThreads, 2)
               kHeadDim +
           cp_chunk * Shape::kElemsPerChunk;
       // 16-bit rows land swizzled for ldmatrix; codes land in plain rows (only the conversion
-      // reads them, a lane a chunk).
+      // reads them, a lane a chunk), or swizzled by row for the direct variant's loads.
       const std::uint32_t dst =
-          Shape::kFp8 ? static_cast<std::uint32_t>(tile_row * kHeadDim + cp_chunk * 16)
-                      : swizzled<kHeadDim>(tile_row, cp_chunk);
+          kDirect       ? code_chunk<Shape>(tile_row, cp_chunk)
+          : Shape::kFp8 ? static_cast<std::uint32_t>(tile_row * kHeadDim + cp_chunk * 16)
+                        : swizzled<kHeadDim>(tile_row, cp_chunk);
       cp_async_16(k_stage + dst, k_cache + offset, true);
       cp_async_16(k_stage + kCacheTileBytes + dst, v_cache + offset, true);
     }
@@ -175,7 +219,18 @@ __global__ void __launch_bounds__(kThreads, 2)
   // The q heads as A fragments: a0 = (row g, dims 16 kk + 2t, +1), a2 = (row g, dims +8); rows
   // g + 8 (a1, a3) and rows past num_q are zero.
   std::uint32_t qa[kKSteps][4];
-  {
+  if constexpr (kDirect) {
+    // Lane t's k-slots of step kk are dims 16 kk + 4t .. + 3, as its K loads take them.
+    const T* q_row = q + token_row * q_row_stride + (first_q_head + g) * kHeadDim + 4 * t;
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      const T* d = q_row + kk * 16;
+      qa[kk][0] = g < num_q ? pack2<M>(f16_range(d[0]), f16_range(d[1])) : 0u;
+      qa[kk][1] = 0u;
+      qa[kk][2] = g < num_q ? pack2<M>(f16_range(d[2]), f16_range(d[3])) : 0u;
+      qa[kk][3] = 0u;
+    }
+  } else {
     const T* q_row = q + token_row * q_row_stride + (first_q_head + g) * kHeadDim + 2 * t;
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
@@ -213,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncwarp();                  // and every other lane's
     std::uint32_t k_stage = ring + stage * 2 * kCacheTileBytes;
     std::uint32_t v_stage = k_stage + kCacheTileBytes;
-    if constexpr (Shape::kFp8) {
+    if constexpr (Shape::kFp8 && !kDirect) {
       // The codes to the warp's 16-bit K and V tiles; every lane's ldmatrix of the previous tile
       // ended at the loop's first __syncwarp.
       unsigned char* warp_smem = decode_mma_smem + warp * Shape::kWarpRingBytes;
@@ -242,12 +297,25 @@ __global__ void __launch_bounds__(kThreads, 2)
     stage = stage == kStages - 1 ? 0 : stage + 1;
 
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    if constexpr (kDirect) {
+      // Key nt * 8 + g's dims 16 kk + 4t .. + 3: b0 the first two, b1 the last two.
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
-      std::uint32_t b[4];
-      ldmatrix_x4(b, k_stage + (k_lane ^ (kk << 5)));
-      mma_16816<T>(s[0], qa[kk], b[0], b[1]);
-      mma_16816<T>(s[1], qa[kk], b[2], b[3]);
+      for (int kk = 0; kk < kKSteps; ++kk) {
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          std::uint32_t codes;
+          lds_u32(codes, k_stage + code_chunk<Shape>(nt * 8 + g, kk) + 4 * t);
+          mma_16816<M>(s[nt], qa[kk], e4m3x2_to_f16x2(codes), e4m3x2_to_f16x2(codes >> 16));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        std::uint32_t b[4];
+        ldmatrix_x4(b, k_stage + (k_lane ^ (kk << 5)));
+        mma_16816<T>(s[0], qa[kk], b[0], b[1]);
+        mma_16816<T>(s[1], qa[kk], b[2], b[3]);
+      }
     }
 
     // Soft-cap in the raw q.k units of s (uniform: a kernel parameter), before the mask; only
@@ -298,13 +366,34 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
     // P as the A fragment of P V: row g, keys 2t, 2t+1 (a0) and 8 + 2t, 8 + 2t + 1 (a2).
-    const std::uint32_t pa[4] = {pack2<T>(p[0][0], p[0][1]), 0u, pack2<T>(p[1][0], p[1][1]), 0u};
+    const std::uint32_t pa[4] = {pack2<M>(p[0][0], p[0][1]), 0u, pack2<M>(p[1][0], p[1][1]), 0u};
+    if constexpr (kDirect) {
+      // Group gq of 4 n-tiles: lane g's dims 32 gq + 4g .. + 3 of keys 2t, 2t+1, 2t+8, 2t+9;
+      // n-tile j takes byte j of each (its column g is dim 32 gq + 4g + j).
 #pragma unroll
-    for (int dp = 0; dp < kDTiles / 2; ++dp) {
-      std::uint32_t b[4];
-      ldmatrix_x4_trans(b, v_stage + (v_lane ^ (dp << 5)));
-      mma_16816<T>(o[2 * dp], pa, b[0], b[1]);
-      mma_16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
+      for (int gq = 0; gq < kDTiles / 4; ++gq) {
+        const int chunk = 2 * gq + g / 4;
+        const std::uint32_t in_chunk = 4 * (g % 4);
+        std::uint32_t r[4];
+        lds_u32(r[0], v_stage + code_chunk<Shape>(2 * t, chunk) + in_chunk);
+        lds_u32(r[1], v_stage + code_chunk<Shape>(2 * t + 1, chunk) + in_chunk);
+        lds_u32(r[2], v_stage + code_chunk<Shape>(2 * t + 8, chunk) + in_chunk);
+        lds_u32(r[3], v_stage + code_chunk<Shape>(2 * t + 9, chunk) + in_chunk);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const std::uint32_t select = static_cast<std::uint32_t>(j | ((4 + j) << 4));
+          mma_16816<M>(o[4 * gq + j], pa, e4m3x2_to_f16x2(__byte_perm(r[0], r[1], select)),
+                       e4m3x2_to_f16x2(__byte_perm(r[2], r[3], select)));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int dp = 0; dp < kDTiles / 2; ++dp) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, v_stage + (v_lane ^ (dp << 5)));
+        mma_16816<T>(o[2 * dp], pa, b[0], b[1]);
+        mma_16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
+      }
     }
   }
 
@@ -327,8 +416,15 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
 #pragma unroll
     for (int dt = 0; dt < kDTiles; ++dt) {
-      warp_o[warp][g][dt * 8 + 2 * t] = o[dt][0];
-      warp_o[warp][g][dt * 8 + 2 * t + 1] = o[dt][1];
+      if constexpr (kDirect) {
+        // Column n of n-tile 4 gq + j is dim 32 gq + 4n + j; this lane holds n = 2t, 2t + 1.
+        const int d0 = 32 * (dt / 4) + 8 * t + dt % 4;
+        warp_o[warp][g][d0] = o[dt][0];
+        warp_o[warp][g][d0 + 4] = o[dt][1];
+      } else {
+        warp_o[warp][g][dt * 8 + 2 * t] = o[dt][0];
+        warp_o[warp][g][dt * 8 + 2 * t + 1] = o[dt][1];
+      }
     }
   }
   __syncthreads();
@@ -360,12 +456,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <typename T, typename C, int kHeadDim>
+template <typename T, typename C, int kHeadDim, bool kDirect>
 Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                        const DecodeWorkspace& w, cudaStream_t stream) {
-  constexpr int kShared = DecodeMmaShape<kHeadDim, sizeof(C)>::kSharedBytes;
+  constexpr int kShared = DecodeMmaShape<kHeadDim, sizeof(C), kDirect>::kSharedBytes;
   PAGODA_RETURN_IF_ERROR(
-      (cuda::opt_in_shared_memory<paged_decode_mma_kernel<T, C, kHeadDim>, kShared>()));
+      (cuda::opt_in_shared_memory<paged_decode_mma_kernel<T, C, kHeadDim, kDirect>, kShared>()));
   const int group_size = static_cast<int>(p.num_heads / p.cache.num_kv_heads);
   const int chunks = (group_size + kMaxRows - 1) / kMaxRows;
   const dim3 grid(static_cast<unsigned>(p.num_seqs),
@@ -377,8 +473,8 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
   const float k_scale = kFp8 ? p.cache.k_scale : 1.0f;
   const float v_scale = kFp8 ? p.cache.v_scale : 1.0f;
   const SoftCap cap = soft_cap_in_units(p.logit_softcap, 1.0f / (p.softmax_scale * k_scale));
-  return launch_pdl(paged_decode_mma_kernel<T, C, kHeadDim>, grid, dim3(kThreads), kShared, stream,
-                    "paged_decode_mma_kernel", static_cast<const T*>(p.q), p.q_row_stride,
+  return launch_pdl(paged_decode_mma_kernel<T, C, kHeadDim, kDirect>, grid, dim3(kThreads), kShared,
+                    stream, "paged_decode_mma_kernel", static_cast<const T*>(p.q), p.q_row_stride,
                     static_cast<T*>(p.out), static_cast<const C*>(p.cache.k),
                     static_cast<const C*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
                     p.max_blocks_per_seq, static_cast<int>(p.num_heads),
@@ -389,13 +485,14 @@ Status launch_instance(const PagedAttentionParams& p, const DecodeSplitPlan& pla
 }
 
 /// The entry for one dtype T (bf16 or f16) and cache element C (T or __nv_fp8_e4m3), head_dim
-/// 64 or 128; instantiated in paged_decode_<dtype>.cu and paged_decode_mma_fp8.cu.
-template <typename T, typename C>
+/// 64 or 128, kDirect only over FP8; instantiated in paged_decode_<dtype>.cu and
+/// paged_decode_mma_fp8.cu.
+template <typename T, typename C, bool kDirect = false>
 Status run_paged_decode_mma(const PagedAttentionParams& p, const DecodeSplitPlan& plan,
                             const DecodeWorkspace& w, cudaStream_t stream) {
   switch (p.cache.head_dim) {
-    case 64: return launch_instance<T, C, 64>(p, plan, w, stream);
-    case 128: return launch_instance<T, C, 128>(p, plan, w, stream);
+    case 64: return launch_instance<T, C, 64, kDirect>(p, plan, w, stream);
+    case 128: return launch_instance<T, C, 128, kDirect>(p, plan, w, stream);
     default:
       return unimplemented("paged decode attention (tensor cores): head_dim must be 64 or 128");
   }

@@ -35,6 +35,11 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
   }
 }
 
+/// One 32-bit shared-memory load at a shared-window address (as ldmatrix's), ordered like it.
+__device__ __forceinline__ void lds_u32(std::uint32_t& r, std::uint32_t addr) {
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r) : "r"(addr));
+}
+
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

@@ -199,6 +199,14 @@ TEST(GpuFp8KvCache, AttentionOverCodesMatchesTheOracleOverTheirValues) {
           ASSERT_TRUE(tc.ok()) << label << ": " << tc.to_string();
           gpu_test::expect_close(tensor_cores, batch.want(), 3.0 * u + 2e-5,
                                  label + " (tensor cores)");
+          // The direct variant: B fragments from the codes, the mma in f16 (q rounded to f16,
+          // exact for these values; P rounded to f16, finer than bf16): the same 3u.
+          std::vector<float> direct;
+          const Status d =
+              batch.run_decode(plan, &direct, kernels::DecodeKernel::kTensorCoresDirect);
+          ASSERT_TRUE(d.ok()) << label << ": " << d.to_string();
+          gpu_test::expect_close(direct, batch.want(), 3.0 * u + 2e-5,
+                                 label + " (tensor cores, direct)");
         }
         // kAuto (the executor's) takes the tensor-core kernel over an FP8 cache where it
         // applies (run 29), the pipelined one at head_dim 256.

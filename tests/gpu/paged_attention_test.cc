@@ -183,6 +183,7 @@ TEST(GpuPagedAttention, DecodeKernelNames) {
   EXPECT_EQ(*kernels::parse_decode_kernel("registers"), DecodeKernel::kRegisters);
   EXPECT_EQ(*kernels::parse_decode_kernel("pipelined"), DecodeKernel::kPipelined);
   EXPECT_EQ(*kernels::parse_decode_kernel("tensor-cores"), DecodeKernel::kTensorCores);
+  EXPECT_EQ(*kernels::parse_decode_kernel("tensor-cores-direct"), DecodeKernel::kTensorCoresDirect);
   for (const char* bad : {"tensor_cores", "Pipelined", "fa2", " auto"}) {
     const StatusOr<DecodeKernel> k = kernels::parse_decode_kernel(bad);
     ASSERT_FALSE(k.ok()) << bad;
