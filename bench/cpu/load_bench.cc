@@ -47,14 +47,21 @@ void run(benchmark::State& state, std::span<const std::int64_t> rows, std::int64
       benchmark::DoNotOptimize(m);
     }
   }
-  state.counters["Gweights/s"] = benchmark::Counter(
-      static_cast<double>(weights) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["Gweights/s"] = benchmark::Counter(static_cast<double>(weights) * 1e-9,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Args: quantization (0 fp8, 1 int4), layout (0: the draw quantized; 1: then the GPU layout).
-void BM_LoadGateUp(benchmark::State& state) { run(state, kGateUp, 4096); }
-void BM_LoadDown(benchmark::State& state) { run(state, kDown, 14336); }
-BENCHMARK(BM_LoadGateUp)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_LoadGateUp(benchmark::State& state) {
+  run(state, kGateUp, 4096);
+}
+void BM_LoadDown(benchmark::State& state) {
+  run(state, kDown, 14336);
+}
+BENCHMARK(BM_LoadGateUp)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_LoadDown)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A GPTQ checkpoint's up_proj [14336, 4096], group 128, repacked to Q4_Z as a load does (random
@@ -70,8 +77,7 @@ void BM_RepackGptqUp(benchmark::State& state) {
   for (std::uint32_t& w : qzeros) w = rng();
   const std::vector<std::uint16_t> scales(kGroups * kRows, 0x2400);  // 2^-6 in fp16
   const auto bytes = [](const auto& v) {
-    return std::span(reinterpret_cast<const std::uint8_t*>(v.data()),
-                     v.size() * sizeof(v[0]));
+    return std::span(reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(v[0]));
   };
   const ModelTensor w{"up.qweight", DType::kI32, {kCols / 8, kRows}, bytes(qweight)};
   const ModelTensor z{"up.qzeros", DType::kI32, {kGroups, kRows / 8}, bytes(qzeros)};
@@ -87,8 +93,8 @@ void BM_RepackGptqUp(benchmark::State& state) {
     if (!m.ok()) state.SkipWithError(m.status().message().c_str());
     benchmark::DoNotOptimize(m);
   }
-  state.counters["Gweights/s"] = benchmark::Counter(
-      static_cast<double>(kRows * kCols) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["Gweights/s"] = benchmark::Counter(static_cast<double>(kRows * kCols) * 1e-9,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_RepackGptqUp)->Unit(benchmark::kMillisecond)->UseRealTime();
 

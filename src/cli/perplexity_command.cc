@@ -110,10 +110,8 @@ int PerplexityCommand::run(const char* argv0) const {
     return report_error(invalid_argument("--text-file has fewer than 2 tokens"));
   }
   // One sequence whose whole window is one prefill step.
-  auto executor = engine::open_executor(files, options,
-                                        {.max_num_batched_tokens = ctx,
-                                         .max_num_seqs = 1,
-                                         .block_size = kBlockSize});
+  auto executor = engine::open_executor(
+      files, options, {.max_num_batched_tokens = ctx, .max_num_seqs = 1, .block_size = kBlockSize});
   if (!executor.ok()) return report_error(executor.status());
   ModelExecutor& exec = *executor->executor;
   if (ctx > exec.info().max_model_len) {
@@ -133,10 +131,10 @@ int PerplexityCommand::run(const char* argv0) const {
   const std::string kv = cuda ? (options.fp8_kv_cache ? "fp8" : device.dtype)
                          : options.kv_cache_dtype == cpu::KvDtype::kF16 ? "fp16"
                                                                         : "fp32";
-  const std::string activations = cuda                               ? device.dtype
-                                  : cpu::cpu_int8_activations()      ? "int8"
-                                  : cpu::cpu_int16_activations()     ? "int16"
-                                                                     : "fp32";
+  const std::string activations = cuda                           ? device.dtype
+                                  : cpu::cpu_int8_activations()  ? "int8"
+                                  : cpu::cpu_int16_activations() ? "int16"
+                                                                 : "fp32";
   if (json) {
     const nlohmann::json out = {{"perplexity", ppl},
                                 {"num_tokens", result->num_scored},

@@ -102,8 +102,8 @@ std::vector<std::int64_t> first_rows(std::span<const cpu::TensorView> parts) {
 // Row n of the parts stacked (first: first_rows(parts)).
 const std::uint8_t* stacked_row(std::span<const cpu::TensorView> parts,
                                 const std::vector<std::int64_t>& first, std::int64_t n) {
-  const auto p = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), n) -
-                                          first.begin() - 1);
+  const auto p =
+      static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), n) - first.begin() - 1);
   return parts[p].row(n - first[p]);
 }
 
@@ -239,9 +239,8 @@ StatusOr<quant::Fp8ChannelMatrix> fp8_layout(std::span<const cpu::TensorView> pa
   const std::vector<std::int64_t> first = first_rows(parts);
   PAGODA_ASSIGN_OR_RETURN(
       quant::Fp8ChannelMatrix m,
-      quant::split_fp8_per_channel(first.back(), parts[0].num_cols, [&](std::int64_t n) {
-        return stacked_row(parts, first, n);
-      }));
+      quant::split_fp8_per_channel(first.back(), parts[0].num_cols,
+                                   [&](std::int64_t n) { return stacked_row(parts, first, n); }));
   if (parts[0].input_permutation != nullptr) {
     m.input_permutation.assign(parts[0].input_permutation,
                                parts[0].input_permutation + parts[0].num_cols);

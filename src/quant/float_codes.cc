@@ -63,8 +63,7 @@ PAGODA_VECTOR_CLONES void fp8_e4m3_codes(const float* values, float scale, std::
     // Clamped so that every lane's sum stays below 2^24, used or not.
     const std::uint32_t small = magnitude < kSmallestNormalBits ? magnitude : kSmallestNormalBits;
     const std::uint32_t steps =
-        std::bit_cast<std::uint32_t>(std::bit_cast<float>(small) * 512.0f + 0x1p23f) -
-        kTwoTo23Bits;
+        std::bit_cast<std::uint32_t>(std::bit_cast<float>(small) * 512.0f + 0x1p23f) - kTwoTo23Bits;
     const std::uint32_t subnormal = 0u - std::uint32_t{magnitude < kSmallestNormalBits};
     const std::uint32_t saturated = 0u - std::uint32_t{magnitude >= kMaxBits};
     const std::uint32_t nan = 0u - std::uint32_t{magnitude > 0x7F800000u};

@@ -17,8 +17,8 @@ namespace pagoda::quant {
 struct Fp8ChannelMatrix {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  LoadBytes codes;                  ///< [rows, cols] E4M3, in stored column order
-  std::vector<float> scales;        ///< [rows]
+  LoadBytes codes;            ///< [rows, cols] E4M3, in stored column order
+  std::vector<float> scales;  ///< [rows]
   /// As QuantizedMatrix::input_permutation (empty for FP8 checkpoints so far).
   std::vector<std::int32_t> input_permutation;
 };

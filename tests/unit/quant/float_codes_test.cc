@@ -135,8 +135,8 @@ TEST(Fp8E4M3, MaxMagnitudeSkipsNaNAsStdMaxDoes) {
     if (trial % 7 == 0) std::fill(row.begin(), row.end(), -0.0f);
     float want = 0.0f;
     for (const float v : row) want = std::max(want, std::fabs(v));
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(max_magnitude(row.data(),
-                                                         static_cast<std::int64_t>(row.size()))),
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(
+                  max_magnitude(row.data(), static_cast<std::int64_t>(row.size()))),
               std::bit_cast<std::uint32_t>(want))
         << "trial " << trial;
   }

@@ -55,7 +55,8 @@ TEST(Fp8ChannelLayout, ParallelSplitEqualsABlockByBlockCopy) {
         codes.insert(codes.end(), row + b * 36 + 4, row + b * 36 + 36);
       }
     }
-    EXPECT_EQ(std::vector<std::uint8_t>(m->codes.begin(), m->codes.end()), codes) << rows << " rows";
+    EXPECT_EQ(std::vector<std::uint8_t>(m->codes.begin(), m->codes.end()), codes)
+        << rows << " rows";
     EXPECT_EQ(m->scales, scales) << rows << " rows";
   }
 }

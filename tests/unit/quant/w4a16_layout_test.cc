@@ -87,8 +87,8 @@ TEST(W4A16Layout, Q4ZWeightsReadBackExactlyAtAwkwardShapes) {
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       // One scale per group when the blocks agree (per-channel: one group), else per block.
       EXPECT_EQ(m->group_size, uniform || s.group_size == 32 ? s.group_size : 32);
-      expect_weights_equal(*m, dequantized(DType::kQ4_Z, {q.bytes.begin(), q.bytes.end()}, s.rows,
-                                           s.cols));
+      expect_weights_equal(
+          *m, dequantized(DType::kQ4_Z, {q.bytes.begin(), q.bytes.end()}, s.rows, s.cols));
       expect_fragments_match(*m);
       for (std::int64_t g = 0; g < m->groups(); ++g) {
         for (std::int64_t n = s.rows; n < m->padded_rows(); ++n) {
