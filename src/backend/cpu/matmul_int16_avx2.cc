@@ -97,8 +97,24 @@ void quantize_columns_int16(const float* x, std::int64_t m, std::int64_t k, std:
                             std::int32_t* pairs, float* scales, float* scaled_sums) {
   PAGODA_CHECK(m >= 1 && m <= kInt16Lanes * vectors) << m << " rows in " << vectors << " vectors";
   const std::int64_t width = kInt16Lanes * vectors;
-  const std::int64_t num_blocks = k / kInt16Block;
   // Row by row (the same q, s and sums as quantize_rows_int16), then transposed.
+  const std::int16_t* q =
+      quantize_rows_scratch(cpu_activation_code_max(), x, m, k, width, scales, scaled_sums);
+  std::fill(pairs, pairs + k / 2 * width, 0);
+  for (std::int64_t l = 0; l < m; ++l) {
+    const std::int16_t* row = q + l * k;
+    for (std::int64_t p = 0; p < k / 2; ++p) {
+      std::int32_t pair;
+      std::memcpy(&pair, row + 2 * p, sizeof(pair));
+      pairs[p * width + l] = pair;
+    }
+  }
+}
+
+const std::int16_t* quantize_rows_scratch(float code_max, const float* x, std::int64_t m,
+                                          std::int64_t k, std::int64_t width, float* scales,
+                                          float* scaled_sums) {
+  const std::int64_t num_blocks = k / kInt16Block;
   thread_local std::vector<std::int16_t> q;
   thread_local std::vector<float> row_scales;
   thread_local std::vector<float> row_sums;
@@ -107,22 +123,16 @@ void quantize_columns_int16(const float* x, std::int64_t m, std::int64_t k, std:
   row_scales.resize(static_cast<std::size_t>(m * num_blocks));
   row_sums.resize(row_scales.size());
   qsums.resize(row_scales.size());
-  quantize_rows_int16(x, m, k, q.data(), row_scales.data(), row_sums.data(), qsums.data());
-  std::fill(pairs, pairs + k / 2 * width, 0);
+  quantize_rows_to(code_max, x, m, k, q.data(), row_scales.data(), row_sums.data(), qsums.data());
   std::fill(scales, scales + num_blocks * width, 0.0f);
   std::fill(scaled_sums, scaled_sums + num_blocks * width, 0.0f);
   for (std::int64_t l = 0; l < m; ++l) {
-    const std::int16_t* row = q.data() + l * k;
-    for (std::int64_t p = 0; p < k / 2; ++p) {
-      std::int32_t pair;
-      std::memcpy(&pair, row + 2 * p, sizeof(pair));
-      pairs[p * width + l] = pair;
-    }
     for (std::int64_t b = 0; b < num_blocks; ++b) {
       scales[b * width + l] = row_scales[static_cast<std::size_t>(l * num_blocks + b)];
       scaled_sums[b * width + l] = row_sums[static_cast<std::size_t>(l * num_blocks + b)];
     }
   }
+  return q.data();
 }
 
 namespace {

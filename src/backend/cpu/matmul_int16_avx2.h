@@ -68,6 +68,15 @@ void quantize_rows_int16(const float* x /* [m, k] */, std::int64_t m, std::int64
 void quantize_rows_to(float code_max, const float* x, std::int64_t m, std::int64_t k,
                       std::int16_t* q, float* scales, float* scaled_sums, std::int32_t* qsums);
 
+/// The column quantizers' shared first step: x's m rows quantized as quantize_rows_to(code_max),
+/// their block scales and scaled sums stored transposed, scales[b, l] and scaled_sums[b, l]
+/// (lanes l >= m zero), and their codes q [m, k] returned in this thread's scratch (valid until
+/// its next call) for the caller to lay out as its tile reads them.
+const std::int16_t* quantize_rows_scratch(float code_max, const float* x, std::int64_t m,
+                                          std::int64_t k, std::int64_t width,
+                                          float* scales /* [k / 32, width] */,
+                                          float* scaled_sums /* [k / 32, width] */);
+
 /// The m <= 8 * vectors rows of x quantized as quantize_rows_int16 and transposed for int16_tile:
 /// pairs[c / 2, l] = q[l, c] | q[l, c + 1] << 16;  scales[b, l] = s;  scaled_sums[b, l] = qsum * s
 /// (lanes l >= m zero).

@@ -20,23 +20,12 @@ void quantize_columns_int8(const float* x, std::int64_t m, std::int64_t k, std::
                            std::int32_t* offsets) {
   PAGODA_CHECK(m >= 1 && m <= kInt16Lanes * vectors) << m << " rows in " << vectors << " vectors";
   const std::int64_t width = kInt16Lanes * vectors;
-  const std::int64_t num_blocks = k / kInt16Block;
   // Row by row (quantize_rows_int16's q, s and sums at a code maximum of 127), then transposed.
-  thread_local std::vector<std::int16_t> q;
-  thread_local std::vector<float> row_scales;
-  thread_local std::vector<float> row_sums;
-  thread_local std::vector<std::int32_t> qsums;
-  q.resize(static_cast<std::size_t>(m * k));
-  row_scales.resize(static_cast<std::size_t>(m * num_blocks));
-  row_sums.resize(row_scales.size());
-  qsums.resize(row_scales.size());
-  quantize_rows_to(127.0f, x, m, k, q.data(), row_scales.data(), row_sums.data(), qsums.data());
+  const std::int16_t* q = quantize_rows_scratch(127.0f, x, m, k, width, scales, scaled_sums);
   std::fill(quads, quads + k / 4 * width, 0);
-  std::fill(scales, scales + num_blocks * width, 0.0f);
-  std::fill(scaled_sums, scaled_sums + num_blocks * width, 0.0f);
   std::fill(offsets, offsets + k / 16 * width, 0);
   for (std::int64_t l = 0; l < m; ++l) {
-    const std::int16_t* row = q.data() + l * k;
+    const std::int16_t* row = q + l * k;
     for (std::int64_t u = 0; u < k / 4; ++u) {
       std::uint32_t quad = 0;
       for (int c = 0; c < 4; ++c) {
@@ -48,10 +37,6 @@ void quantize_columns_int8(const float* x, std::int64_t m, std::int64_t k, std::
       std::int32_t sum = 0;
       for (int c = 0; c < 16; ++c) sum += row[16 * h + c];
       offsets[h * width + l] = -128 * sum;
-    }
-    for (std::int64_t b = 0; b < num_blocks; ++b) {
-      scales[b * width + l] = row_scales[static_cast<std::size_t>(l * num_blocks + b)];
-      scaled_sums[b * width + l] = row_sums[static_cast<std::size_t>(l * num_blocks + b)];
     }
   }
 }
