@@ -74,6 +74,15 @@ bundle() {
   # generate/serve/bench on the GPU.
   if ((${#wanted[@]} == 0)) && [[ -x "$BUILD_DIR/pagoda" ]]; then bins+=("$BUILD_DIR/pagoda"); fi
   cp "${bins[@]}" "$staging/bin/" || return 1
+  # The gguf package (pure Python; the GPU image lacks it) for bench/peer/make_q4_k_m_gguf.py.
+  local gguf_package parts=(bin lib)
+  gguf_package="$("$ROOT/.venv/bin/python" -c \
+    'import gguf, os; print(os.path.dirname(gguf.__file__))' 2>/dev/null)"
+  if [[ -d "$gguf_package" ]]; then
+    mkdir -p "$staging/python" && cp -r "$gguf_package" "$staging/python/" || return 1
+    find "$staging/python" -name __pycache__ -prune -exec rm -rf {} +
+    parts+=(python)
+  fi
   # Every shared library outside glibc, the C++ runtime (the GPU image's is newer) and CUDA
   # (the GPU machine has its own CUDA 13) travels.
   ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u |
@@ -83,8 +92,8 @@ bundle() {
   # One xz stream with a dictionary larger than the whole tar: every test binary carries the same
   # CUDA fat binaries, which the window then stores once (run 28's 16 binaries: 52 MB with
   # `xz -T0 -6`, 20 MB so, in 90 s on 2 cores).
-  tar -C "$staging" -cf - bin lib | xz -T1 --lzma2=preset=6,dict=256MiB >"$BUNDLE/bundle.tar.xz" ||
-    return 1
+  tar -C "$staging" -cf - "${parts[@]}" | xz -T1 --lzma2=preset=6,dict=256MiB \
+    >"$BUNDLE/bundle.tar.xz" || return 1
   local exclude
   exclude="$(git -C "$ROOT" rev-parse --git-path info/exclude)"
   [[ "$exclude" = /* ]] || exclude="$ROOT/$exclude"
@@ -117,6 +126,7 @@ unpack() {
   fi
   export LD_LIBRARY_PATH="$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$UNPACKED/bin:$PATH"
+  [[ -d "$UNPACKED/python" ]] && export PYTHONPATH="$UNPACKED/python${PYTHONPATH:+:$PYTHONPATH}"
   # The binaries run away from the source tree they were built in: point the real-model test at
   # this checkout's golden data and, if present, the default model (it skips without one).
   export PAGODA_TEST_DATA="$ROOT/tests/data"

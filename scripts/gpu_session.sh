@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A lent GPU's one long call (issues 27 and 28): every GPU test, the kernel and 8B model benches,
-# then 8B serving BF16 and FP8 (weights + KV cache) and, with the default model, speculation and
-# perplexity per weight path, all inside a deadline, every figure in
-# $OUT/summary.txt. Made from run 28's script (docs/perf/gpu-runs/2026-11-27-h200-run28/), kept
-# here so a session's first call needs no writing:
+# then 8B serving BF16 and FP8 (weights + KV cache), with the default model speculation and
+# perplexity per weight path, and an 8B Q4_K_M GGUF on the GPU, all inside a deadline, every
+# figure in $OUT/summary.txt. Made from run 28's script
+# (docs/perf/gpu-runs/2026-11-27-h200-run28/), kept here so a session's first call needs no
+# writing:
 #
 #   here:   ninja -C build-gpu-check gpu_bench pagoda <the tests>   (scripts/gpu_check.sh prepare
 #           builds them all), then
@@ -58,10 +59,45 @@ step() {  # step NAME CAP LOG CMD...: at most CAP seconds and never past the dea
 }
 failed_tests() { grep -a -E '^\[  FAILED  \] .*\(' "$tl"; }
 
+CFG=configs/models/llama-3.1-8b.json
+VOCAB=models/vocab/ggml-vocab-llama-bpe.gguf
+[[ -f "$VOCAB" ]] || VOCAB=.gpu-run/ggml-vocab-llama-bpe.gguf
+# An 8B Q4_K_M GGUF for the step near the end, written beside the tests (host work): random
+# blocks in llama-quantize's Q4_K_M layout with Llama 3's vocabulary
+# (bench/peer/make_q4_k_m_gguf.py; the gguf package travels in the bundle).
+Q4KM=/tmp/llama-3.1-8b-q4_k_m.gguf
+python3 bench/peer/make_q4_k_m_gguf.py "$CFG" "$Q4KM" --tokenizer-from "$VOCAB" \
+  >"$o/q4_k_m_write.log" 2>&1 &
+q4km_writer=$!
+
 G=--gtest_color=no
-# The attention tests' host oracle is slow (~160 s in all on a 16-core host): their own cap.
-step attention 200 "$tl" gpu_paged_attention_test $G
-for t in "${TESTS[@]:1}"; do step "${t#gpu_}" 60 "$tl" "$t" $G; done
+# The tests run side by side: their CPU oracles, one thread each, took 330 of run 29's 570 s when
+# the binaries ran one after another. The slow binaries are cut into gtest shards (run 29's
+# seconds: attention 165, fp8_gemm 56, fp8_kv_cache 22, w4a16 16, sampling 14). The kernel tests
+# allocate only their own buffers; the speculative test sizes a KV pool from the GPU's free
+# memory, so it runs alone afterwards.
+declare -A SHARDS=([gpu_paged_attention_test]=8 [gpu_fp8_gemm_test]=3 [gpu_fp8_kv_cache_test]=2
+                   [gpu_w4a16_gemm_test]=2 [gpu_sampling_kernel_test]=2)
+LANES=${TEST_LANES:-12}
+lanes=$(mktemp -d) shard_pids=()
+for t in "${TESTS[@]}"; do
+  [[ "$t" == gpu_speculative_test ]] && continue
+  n=${SHARDS[$t]:-1}
+  for ((i = 0; i < n; i++)); do
+    while (($(jobs -rp | wc -l) >= LANES)); do wait -n; done
+    left=$((DEADLINE - SECONDS - 60))
+    ((left < 5)) && left=5
+    ((left > 200)) && left=200
+    ( s=$SECONDS
+      GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i timeout "$left" "$t" $G >"$lanes/$t.$i.log" 2>&1
+      echo "${t#gpu_} shard $((i + 1))/$n rc=$? $((SECONDS - s))s" >"$lanes/$t.$i.rc" ) &
+    shard_pids+=($!)
+  done
+done
+wait "${shard_pids[@]}"
+for f in "$lanes"/*.rc; do cat "$f" >>"$sum"; echo "== ${f##*/}" >>"$tl"; cat "${f%.rc}.log" >>"$tl"; done
+rm -rf "$lanes"
+step speculative_test 60 "$tl" gpu_speculative_test $G
 { echo "-- failures"; failed_tests | head -30
   echo -n "tests OK: "; grep -a -c '^\[       OK \]' "$tl"
   echo -n "tests skipped: "; grep -a -c '^\[  SKIPPED \] .*(' "$tl"; } >>"$sum"
@@ -77,13 +113,10 @@ fi
 step bench_attention 60 "$bl" gpu_bench kernels decode prefill
 step bench_elementwise 30 "$bl" gpu_bench kernels elementwise
 step bench_quant 45 "$bl" gpu_bench kernels fp8 gguf w4a16
-CFG=configs/models/llama-3.1-8b.json
 step model_b256 45 "$bl" gpu_bench model --config $CFG --batch 256 --context 1500 --steps 8
 step model_b1 25 "$bl" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16
 grep -a '^RESULT' "$bl" | sed 's/^RESULT //' >>"$sum"
 
-VOCAB=models/vocab/ggml-vocab-llama-bpe.gguf
-[[ -f "$VOCAB" ]] || VOCAB=.gpu-run/ggml-vocab-llama-bpe.gguf
 serve() {  # serve NAME CAP [ENV=VALUE...]: scripts/gpu_serve_bench.sh, async scheduling only
   local name=$1 cap=$2
   shift 2
@@ -130,6 +163,19 @@ step model_b1_fp8_pipelined 70 "$b2" env PAGODA_FP8_SKINNY=pipelined gpu_bench m
 step model_b1_int4 70 "$b2" gpu_bench model --config $CFG --batch 1 --context 1500 --steps 16 \
   --quantization int4
 grep -a '^RESULT' "$b2" 2>/dev/null | sed 's/^RESULT //' >>"$sum"
+# The 8B Q4_K_M GGUF kept quantized (issue 28): its GPU memory after load (the "weights:" line)
+# and decode, one stream and 64 at once.
+wait "$q4km_writer"
+echo "q4_k_m_write rc=$? $(tail -1 "$o/q4_k_m_write.log")" >>"$sum"
+rm -f "$o/q4_k_m_write.log"
+if [[ -f "$Q4KM" ]]; then
+  echo "== q4_k_m" >>"$b2"
+  step q4_k_m_bench 90 "$b2" pagoda bench offline "$Q4KM" --device cuda --num-prompts 64 \
+    --input-len 512 --output-len 128 --max-num-seqs 64 --async-scheduling
+  sed -n '/^== q4_k_m$/,$p' "$b2" | grep -a -E \
+    '^(weights:|startup:|cuda graphs:|model |concurrent |single-stream |host gap|vs single)' >>"$sum"
+  rm -f "$Q4KM"
+fi
 # memcheck on the decode kernels with K splits, the FP8 tensor-core path included.
 step memcheck_decode 60 "$tl" compute-sanitizer --tool memcheck --error-exitcode 7 \
   gpu_fp8_kv_cache_test $G --gtest_filter='GpuFp8KvCache.AttentionOverCodesMatchesTheOracleOverTheirValues'
