@@ -1,7 +1,8 @@
 // Host-side load time of one 8B-shaped quantized linear layer, the work the CUDA executor does
 // per layer before its upload (docs/quantization.md, "Dummy weights quantized at load"): the
 // dummy draw quantized at load as the CPU's (quantized_dummy_linear), then the GPU layout
-// (fp8_layout / w4a16_layout); and a GPTQ checkpoint's layer repacked to Q4_Z.
+// (fp8_layout / w4a16_layout); a GPTQ checkpoint's layer repacked to Q4_Z; a GGUF Q4_K_M layer
+// repacked into the GPU's GGUF form.
 //   ./build/bench/cpu/pagoda_load_bench --benchmark_filter=...
 #include <benchmark/benchmark.h>
 
@@ -12,6 +13,7 @@
 
 #include "models/device_linear_plan.h"
 #include "models/llama_weights.h"
+#include "quant/gguf_repack.h"
 #include "quant/int4_checkpoint.h"
 
 namespace pagoda::models {
@@ -97,6 +99,58 @@ void BM_RepackGptqUp(benchmark::State& state) {
                                                     benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_RepackGptqUp)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A GGUF Q4_K_M layer repacked into the GPU's GGUF form, as the CUDA executor loads each layer of
+// an 8B Q4_K_M file: gate/up (two Q4_K parts, [2 x 14336, 4096]; arg 0) or QKV with a Q6_K V
+// (arg 1: Q [4096], K [1024] Q4_K, V [1024] Q6_K: the general form). Random quants; every
+// block's d and dmin 2^-10 (valid fp16, so no part is refused).
+std::vector<std::uint8_t> random_blocks(DType dtype, std::int64_t rows, std::int64_t cols,
+                                        std::mt19937& rng) {
+  const bool q6 = dtype == DType::kQ6_K;
+  const std::size_t block_bytes = q6 ? 210 : 144;
+  std::vector<std::uint8_t> blocks(static_cast<std::size_t>(rows * cols / 256) * block_bytes);
+  for (std::uint8_t& b : blocks) b = static_cast<std::uint8_t>(rng());
+  for (std::size_t at = 0; at < blocks.size(); at += block_bytes) {
+    const std::uint8_t half[2] = {0x00, 0x14};  // 2^-10
+    std::memcpy(&blocks[at + (q6 ? 208 : 0)], half, 2);
+    if (!q6) std::memcpy(&blocks[at + 2], half, 2);
+  }
+  return blocks;
+}
+
+void BM_RepackGgufQ4KM(benchmark::State& state) {
+  struct Part {
+    DType dtype;
+    std::int64_t rows;
+  };
+  const bool qkv = state.range(0) != 0;
+  const std::vector<Part> shape = qkv ? std::vector<Part>{{DType::kQ4_K, 4096},
+                                                          {DType::kQ4_K, 1024},
+                                                          {DType::kQ6_K, 1024}}
+                                      : std::vector<Part>{{DType::kQ4_K, 14336},
+                                                          {DType::kQ4_K, 14336}};
+  constexpr std::int64_t kCols = 4096;
+  std::mt19937 rng(11);
+  std::vector<std::vector<std::uint8_t>> blocks;
+  std::vector<quant::GgufPart> parts;
+  std::int64_t weights = 0;
+  for (const Part& p : shape) {
+    blocks.push_back(random_blocks(p.dtype, p.rows, kCols, rng));
+    parts.push_back({.dtype = p.dtype,
+                     .blocks = blocks.back().data(),
+                     .rows = p.rows,
+                     .row_stride = blocks.back().size() / static_cast<std::size_t>(p.rows)});
+    weights += p.rows * kCols;
+  }
+  for (auto _ : state) {
+    StatusOr<quant::W4A16Matrix> m = quant::repack_gguf_parts(parts, kCols);
+    if (!m.ok()) state.SkipWithError(m.status().message().c_str());
+    benchmark::DoNotOptimize(m);
+  }
+  state.counters["Gweights/s"] = benchmark::Counter(static_cast<double>(weights) * 1e-9,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RepackGgufQ4KM)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace pagoda::models
