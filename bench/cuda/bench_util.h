@@ -1,5 +1,6 @@
 // What gpu_bench's parts share: fatal checks, device buffers (random ones from the device's
-// generator), event-timed medians and the RESULT line every figure is printed as.
+// generator), event-timed medians (queued behind a spinning kernel: queue_ahead.h) and the RESULT
+// line every figure is printed as.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,6 +16,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/random_fill.h"
 #include "backend/cuda/scalar_type.h"
+#include "bench/cuda/queue_ahead.h"
 #include "pagoda/status.h"
 
 namespace pagoda::bench {
@@ -44,28 +46,60 @@ inline DeviceBuffer random_buffer(std::int64_t n, ScalarType type, std::uint64_t
   return b;
 }
 
-// Median milliseconds of `repeats` runs of `fn` after `warmup` runs, each timed with events.
+// Long enough for the host to queue a timed region's launches and events behind it (a launch
+// took ~10 us on the lent machines' gVisor, so 20 of any kernel fit with room to spare).
+constexpr double kQueueAheadUs = 3000.0;
+
+// Median milliseconds of `repeats` runs of `fn` after `warmup` runs, on the default stream, each
+// between two events. The runs and events are queued behind a spinning kernel, so they run back
+// to back on the GPU: a run's time is the GPU's, as inside a CUDA graph, without the host's
+// launch latency (through run 29 each run was queued on an idle GPU and timed with that latency;
+// `launch_latency_us` measures it). A `fn` that synchronizes with the host still times as before.
 inline double median_ms(const std::function<void(int)>& fn, int warmup = 3, int repeats = 20) {
   for (int i = 0; i < warmup; ++i) fn(i);
   check(cuda::cuda_status(cudaDeviceSynchronize(), "sync"), "warm-up");
+  std::vector<cudaEvent_t> events(static_cast<std::size_t>(repeats) + 1);
+  for (cudaEvent_t& e : events) cudaEventCreate(&e);
+  launch_spin(kQueueAheadUs);
+  cudaEventRecord(events[0]);
+  for (int i = 0; i < repeats; ++i) {
+    fn(warmup + i);
+    cudaEventRecord(events[static_cast<std::size_t>(i) + 1]);
+  }
+  check(cuda::cuda_status(cudaEventSynchronize(events.back()), "sync"), "timed region");
+  check(cuda::check_launch("timed region"), "timed region");
+  std::vector<double> times;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, events[i], events[i + 1]);
+    times.push_back(ms);
+  }
+  for (cudaEvent_t& e : events) cudaEventDestroy(e);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// What timing each launch on an idle GPU adds: the median of an empty kernel timed that way
+// (run 29's method) less the same kernel queued back to back (median_ms's), in microseconds.
+inline double launch_latency_us() {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
+  std::vector<double> idle;
+  for (int i = 0; i < 20; ++i) {
     cudaEventRecord(start);
-    fn(warmup + i);
+    launch_empty();
     cudaEventRecord(stop);
     cudaEventSynchronize(stop);
     float ms = 0.0f;
     cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
+    idle.push_back(ms);
   }
-  check(cuda::check_launch("timed region"), "timed region");
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  std::sort(idle.begin(), idle.end());
+  const double queued_ms = median_ms([](int) { launch_empty(); });
+  return (idle[idle.size() / 2] - queued_ms) * 1e3;
 }
 
 inline void result(const char* name, double value, const char* unit, double ratio,

@@ -70,6 +70,9 @@ Ceilings measure_ceilings(cuda::BlasLt& blas) {
       [&](int) { cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice); });
   c.bandwidth_gbs = 2.0 * bytes / (copy_ms * 1e-3) / 1e9;
   result("B: device copy (1 GiB, read+write)", c.bandwidth_gbs, "GB/s", 1.0, "ceiling");
+  // Kernel times leave this out since run 30 (bench_util.h's median_ms); run 29's included it.
+  result("launch latency per-launch timing added", launch_latency_us(), "us", 0.0,
+         "(info: in kernel times through run 29)");
 
   const std::int64_t n = 8192;
   DeviceBuffer a = random_buffer(n * n, ScalarType::kBF16, 2);
