@@ -21,8 +21,8 @@
 #
 # If a test of kAuto's decode attention (the tensor-core kernel, over bf16 and FP8 caches) fails,
 # the benches and serving run PAGODA_DECODE_ATTENTION=pipelined instead. Output files (the device
-# tool brings back 8): summary.txt, tests.log, bench.log, bench2.log and, per serving pass,
-# <name>/serve_bench.tgz (bf16, fp8, and spec when the default model was staged), whose
+# tool brings back 8): summary.txt, tests.log, bench.log, bench2.log, profile.log and, per serving
+# pass, <name>/serve_bench.tgz (bf16, fp8, and spec when the default model was staged), whose
 # summaries summary.txt repeats. The real-model tests and the speculation figures need the
 # default model, which is over the carry limit beside the bundle: scripts/gpu_stage.sh brings it
 # over earlier calls.
@@ -180,4 +180,8 @@ fi
 step memcheck_decode 60 "$tl" compute-sanitizer --tool memcheck --error-exitcode 7 \
   gpu_fp8_kv_cache_test $G --gtest_filter='GpuFp8KvCache.AttentionOverCodesMatchesTheOracleOverTheirValues'
 grep -a 'ERROR SUMMARY' "$tl" >>"$sum"
+# Last, with what time is left: Nsight Compute on one launch of each kernel whose goal is open
+# (scripts/gpu_profile.sh; counters on the H100s' Firecracker only).
+left=$((DEADLINE - SECONDS - 5))
+((left >= 40)) && step profile "$left" "$o/profile.log" bash scripts/gpu_profile.sh "$((left - 5))"
 cat "$sum"
