@@ -124,11 +124,9 @@ void BM_RepackGgufQ4KM(benchmark::State& state) {
     std::int64_t rows;
   };
   const bool qkv = state.range(0) != 0;
-  const std::vector<Part> shape = qkv ? std::vector<Part>{{DType::kQ4_K, 4096},
-                                                          {DType::kQ4_K, 1024},
-                                                          {DType::kQ6_K, 1024}}
-                                      : std::vector<Part>{{DType::kQ4_K, 14336},
-                                                          {DType::kQ4_K, 14336}};
+  const std::vector<Part> shape =
+      qkv ? std::vector<Part>{{DType::kQ4_K, 4096}, {DType::kQ4_K, 1024}, {DType::kQ6_K, 1024}}
+          : std::vector<Part>{{DType::kQ4_K, 14336}, {DType::kQ4_K, 14336}};
   constexpr std::int64_t kCols = 4096;
   std::mt19937 rng(11);
   std::vector<std::vector<std::uint8_t>> blocks;

@@ -4,6 +4,7 @@
 // columns each (one 16-byte store, one group); the gathers, one element each.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <string>
 
 #include "backend/cuda/cuda_status.h"
@@ -98,18 +99,22 @@ __global__ void w4a16_gather_rows_kernel(const W4A16Weights w, const std::int32_
     return;
   }
   const std::int64_t col = i % w.cols;
-  const T v = from_float<T>(dequantize_element(w, id, col, col / w.group_size, k_tiles, padded_rows));
+  const T v =
+      from_float<T>(dequantize_element(w, id, col, col / w.group_size, k_tiles, padded_rows));
   out[i] = scaled ? from_float<T>(to_float(v) * scale) : v;
 }
 
+// grid.x covers a row's columns, grid.y the rows (a grid-stride loop past 65535 of them): no
+// division by the runtime width per element.
 template <typename T>
 __global__ void gather_columns_kernel(const T* __restrict__ x, std::int64_t m, std::int64_t k,
                                       const std::int32_t* __restrict__ permutation,
                                       T* __restrict__ out) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= m * k) return;
-  const std::int64_t row = i / k, col = i % k;
-  out[i] = x[row * k + permutation[col]];
+  const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= k) return;
+  const std::int32_t from = permutation[col];
+  for (std::int64_t row = blockIdx.y; row < m; row += gridDim.y)
+    out[row * k + col] = x[row * k + from];
 }
 
 bool dequantizable(const W4A16Weights& w, cuda::ScalarType dtype) {
@@ -133,8 +138,9 @@ Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarTyp
   const std::int64_t chunks = w.rows * (w.cols / kChunk);
   if (chunks > UINT32_MAX || w.group_size % kChunk != 0 ||
       reinterpret_cast<std::uintptr_t>(out) % 16 != 0) {
-    return invalid_argument("w4a16 dequantize: over 2^32 8-column chunks, groups not whole "
-                            "8-column chunks, or out not 16-byte aligned");
+    return invalid_argument(
+        "w4a16 dequantize: needs fewer than 2^32 8-column chunks, groups of whole chunks and a "
+        "16-byte aligned output");
   }
   const auto chunks_per_row = static_cast<std::uint32_t>(w.cols / kChunk);
   const auto n = static_cast<std::uint32_t>(chunks);
@@ -142,8 +148,8 @@ Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarTyp
   const std::int64_t padded_rows = padded_rows_of(w);
   const unsigned blocks = blocks_for(chunks, 256);
   if (dtype == cuda::ScalarType::kBF16) {
-    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(
-        w, static_cast<__nv_bfloat16*>(out), chunks_per_row, n, k_tiles, padded_rows);
+    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__nv_bfloat16*>(out),
+                                                        chunks_per_row, n, k_tiles, padded_rows);
   } else {
     w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__half*>(out),
                                                         chunks_per_row, n, k_tiles, padded_rows);
@@ -180,13 +186,13 @@ Status launch_gather_columns(const void* x, std::int64_t m, std::int64_t k,
     return invalid_argument("gather columns: unsupported shape or dtype");
   }
   if (m == 0) return Status::ok_status();
-  const unsigned blocks = blocks_for(m * k, 256);
+  const dim3 grid(blocks_for(k, 256), static_cast<unsigned>(std::min<std::int64_t>(m, 65535)));
   if (dtype == cuda::ScalarType::kBF16) {
-    gather_columns_kernel<<<blocks, 256, 0, stream>>>(
-        static_cast<const __nv_bfloat16*>(x), m, k, permutation, static_cast<__nv_bfloat16*>(out));
+    gather_columns_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x), m, k,
+                                                    permutation, static_cast<__nv_bfloat16*>(out));
   } else {
-    gather_columns_kernel<<<blocks, 256, 0, stream>>>(static_cast<const __half*>(x), m, k,
-                                                      permutation, static_cast<__half*>(out));
+    gather_columns_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(x), m, k,
+                                                    permutation, static_cast<__half*>(out));
   }
   return cuda::check_launch("gather_columns_kernel");
 }

@@ -515,26 +515,30 @@ TEST(GpuW4A16Gemm, TableRowsAndFp32Outputs) {
   }
 }
 
+// Widths past one 256-thread block and not a multiple of it, and more rows than a grid's y
+// dimension holds (the kernel loops over them).
 TEST(GpuW4A16Gemm, GatherColumnsFollowsThePermutation) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(9);
-  const std::int64_t m = 5, k = 96;
-  std::vector<std::int32_t> perm(static_cast<std::size_t>(k));
-  for (std::int64_t j = 0; j < k; ++j) perm[static_cast<std::size_t>(j)] = (j * 37 + 11) % k;
-  const std::vector<float> x = gpu_test::round_to(
-      gpu_test::random_vector(static_cast<std::size_t>(m * k), rng), ScalarType::kBF16);
-  DeviceArray dx(x, ScalarType::kBF16), out(x.size(), ScalarType::kBF16);
-  DeviceVector<std::int32_t> dperm(perm);
-  out.poison();
-  ASSERT_TRUE(
-      launch_gather_columns(dx.data(), m, k, dperm.data(), out.data(), ScalarType::kBF16, nullptr)
-          .ok());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<float> got = out.download();
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < k; ++j) {
-      ASSERT_EQ(got[static_cast<std::size_t>(i * k + j)],
-                x[static_cast<std::size_t>(i * k + perm[static_cast<std::size_t>(j)])]);
+  for (const auto& [m, k] : {std::pair<std::int64_t, std::int64_t>{5, 96}, {3, 300}, {65540, 40}}) {
+    std::vector<std::int32_t> perm(static_cast<std::size_t>(k));
+    for (std::int64_t j = 0; j < k; ++j) perm[static_cast<std::size_t>(j)] = (j * 37 + 11) % k;
+    const std::vector<float> x = gpu_test::round_to(
+        gpu_test::random_vector(static_cast<std::size_t>(m * k), rng), ScalarType::kBF16);
+    DeviceArray dx(x, ScalarType::kBF16), out(x.size(), ScalarType::kBF16);
+    DeviceVector<std::int32_t> dperm(perm);
+    out.poison();
+    ASSERT_TRUE(
+        launch_gather_columns(dx.data(), m, k, dperm.data(), out.data(), ScalarType::kBF16, nullptr)
+            .ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> got = out.download();
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < k; ++j) {
+        ASSERT_EQ(got[static_cast<std::size_t>(i * k + j)],
+                  x[static_cast<std::size_t>(i * k + perm[static_cast<std::size_t>(j)])])
+            << "m " << m << " k " << k << " at " << i << ", " << j;
+      }
     }
   }
 }
