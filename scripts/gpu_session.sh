@@ -10,14 +10,18 @@
 #           builds them all), then
 #           GPU_CHECK_BINARIES="gpu_bench pagoda $(scripts/gpu_session.sh --binaries)" \
 #             PAGODA_GPU_BUNDLE=.gpu-bundle scripts/gpu_check.sh bundle
-#   device (run 29's sequence, 778 s of device time in all; each call within 30 s of the last):
+#   device (each call within 30 s of the last; run 29 made a 4th call of the session alone, to
+#   carry Llama 3's vocabulary, 778 s of device time in all):
 #     1. "bash scripts/gpu_check.sh exec bash scripts/gpu_stage.sh gather .gpu-stage",
 #        carry [".gpu-bundle", ".gpu-stage/p00"]  (scripts/gpu_stage.sh split ... 20 beforehand)
 #     2. "bash scripts/gpu_stage.sh gather .gpu-stage", carry [".gpu-stage/p01", ".gpu-stage/p02"]
-#     3. the same with p03 and p04 (the vocab does not fit beside them)
-#     4. "BUDGET=570 bash scripts/gpu_check.sh exec bash scripts/gpu_session.sh",
-#        carry ["models/vocab/ggml-vocab-llama-bpe.gguf"], timeout_s=600
-#   Without the default model, call 4 alone, carrying the bundle and the vocab.
+#     3. "bash scripts/gpu_stage.sh gather .gpu-stage &&
+#         BUDGET=570 bash scripts/gpu_check.sh exec bash scripts/gpu_session.sh",
+#        carry [".gpu-stage/p03", ".gpu-stage/p04"], timeout_s=600
+#   With the default model staged, the dummy 8B models take its tokenizer when Llama 3's
+#   (models/vocab/ggml-vocab-llama-bpe.gguf, which does not fit beside p03 and p04) is not
+#   carried: token ids past its 49,152 decode to nothing, the weights are the same. Without the
+#   default model, the session alone, carrying the bundle and that vocabulary.
 #
 # If a test of kAuto's decode attention (the tensor-core kernel, over bf16 and FP8 caches) fails,
 # the benches and serving run PAGODA_DECODE_ATTENTION=pipelined instead. Output files (the device
@@ -60,10 +64,13 @@ step() {  # step NAME CAP LOG CMD...: at most CAP seconds and never past the dea
 failed_tests() { grep -a -E '^\[  FAILED  \] .*\(' "$tl"; }
 
 CFG=configs/models/llama-3.1-8b.json
+# The dummy 8B models' tokenizer: Llama 3's when carried, else the staged default model's.
 VOCAB=models/vocab/ggml-vocab-llama-bpe.gguf
 [[ -f "$VOCAB" ]] || VOCAB=.gpu-run/ggml-vocab-llama-bpe.gguf
+[[ -f "$VOCAB" || -z "${PAGODA_SMOLLM2_GGUF:-}" ]] || VOCAB=$PAGODA_SMOLLM2_GGUF
+echo "tokenizer of the dummy 8B models: $VOCAB" >>"$sum"
 # An 8B Q4_K_M GGUF for the step near the end, written beside the tests (host work): random
-# blocks in llama-quantize's Q4_K_M layout with Llama 3's vocabulary
+# blocks in llama-quantize's Q4_K_M layout, 128,256 rows of vocabulary
 # (bench/peer/make_q4_k_m_gguf.py; the gguf package travels in the bundle).
 Q4KM=/tmp/llama-3.1-8b-q4_k_m.gguf
 python3 bench/peer/make_q4_k_m_gguf.py "$CFG" "$Q4KM" --tokenizer-from "$VOCAB" \

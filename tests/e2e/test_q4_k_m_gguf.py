@@ -65,7 +65,7 @@ def test_pagoda_reads_the_file_and_generates(run_pagoda, small_model):
     assert "generated tokens: 4" in proc.stderr
 
 
-def test_a_tokenizer_of_another_vocabulary_is_refused(tmp_path, default_model):
+def test_a_tokenizer_larger_than_the_vocabulary_is_refused(tmp_path, default_model):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(dict(GOLDEN["layers32_untied"]["config"], num_hidden_layers=1,
                                       vocab_size=32000)))
@@ -73,3 +73,21 @@ def test_a_tokenizer_of_another_vocabulary_is_refused(tmp_path, default_model):
     assert proc.returncode != 0
     assert "49152 tokens" in proc.stderr
     assert list(tmp_path.iterdir()) == [config]
+
+
+def test_a_smaller_tokenizer_leaves_padding_rows(run_pagoda, tmp_path, default_model):
+    """Llama 3's vocabulary with the default model's 49,152 tokens: the file holds all 128,256
+    rows, and pagoda reads it (sampled ids past the tokenizer decode to nothing)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dict(GOLDEN["layers32_untied"]["config"], num_hidden_layers=1,
+                                      vocab_size=128256)))
+    out = tmp_path / "model.gguf"
+    proc = make(config, out, "--tokenizer-from", default_model)
+    assert proc.returncode == 0, proc.stderr
+    shapes = {t.name: [int(d) for d in t.shape] for t in gguf.GGUFReader(out).tensors}
+    assert shapes["token_embd.weight"] == [256, 128256]
+    assert shapes["output.weight"] == [256, 128256]
+    proc = run_pagoda("generate", out, "--device", "cpu", "--prompt", "Hello", "--max-tokens", 4,
+                      "--temperature", 0, "--ignore-eos")
+    assert proc.returncode == 0, proc.stderr
+    assert "generated tokens: 4" in proc.stderr
