@@ -40,7 +40,8 @@ for p in "${PROFILES[@]}"; do
   out=$(profile "${kill_args[@]}")
   rc=$?
   # An ncu that does not take --kill: without it the group runs to its end (seconds).
-  if ((${#kill_args[@]} > 0)) && grep -q -i -E "(unrecogni[sz]ed|invalid|unknown).*kill" <<<"$out"; then
+  if ((${#kill_args[@]} > 0)) &&
+    grep -i -- '--kill' <<<"$out" | grep -q -i -E 'unrecogni[sz]ed|invalid|unknown'; then
     kill_args=()
     out=$(profile)
     rc=$?
