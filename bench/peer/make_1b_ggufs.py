@@ -29,6 +29,9 @@ except ImportError:
     sys.exit("make_1b_ggufs: the gguf package is missing (pip install -r requirements.txt into "
              ".venv, or run with .venv/bin/python)")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_llama  # noqa: E402
+
 GENERATOR_VERSION = 1  # bump when the weights this script writes change
 SHAPE = {
     "hidden": 2048,
@@ -74,23 +77,9 @@ def tensor_plan(vocab):
     return plan
 
 
-def copy_tokenizer(reader, writer):
-    copied = 0
-    for key, field in reader.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        vtype = field.types[0]
-        sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(key, field.contents(), vtype, sub_type=sub)
-        copied += 1
-    if "tokenizer.ggml.tokens" not in reader.fields:
-        sys.exit("make_1b_ggufs: the tokenizer source has no tokenizer.ggml.tokens")
-    return len(reader.fields["tokenizer.ggml.tokens"].data)
-
-
 def write_model(out, tokenizer_from, seed):
-    reader = gguf.GGUFReader(tokenizer_from)
-    vocab = len(reader.fields["tokenizer.ggml.tokens"].data)
+    reader = gguf_llama.tokenizer_source(tokenizer_from, "make_1b_ggufs")
+    vocab = gguf_llama.token_count(reader)
     params = dict(SHAPE, vocab=vocab, seed=seed, version=GENERATOR_VERSION,
                   tokenizer_sha256=sha256(tokenizer_from))
     meta_path = out + ".params.json"
@@ -104,18 +93,12 @@ def write_model(out, tokenizer_from, seed):
     part = out + ".part"
     writer = gguf.GGUFWriter(part, "llama")
     writer.add_name("llama-1b-shape random (Pagoda benchmark)")
-    writer.add_context_length(SHAPE["context_length"])
-    writer.add_embedding_length(SHAPE["hidden"])
-    writer.add_block_count(SHAPE["layers"])
-    writer.add_feed_forward_length(SHAPE["intermediate"])
-    writer.add_head_count(SHAPE["heads"])
-    writer.add_head_count_kv(SHAPE["kv_heads"])
-    writer.add_rope_dimension_count(SHAPE["head_dim"])
-    writer.add_rope_freq_base(SHAPE["rope_theta"])
-    writer.add_layer_norm_rms_eps(SHAPE["rms_eps"])
-    writer.add_vocab_size(vocab)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    copy_tokenizer(reader, writer)
+    gguf_llama.add_llama_metadata(
+        writer, context_length=SHAPE["context_length"], hidden=SHAPE["hidden"],
+        layers=SHAPE["layers"], intermediate=SHAPE["intermediate"], heads=SHAPE["heads"],
+        kv_heads=SHAPE["kv_heads"], head_dim=SHAPE["head_dim"], rope_theta=SHAPE["rope_theta"],
+        rms_eps=SHAPE["rms_eps"], vocab=vocab, file_type=gguf.LlamaFileType.MOSTLY_F16)
+    gguf_llama.copy_tokenizer(reader, writer)
 
     plan = tensor_plan(vocab)
     for name, shape in plan:

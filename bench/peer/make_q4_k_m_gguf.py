@@ -34,6 +34,9 @@ except ImportError:
     sys.exit("make_q4_k_m_gguf: the gguf package is missing (pip install -r requirements.txt "
              "into .venv, or run with .venv/bin/python)")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_llama  # noqa: E402
+
 Q4_K = gguf.GGMLQuantizationType.Q4_K
 Q6_K = gguf.GGMLQuantizationType.Q6_K
 F32 = gguf.GGMLQuantizationType.F32
@@ -151,43 +154,21 @@ def tensor_data(rng, dims, qtype):
     return data.reshape(rows, row_bytes(qtype, columns))
 
 
-def tokenizer_source(path):
-    reader = gguf.GGUFReader(path)
-    if "tokenizer.ggml.tokens" not in reader.fields:
-        sys.exit(f"make_q4_k_m_gguf: {path} has no tokenizer.ggml.tokens")
-    return reader
-
-
-def copy_tokenizer(reader, writer):
-    for key, field in reader.fields.items():
-        if key.startswith("tokenizer."):
-            vtype = field.types[0]
-            sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY else None
-            writer.add_key_value(key, field.contents(), vtype, sub_type=sub)
-
-
 def add_llama_metadata(writer, config, s, file_type):
-    writer.add_context_length(config.get("max_position_embeddings", 8192))
-    writer.add_embedding_length(s["hidden"])
-    writer.add_block_count(s["layers"])
-    writer.add_feed_forward_length(s["intermediate"])
-    writer.add_head_count(s["heads"])
-    writer.add_head_count_kv(s["kv_heads"])
-    writer.add_rope_dimension_count(s["head_dim"])
-    writer.add_key_length(s["head_dim"])
-    writer.add_value_length(s["head_dim"])
-    writer.add_rope_freq_base(config.get("rope_theta", 10000.0))
-    writer.add_layer_norm_rms_eps(config.get("rms_norm_eps", 1e-5))
-    writer.add_vocab_size(s["vocab"])
-    writer.add_file_type(file_type)
+    gguf_llama.add_llama_metadata(
+        writer, context_length=config.get("max_position_embeddings", 8192), hidden=s["hidden"],
+        layers=s["layers"], intermediate=s["intermediate"], heads=s["heads"],
+        kv_heads=s["kv_heads"], head_dim=s["head_dim"],
+        rope_theta=config.get("rope_theta", 10000.0), rms_eps=config.get("rms_norm_eps", 1e-5),
+        vocab=s["vocab"], file_type=file_type, head_lengths=True)
 
 
 def write_model(config_path, out, tokenizer_from, seed):
     config = load_config(config_path)
     s = shape(config)
     plan = tensor_plan(s)
-    tokenizer = tokenizer_source(tokenizer_from)
-    tokens = len(tokenizer.fields["tokenizer.ggml.tokens"].data)
+    tokenizer = gguf_llama.tokenizer_source(tokenizer_from, "make_q4_k_m_gguf")
+    tokens = gguf_llama.token_count(tokenizer)
     if tokens > s["vocab"]:
         sys.exit(f"make_q4_k_m_gguf: {tokenizer_from} has {tokens} tokens, more than the config's "
                  f"{s['vocab']}")
@@ -195,7 +176,7 @@ def write_model(config_path, out, tokenizer_from, seed):
     writer = gguf.GGUFWriter(part, "llama")
     writer.add_name(f"{os.path.basename(config_path)} random Q4_K_M (Pagoda benchmark)")
     add_llama_metadata(writer, config, s, gguf.LlamaFileType.MOSTLY_Q4_K_M)
-    copy_tokenizer(tokenizer, writer)
+    gguf_llama.copy_tokenizer(tokenizer, writer)
     for name, dims, qtype in plan:
         if qtype == F32:
             writer.add_tensor_info(name, dims, np.dtype(np.float32), dims[0] * 4)

@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "peer"))
 
+import gguf_llama  # noqa: E402
 import make_q4_k_m_gguf  # noqa: E402  (for the tensor names and shapes of a Llama only)
 
 OUT = ROOT / "tests" / "data" / "quant" / "q4_k_m_layout.json"
@@ -48,8 +49,8 @@ def write_f16(config, path):
     s = make_q4_k_m_gguf.shape(config)
     writer = gguf.GGUFWriter(path, "llama")
     make_q4_k_m_gguf.add_llama_metadata(writer, config, s, gguf.LlamaFileType.MOSTLY_F16)
-    tokenizer = make_q4_k_m_gguf.tokenizer_source(str(TOKENIZER))
-    make_q4_k_m_gguf.copy_tokenizer(tokenizer, writer)
+    tokenizer = gguf_llama.tokenizer_source(str(TOKENIZER), "make_q4_k_m_layout")
+    gguf_llama.copy_tokenizer(tokenizer, writer)
     for name, dims, qtype in make_q4_k_m_gguf.tensor_plan(s):
         dtype = np.float32 if qtype == make_q4_k_m_gguf.F32 else np.float16
         writer.add_tensor(name, np.zeros(dims, dtype=dtype))
