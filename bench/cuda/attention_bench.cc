@@ -11,9 +11,21 @@
 #include <vector>
 
 #include "bench/cuda/bench_util.h"
+#include "bench/cuda/fp8_cache_codes.h"
 #include "kernels/attention/paged_attention.h"
 
 namespace pagoda::bench {
+
+// The E4M3 codes of a bf16 K/V cache of `elems` elements each.
+struct Fp8Cache {
+  DeviceBuffer k, v;
+  Fp8Cache(const DeviceBuffer& k16, const DeviceBuffer& v16, std::int64_t elems)
+      : k(alloc(static_cast<std::size_t>(elems))), v(alloc(static_cast<std::size_t>(elems))) {
+    e4m3_codes_of_bf16(k16.data(), k.as<std::uint8_t>(), elems);
+    e4m3_codes_of_bf16(v16.data(), v.as<std::uint8_t>(), elems);
+    check(cuda::cuda_status(cudaDeviceSynchronize(), "e4m3 codes"), "fp8 cache");
+  }
+};
 
 // Llama-3-8B-shaped paged decode attention: 32 q / 8 kv heads, d 128, bf16, page 16.
 // `sweep`: extra rows with these split counts forced, to check the planner's choice.
@@ -103,12 +115,15 @@ void bench_decode_attention(const Ceilings& ceil, int num_sms, std::int64_t batc
     std::snprintf(label, sizeof(label), "%s soft-cap (splits %d)", name, plan.num_splits);
     result(label, g, "GB/s", g / ceil.bandwidth_gbs, "(info: ratio to B; compare the line above)");
   }
-  // An FP8 cache of the same shape (--kv-cache-dtype fp8): half the K/V bytes. The bf16 buffers'
-  // first halves serve as codes (some are NaN codes; nothing in the loop branches on values).
-  // kAuto (the tensor-core kernel since run 29), the pipelined one and the tensor-core kernel's
-  // direct variant (fragments built from the codes, session 23).
+  // An FP8 cache of the same shape (--kv-cache-dtype fp8): half the K/V bytes, the codes of the
+  // bf16 cache's values (through run 29 the bf16 buffers' raw bytes served as codes, NaN codes
+  // among them: fp8_cache_codes.h). kAuto (the tensor-core kernel since run 29), the pipelined
+  // one and the tensor-core kernel's direct variant (fragments built from the codes, session 23).
   {
     kernels::PagedAttentionParams p8 = p;
+    const Fp8Cache codes(k, v, cache_elems);
+    p8.cache.k = codes.k.data();
+    p8.cache.v = codes.v.data();
     p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
     const double fp8_bytes = 2.0 * cache_elems + 2.0 * batch * heads * d * 2;
     for (const auto& [kernel, suffix] :
@@ -182,10 +197,13 @@ void bench_prefill_attention(const Ceilings& ceil) {
   result("G10 prefill attention causal 4k d128 bf16", tflops, "TFLOP/s", tflops / ceil.tflops,
          ">= 0.40 F (FA2) / 0.70 F (FA3)");
   // Each prefill kernel on its own (kAuto above picks one of them), and over an FP8 cache (the
-  // bf16 buffers' first halves as codes): the 128 x 64 tiles converting the codes in shared
-  // memory, and the CUDA-core kernel.
+  // codes of the bf16 cache's values): the 128 x 64 tiles converting the codes in shared memory,
+  // and the CUDA-core kernel.
   using kernels::PrefillKernel;
   kernels::PagedAttentionParams p8 = p;
+  const Fp8Cache codes(k, v, cache_elems);
+  p8.cache.k = codes.k.data();
+  p8.cache.v = codes.v.data();
   p8.cache.storage = kernels::KvCacheStorage::kFp8E4M3;
   // Gemma 2's attention soft-cap (50): kAuto takes 32 rows/warp with 32-key tiles at d128 (the
   // 128 x 64 tile has no soft-cap).

@@ -111,10 +111,12 @@ __device__ __forceinline__ std::uint32_t e4m3x2_to_f16x2(std::uint32_t pair) {
 }
 
 /// A 16-bit activation as f16 for the direct variant's mma, clamped to f16's range (a q beyond
-/// +-65504 is no model's; clamping keeps it finite).
+/// +-65504 is no model's; clamping keeps it finite). A NaN stays NaN, as in the other kernels
+/// (fminf / fmaxf would turn it into -65504).
 template <typename T>
 __device__ __forceinline__ float f16_range(T v) {
-  return fminf(fmaxf(to_float(v), -65504.0f), 65504.0f);
+  const float x = to_float(v);
+  return isnan(x) ? x : fminf(fmaxf(x, -65504.0f), 65504.0f);
 }
 
 template <typename T, typename C, int kHeadDim, bool kDirect = false>
