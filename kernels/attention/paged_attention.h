@@ -93,6 +93,11 @@ struct DecodeSplitPlan {
 /// Split partitions are whole multiples of this many keys.
 inline constexpr std::int64_t kDecodePartitionAlign = 64;
 
+/// At most `num_splits` splits over `max_seq_len` keys: partitions of ceil(len / splits) keys,
+/// rounded up to whole kDecodePartitionAlign keys when split, and only as many splits as those
+/// partitions need (every split holds keys).
+DecodeSplitPlan decode_plan_with_splits(std::int64_t max_seq_len, int num_splits);
+
 /// Picks splits so that num_seqs * kv-head CTAs * splits fills at most one wave of 2 CTAs per SM
 /// (none when the unsplit CTAs already fill half of it), with at least `min_partition` tokens per
 /// split, at most `max_splits`, and partitions of whole kDecodePartitionAlign keys.

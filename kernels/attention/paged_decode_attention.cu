@@ -141,7 +141,6 @@ __global__ void __launch_bounds__(kMergeThreads)
 DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_heads,
                                    std::int64_t num_heads, std::int64_t max_seq_len, int num_sms,
                                    int max_splits, int min_partition) {
-  DecodeSplitPlan plan;
   max_seq_len = std::max<std::int64_t>(max_seq_len, 1);
   const std::int64_t group =
       std::max<std::int64_t>(num_heads / std::max<std::int64_t>(num_kv_heads, 1), 1);
@@ -153,17 +152,23 @@ DecodeSplitPlan plan_decode_splits(std::int64_t num_seqs, std::int64_t num_kv_he
   const std::int64_t sms = std::max(num_sms, 1);
   const std::int64_t wanted = std::max<std::int64_t>(2 * sms / ctas, 1);
   const std::int64_t by_length = max_seq_len / std::max(min_partition, 1);
-  std::int64_t splits =
+  const std::int64_t splits =
       std::clamp<std::int64_t>(std::min(wanted, by_length), 1, std::max(max_splits, 1));
+  return decode_plan_with_splits(max_seq_len, static_cast<int>(splits));
+}
+
+DecodeSplitPlan decode_plan_with_splits(std::int64_t max_seq_len, int num_splits) {
+  max_seq_len = std::max<std::int64_t>(max_seq_len, 1);
+  const std::int64_t splits = std::max(num_splits, 1);
   std::int64_t partition = (max_seq_len + splits - 1) / splits;
   if (splits > 1) {
     // Whole key tiles per split (the tensor-core kernel's 64): 33 splits of 497 keys become 32
     // of 512.
     partition =
         (partition + kDecodePartitionAlign - 1) / kDecodePartitionAlign * kDecodePartitionAlign;
-    splits = (max_seq_len + partition - 1) / partition;
   }
-  plan.num_splits = static_cast<int>(splits);
+  DecodeSplitPlan plan;
+  plan.num_splits = static_cast<int>((max_seq_len + partition - 1) / partition);
   plan.partition_size = static_cast<int>(partition);
   return plan;
 }

@@ -170,14 +170,17 @@ __device__ __forceinline__ void stream_whole_spans(const LaneRows<kTiles>& rows,
   if (!waited) pdl_wait();  // a warp with no span (k <= its offset) still meets the others
 }
 
-// The pipelined loop (Fp8SkinnyVariant::kPipelined): spans of 256 columns in two register stages,
-// the next span's loads issued before the current span's math, so a warp keeps its loads in
-// flight while it multiplies (the same registers as the whole-span loop's one 512-column stage).
+// The pipelined loop (Fp8SkinnyVariant::kPipelined): each warp's 512-column spans, the whole-span
+// loop's, in two 256-column register stages (a the first half, b the second), the next stage's
+// loads issued before the current stage's math, so a warp keeps its loads in flight while it
+// multiplies (the same registers as the whole-span loop's one stage). The same columns in the same
+// order per warp: the same bits as the whole-span loop.
 template <bool kVector, int kTiles>
 __device__ __forceinline__ void stream_pipelined(const LaneRows<kTiles>& rows, int warp, int t,
                                                  int k, float (&acc)[kTiles][4]) {
   constexpr int kRounds = 4;
-  constexpr int kSpan = kRounds * kWarpCols;
+  constexpr int kHalf = kRounds * kWarpCols;  // one stage
+  constexpr int kSpan = 2 * kHalf;            // a warp's span, as in stream_whole_spans
   constexpr int kStep = kWarps * kSpan;
   SpanCodes<kTiles, kRounds> a, b;
   int span = warp * kSpan;
@@ -185,20 +188,20 @@ __device__ __forceinline__ void stream_pipelined(const LaneRows<kTiles>& rows, i
   pdl_wait();
   if (span < k) load_x<kVector>(a, rows, span, t, k);
   // Stages alternate by name (a, b): registers cannot be indexed by a loop variable.
-  for (; span < k; span += 2 * kStep) {
-    const int next = span + kStep;
-    if (next < k) {
-      load_weights<kVector>(b, rows, next, t, k);
-      load_x<kVector>(b, rows, next, t, k);
+  for (; span < k; span += kStep) {
+    const int second = span + kHalf;
+    if (second < k) {
+      load_weights<kVector>(b, rows, second, t, k);
+      load_x<kVector>(b, rows, second, t, k);
     }
     multiply(a, span, k, acc);
-    if (next >= k) break;
-    const int after = next + kStep;
+    if (second >= k) break;
+    const int after = span + kStep;
     if (after < k) {
       load_weights<kVector>(a, rows, after, t, k);
       load_x<kVector>(a, rows, after, t, k);
     }
-    multiply(b, next, k, acc);
+    multiply(b, second, k, acc);
   }
 }
 

@@ -29,8 +29,9 @@ enum class Fp8SkinnyVariant {
   kAuto,
   /// 512 columns a warp per iteration: all 16 weight loads issued, then the math.
   kWholeSpan,
-  /// 256 columns per stage in two register stages: the next stage's loads in flight during the
-  /// current one's math. Written without a GPU at hand; run 30 decides between them.
+  /// The same 512-column spans in two 256-column register stages: the next stage's loads in
+  /// flight during the current one's math. Written without a GPU at hand; run 30 decides
+  /// between them.
   kPipelined,
 };
 

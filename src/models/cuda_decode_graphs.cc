@@ -33,7 +33,7 @@ int CudaModelExecutor::graph_num_splits(std::int64_t num_seqs) const {
   while (plan.num_splits > 1 &&
          kernels::decode_workspace_floats(num_seqs, c.num_attention_heads, c.head_dim, plan) >
              decode_workspace_floats_) {
-    plan.num_splits = std::max(1, plan.num_splits / 2);
+    plan = kernels::decode_plan_with_splits(info_.max_model_len, std::max(1, plan.num_splits / 2));
   }
   return plan.num_splits;
 }
@@ -48,7 +48,8 @@ std::int32_t CudaModelExecutor::graph_partition_size(const DecodeGraph& graph,
       kernels::plan_decode_splits(graph.num_seqs, c.num_key_value_heads, c.num_attention_heads,
                                   max_seq_len, num_sms_, options_.max_decode_splits);
   if (plan.num_splits <= graph.num_splits) return plan.partition_size;
-  return static_cast<std::int32_t>((max_seq_len + graph.num_splits - 1) / graph.num_splits);
+  // Whole 64-key tiles within the graph's grid (splits it does not need exit at once).
+  return kernels::decode_plan_with_splits(max_seq_len, graph.num_splits).partition_size;
 }
 
 CudaModelExecutor::LayerShape CudaModelExecutor::graph_shape(std::int64_t num_seqs,

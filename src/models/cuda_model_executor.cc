@@ -393,8 +393,7 @@ kernels::DecodeSplitPlan CudaModelExecutor::eager_decode_plan(std::int64_t num_s
   while (plan.num_splits > 1 &&
          kernels::decode_workspace_floats(num_seqs, c.num_attention_heads, c.head_dim, plan) >
              decode_workspace_floats_) {
-    plan.num_splits = std::max(1, plan.num_splits / 2);
-    plan.partition_size = static_cast<int>((max_seq_len + plan.num_splits - 1) / plan.num_splits);
+    plan = kernels::decode_plan_with_splits(max_seq_len, std::max(1, plan.num_splits / 2));
   }
   return plan;
 }

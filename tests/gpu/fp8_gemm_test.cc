@@ -475,6 +475,58 @@ TEST(GpuFp8, SkinnyGemmIsExactAtModelShapes) {
   }
 }
 
+// The two loops give each warp the same columns in the same order, so on codes whose sums round
+// (random finite codes, unlike the exact sets above) they still agree bit for bit: at k with no
+// whole span, an odd and an even number of spans per warp, a tail, and byte loads (k = 100).
+TEST(GpuFp8, SkinnyGemmLoopsAgreeBitForBitOnRandomCodes) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(47);
+  const auto finite_codes = [&](std::size_t count) {
+    std::vector<std::uint8_t> codes(count);
+    for (std::uint8_t& c : codes) {
+      do c = static_cast<std::uint8_t>(rng());
+      while ((c & 0x7F) == 0x7F);  // no NaN codes
+    }
+    return codes;
+  };
+  constexpr std::int64_t n = 40;
+  for (const std::int64_t k : {16, 100, 1040, 2100, 4100, 14352}) {
+    const std::size_t rows = kFp8SkinnyGemmMaxRows;
+    DeviceVector<std::uint8_t> dx(finite_codes(rows * static_cast<std::size_t>(k)));
+    DeviceVector<std::uint8_t> dw(finite_codes(static_cast<std::size_t>(n * k)));
+    DeviceVector<float> dxs(gpu_test::random_vector(rows, rng, 1.0f / 512, 1.0f / 128));
+    DeviceVector<float> dws(
+        gpu_test::random_vector(static_cast<std::size_t>(n), rng, 1.0f / 4096, 1.0f / 256));
+    for (const std::int64_t m : {1, 7, 16}) {
+      SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(k));
+      std::vector<std::vector<float>> outs;
+      for (const Fp8SkinnyVariant variant :
+           {Fp8SkinnyVariant::kWholeSpan, Fp8SkinnyVariant::kPipelined}) {
+        DeviceArray dy(static_cast<std::size_t>(m * n), ScalarType::kBF16);
+        dy.poison();
+        const Status st = launch_fp8_skinny_gemm({.x = dx.data(),
+                                                  .x_scales = dxs.data(),
+                                                  .w = dw.data(),
+                                                  .w_scales = dws.data(),
+                                                  .y = dy.data(),
+                                                  .m = m,
+                                                  .n = n,
+                                                  .k = k,
+                                                  .dtype = ScalarType::kBF16,
+                                                  .variant = variant},
+                                                 nullptr);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        outs.push_back(dy.download());
+      }
+      for (std::size_t e = 0; e < outs[0].size(); ++e) {
+        ASSERT_TRUE(std::isfinite(outs[0][e])) << "whole-span y[" << e << "]";
+        ASSERT_EQ(outs[1][e], outs[0][e]) << "y[" << e / n << ", " << e % n << "]";
+      }
+    }
+  }
+}
+
 // Both paths through the layer (Fp8Linear::forward_quantized) on device-quantized activations and
 // random finite weight codes: each within product_tolerance of float64 on the dequantized
 // operands, so within twice it of each other. kAuto is the skinny kernel bit for bit up to

@@ -208,6 +208,62 @@ TEST(GpuPagedAttention, SplitPlanCoversTheLongestSequence) {
   EXPECT_GT(kernels::plan_decode_splits(1, 8, 32, 32768, 132, 64).num_splits, 1);
 }
 
+// A split count turned into a plan (the workspace-halving loops, a graph's fixed grid): whole
+// 64-key partitions when split, every split holding keys, never more splits than asked.
+TEST(GpuPagedAttention, PlanWithSplitsKeepsWholeTilePartitions) {
+  // Host-only planning: runs everywhere.
+  for (std::int64_t len : {1, 17, 64, 65, 497, 8448, 16384, 100001}) {
+    for (int splits : {1, 2, 3, 7, 32, 33, 64, 300}) {
+      const kernels::DecodeSplitPlan plan = kernels::decode_plan_with_splits(len, splits);
+      SCOPED_TRACE("len " + std::to_string(len) + " splits " + std::to_string(splits));
+      EXPECT_GE(plan.num_splits, 1);
+      EXPECT_LE(plan.num_splits, splits);
+      EXPECT_GE(static_cast<std::int64_t>(plan.num_splits) * plan.partition_size, len);
+      EXPECT_LT(static_cast<std::int64_t>(plan.num_splits - 1) * plan.partition_size, len);
+      if (splits > 1) {
+        EXPECT_EQ(plan.partition_size % kernels::kDecodePartitionAlign, 0);
+      } else {
+        EXPECT_EQ(plan.partition_size, len);
+      }
+    }
+  }
+  // The graph fallback of the review: 33 splits of 256 wanted at 8448 keys, 32 in the grid.
+  EXPECT_EQ(kernels::decode_plan_with_splits(8448, 32).partition_size, 320);
+}
+
+// The planner's invariants off the H200's shape: few SMs, a cap on splits, more than 8 queries
+// per kv head (more than one CTA per head), and partitions floors under and over 64 keys.
+TEST(GpuPagedAttention, SplitPlanInvariantsAcrossDevicesAndShapes) {
+  // Host-only planning: runs everywhere.
+  for (int sms : {1, 8, 132}) {
+    for (int max_splits : {1, 4, 64}) {
+      for (int min_partition : {16, 64, 256}) {
+        for (const auto& [heads, kv_heads] :
+             {std::pair<std::int64_t, std::int64_t>{32, 8}, {48, 2}, {16, 16}}) {
+          for (std::int64_t len : {1, 63, 64, 1000, 16384}) {
+            const kernels::DecodeSplitPlan plan = kernels::plan_decode_splits(
+                1, kv_heads, heads, len, sms, max_splits, min_partition);
+            SCOPED_TRACE("sms " + std::to_string(sms) + " max " + std::to_string(max_splits) +
+                         " min " + std::to_string(min_partition) + " heads " +
+                         std::to_string(heads) + "/" + std::to_string(kv_heads) + " len " +
+                         std::to_string(len));
+            EXPECT_GE(plan.num_splits, 1);
+            EXPECT_LE(plan.num_splits, max_splits);
+            EXPECT_GE(static_cast<std::int64_t>(plan.num_splits) * plan.partition_size, len);
+            EXPECT_LT(static_cast<std::int64_t>(plan.num_splits - 1) * plan.partition_size, len);
+            const std::int64_t ctas = kv_heads * ((heads / kv_heads + 7) / 8);
+            EXPECT_LE(ctas * plan.num_splits, std::max<std::int64_t>(2 * sms, ctas));
+            if (plan.num_splits > 1) {
+              EXPECT_EQ(plan.partition_size % kernels::kDecodePartitionAlign, 0);
+              EXPECT_GE(plan.partition_size, min_partition);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The plans gpu_bench's split sweeps found fastest for the tensor-core kernel on the H200 (132
 // SMs, Llama-3-8B's 8 kv heads of 4 queries): one wave of 2 CTAs per SM in whole 64-key tiles.
 TEST(GpuPagedAttention, SplitPlanFillsOneWaveOfTwoCtasPerSm) {
