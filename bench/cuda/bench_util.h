@@ -66,8 +66,19 @@ inline double median_ms(const std::function<void(int)>& fn, int warmup = 3, int 
     fn(warmup + i);
     cudaEventRecord(events[static_cast<std::size_t>(i) + 1]);
   }
-  check(cuda::cuda_status(cudaEventSynchronize(events.back()), "sync"), "timed region");
   check(cuda::check_launch("timed region"), "timed region");
+  // The spin must outlast the queueing, or the later runs time the host's latency again. A
+  // query that finds it still running leaves "not ready" as the last error (PyTorch clears it
+  // the same way).
+  if (cudaEventQuery(events[0]) == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+  } else {
+    std::fprintf(stderr,
+                 "gpu_bench: queueing %d runs took longer than the %.0f us spin: these "
+                 "times include launch latency\n",
+                 repeats, kQueueAheadUs);
+  }
+  check(cuda::cuda_status(cudaEventSynchronize(events.back()), "sync"), "timed region");
   std::vector<double> times;
   for (std::size_t i = 0; i + 1 < events.size(); ++i) {
     float ms = 0.0f;

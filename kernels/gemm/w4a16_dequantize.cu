@@ -60,7 +60,7 @@ __device__ __forceinline__ float dequantize_element(const W4A16Weights& w, std::
 }
 
 // Columns one dequantizer thread writes: 16 bytes of output, within one group (groups are
-// multiples of 16 columns) and one row (rows are multiples of 32).
+// multiples of 16 columns) and one row (row widths are multiples of 32).
 constexpr int kChunk = 8;
 
 // One thread per kChunk columns of a row. The one-element-per-thread form took ~320 us for
@@ -136,7 +136,7 @@ Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarTyp
     return invalid_argument("w4a16 dequantize: unsupported shape or dtype");
   }
   const std::int64_t chunks = w.rows * (w.cols / kChunk);
-  if (chunks > UINT32_MAX || w.group_size % kChunk != 0 ||
+  if (chunks > UINT32_MAX || w.cols > UINT32_MAX || w.group_size % kChunk != 0 ||
       reinterpret_cast<std::uintptr_t>(out) % 16 != 0) {
     return invalid_argument(
         "w4a16 dequantize: needs fewer than 2^32 8-column chunks, groups of whole chunks and a "
