@@ -8,7 +8,8 @@ parameters: LDG...CONSTANT in SASS) as reading memory that no kernel writes and 
 above the wait, where they read the previous step's data: the FP8 skinny GEMM read the previous
 layer's activation codes that way. This disassembles the kernel library and fails on every
 function that has a wait and a non-coherent load before it, unless ALLOWED names the function with
-the reason its early loads read only weights or step metadata.
+the reason its early loads read only weights or step metadata; and on a function STREAMING_ONLY
+names with any load before its wait other than the weights' streaming ones.
 
 Usage: check_pdl_loads.py LIBRARY...   (cuobjdump and nvdisasm from $CUOBJDUMP, PATH, the CUDA
 toolkit, or the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels in .venv, which
@@ -26,6 +27,13 @@ ALLOWED = {
     "rope_kv_cache_kernel": "reads inv_freq (a weight) before the wait; qkv only after it",
 }
 
+# Mangled-name fragment -> kernels whose only loads before the wait are the weights' streaming
+# (evict-first, LDG...EF) ones: any other global load there is x or its scales read too early,
+# coherent or not (a source edit that moved load_x above pdl_wait would pass the rule above).
+STREAMING_ONLY = {
+    "fp8_skinny_gemm_kernel": "streams its weights before the wait; x and x_scales after it",
+}
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -41,13 +49,15 @@ def find_cuobjdump():
 
 
 def early_loads(sass):
-    """Yields (arch, function, count) for each function with a wait and non-coherent loads above it."""
-    arch, function, waited, count = "", None, False, 0
+    """Yields (arch, function, non-coherent, non-streaming) for each function with a wait and
+    global loads above it (in text order): the non-coherent ones (LDG...CONSTANT) and those not
+    marked evict-first (LDG without .EF)."""
+    arch, function, waited, count, plain = "", None, False, 0, 0
     has_wait = False
 
     def flush():
-        if function is not None and has_wait and count > 0:
-            yield arch, function, count
+        if function is not None and has_wait and (count > 0 or plain > 0):
+            yield arch, function, count, plain
 
     for line in sass.splitlines():
         m = re.search(r"arch = (sm_\w+)", line)
@@ -57,14 +67,18 @@ def early_loads(sass):
         m = re.search(r"Function : (\S+)", line)
         if m:
             yield from flush()
-            function, waited, count, has_wait = m.group(1), False, 0, False
+            function, waited, count, plain, has_wait = m.group(1), False, 0, 0, False
             continue
         if function is None:
             continue
         if re.search(r"\bACQBULK\b", line):
             waited = has_wait = True
-        elif not waited and re.search(r"\bLDG\.\S*CONSTANT\b", line):
-            count += 1
+        elif not waited:
+            load = re.search(r"\bLDG(\.\S*)?", line)
+            if load:
+                flags = load.group(1) or ""
+                count += "CONSTANT" in flags
+                plain += ".EF" not in flags
     yield from flush()
 
 
@@ -86,16 +100,19 @@ def main(libraries):
             print(f"check_pdl_loads: {tool} -sass {library} failed:\n{out.stderr}", file=sys.stderr)
             return 2
         functions += out.stdout.count("Function : ")
-        for arch, function, count in early_loads(out.stdout):
-            if not any(fragment in function for fragment in ALLOWED):
+        for arch, function, count, plain in early_loads(out.stdout):
+            if count > 0 and not any(fragment in function for fragment in ALLOWED):
                 failures.append(f"{arch} {function}: {count} non-coherent loads before the wait")
+            elif plain > 0 and any(fragment in function for fragment in STREAMING_ONLY):
+                failures.append(f"{arch} {function}: {plain} loads before the wait that are not "
+                                "the weights' streaming ones")
     if functions == 0:
         print("check_pdl_loads: cuobjdump found no functions in " + " ".join(libraries),
               file=sys.stderr)
         return 1
     for f in failures:
         print(f)
-    print(f"check_pdl_loads: {functions} functions, {len(failures)} with non-coherent loads "
+    print(f"check_pdl_loads: {functions} functions, {len(failures)} with loads they must not make "
           "above griddepcontrol.wait")
     return 1 if failures else 0
 
