@@ -1,5 +1,6 @@
 """What the random-weight GGUF writers (make_1b_ggufs.py, make_q4_k_m_gguf.py) share: a Llama
-model's llama.* metadata and a tokenizer's tokenizer.* keys copied from another GGUF."""
+model's tensors and llama.* metadata, and a tokenizer's tokenizer.* keys copied from another
+GGUF."""
 import sys
 
 import gguf
@@ -43,3 +44,24 @@ def add_llama_metadata(writer, *, context_length, hidden, layers, intermediate, 
     writer.add_layer_norm_rms_eps(rms_eps)
     writer.add_vocab_size(vocab)
     writer.add_file_type(file_type)
+
+
+def llama_tensors(*, hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, tied):
+    """(name, numpy shape, role, layer) in llama.cpp's file order; a weight [out, in] is ggml
+    ne = [in, out], norms are 1-D. role: embed, norm, q, k, v, o, gate, up, down or output;
+    layer is None outside the blocks."""
+    q, kv = heads * head_dim, kv_heads * head_dim
+    yield "token_embd.weight", (vocab, hidden), "embed", None
+    for i in range(layers):
+        yield f"blk.{i}.attn_norm.weight", (hidden,), "norm", i
+        yield f"blk.{i}.attn_q.weight", (q, hidden), "q", i
+        yield f"blk.{i}.attn_k.weight", (kv, hidden), "k", i
+        yield f"blk.{i}.attn_v.weight", (kv, hidden), "v", i
+        yield f"blk.{i}.attn_output.weight", (hidden, q), "o", i
+        yield f"blk.{i}.ffn_norm.weight", (hidden,), "norm", i
+        yield f"blk.{i}.ffn_gate.weight", (intermediate, hidden), "gate", i
+        yield f"blk.{i}.ffn_up.weight", (intermediate, hidden), "up", i
+        yield f"blk.{i}.ffn_down.weight", (hidden, intermediate), "down", i
+    yield "output_norm.weight", (hidden,), "norm", None
+    if not tied:
+        yield "output.weight", (vocab, hidden), "output", None

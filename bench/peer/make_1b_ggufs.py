@@ -57,24 +57,10 @@ def sha256(path):
 
 def tensor_plan(vocab):
     """(name, numpy shape) in file order; a weight [out, in] is ggml ne = [in, out]."""
-    h, inter = SHAPE["hidden"], SHAPE["intermediate"]
-    q = SHAPE["heads"] * SHAPE["head_dim"]
-    kv = SHAPE["kv_heads"] * SHAPE["head_dim"]
-    plan = [("token_embd.weight", (vocab, h))]
-    for i in range(SHAPE["layers"]):
-        plan += [
-            (f"blk.{i}.attn_norm.weight", (h,)),
-            (f"blk.{i}.attn_q.weight", (q, h)),
-            (f"blk.{i}.attn_k.weight", (kv, h)),
-            (f"blk.{i}.attn_v.weight", (kv, h)),
-            (f"blk.{i}.attn_output.weight", (h, q)),
-            (f"blk.{i}.ffn_norm.weight", (h,)),
-            (f"blk.{i}.ffn_gate.weight", (inter, h)),
-            (f"blk.{i}.ffn_up.weight", (inter, h)),
-            (f"blk.{i}.ffn_down.weight", (h, inter)),
-        ]
-    plan.append(("output_norm.weight", (h,)))
-    return plan
+    return [(name, dims) for name, dims, _, _ in gguf_llama.llama_tensors(
+        hidden=SHAPE["hidden"], intermediate=SHAPE["intermediate"], layers=SHAPE["layers"],
+        heads=SHAPE["heads"], kv_heads=SHAPE["kv_heads"], head_dim=SHAPE["head_dim"],
+        vocab=vocab, tied=True)]
 
 
 def write_model(out, tokenizer_from, seed):

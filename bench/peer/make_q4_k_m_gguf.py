@@ -82,27 +82,24 @@ def more_bits(layer, layers):
     return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
 
 
+def q4_k_m_type(role, layer, s):
+    """llama-quantize's Q4_K_M choice for a dense Llama's tensor."""
+    if role == "norm":
+        return F32
+    if role == "output" or (role == "embed" and s["tied"]):
+        return Q6_K
+    if role in ("v", "down") and more_bits(layer, s["layers"]):
+        return Q6_K
+    return Q4_K
+
+
 def tensor_plan(s):
     """(name, numpy shape [rows, columns], GGML type) in file order; norms are 1-D F32."""
-    h, inter, n = s["hidden"], s["intermediate"], s["layers"]
-    q, kv = s["heads"] * s["head_dim"], s["kv_heads"] * s["head_dim"]
-    plan = [("token_embd.weight", (s["vocab"], h), Q6_K if s["tied"] else Q4_K)]
-    for i in range(n):
-        wide = Q6_K if more_bits(i, n) else Q4_K
-        plan += [
-            (f"blk.{i}.attn_norm.weight", (h,), F32),
-            (f"blk.{i}.attn_q.weight", (q, h), Q4_K),
-            (f"blk.{i}.attn_k.weight", (kv, h), Q4_K),
-            (f"blk.{i}.attn_v.weight", (kv, h), wide),
-            (f"blk.{i}.attn_output.weight", (h, q), Q4_K),
-            (f"blk.{i}.ffn_norm.weight", (h,), F32),
-            (f"blk.{i}.ffn_gate.weight", (inter, h), Q4_K),
-            (f"blk.{i}.ffn_up.weight", (inter, h), Q4_K),
-            (f"blk.{i}.ffn_down.weight", (h, inter), wide),
-        ]
-    plan.append(("output_norm.weight", (h,), F32))
-    if not s["tied"]:
-        plan.append(("output.weight", (s["vocab"], h), Q6_K))
+    plan = [(name, dims, q4_k_m_type(role, layer, s))
+            for name, dims, role, layer in gguf_llama.llama_tensors(
+                hidden=s["hidden"], intermediate=s["intermediate"], layers=s["layers"],
+                heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
+                vocab=s["vocab"], tied=s["tied"])]
     for name, dims, qtype in plan:
         if qtype != F32 and dims[1] % QK_K != 0:
             sys.exit(f"make_q4_k_m_gguf: {name} has rows of {dims[1]} values, not a multiple of "
