@@ -28,10 +28,23 @@ enum class Form { kZeroPoint, kGguf4, kGguf5, kGguf6, kGguf8 };
 __host__ __device__ constexpr int hi_bits_of(Form f) {
   return f == Form::kGguf5 ? 1 : f == Form::kGguf6 ? 2 : f == Form::kGguf8 ? 4 : 0;
 }
-// Bytes of one stage of a warp's ring of weights: the tile's 32 16-byte vectors, then each
-// lane's high bits.
-__host__ __device__ constexpr int stage_bytes(Form f) {
+// Group metadata travels in the ring beside its tile: per group the tile touches, one slot of
+// the warp's 16 rows. A 64-column tile touches at most 2 groups of 32 or more columns and 4 of
+// 16 (the GGUF form's Q6_K). A zero-point slot: 16 fp16 scales, then 16 zeros; a GGUF slot:
+// 16 fp16 S, 16 fp16 B, 16 sc, 16 mc. Each slot is copied in 16-byte pieces, one lane each.
+__host__ __device__ constexpr int group_slots(int group_size) {
+  return group_size == 16 ? 4 : 2;
+}
+__host__ __device__ constexpr int slot_bytes(Form f) {
+  return f == Form::kZeroPoint ? 48 : 96;
+}
+__host__ __device__ constexpr int tile_stage_bytes(Form f) {
   return kTileVectors * (16 + 4 * hi_bits_of(f));
+}
+// Bytes of one stage of a warp's ring: the tile's 32 16-byte vectors, each lane's high bits,
+// then the group slots.
+__host__ __device__ constexpr int stage_bytes(Form f, int group_size) {
+  return tile_stage_bytes(f) + group_slots(group_size) * slot_bytes(f);
 }
 // cp.async of 4 or 8 bytes (only .ca takes sizes below 16).
 template <int kBytes>
@@ -113,8 +126,9 @@ struct KernelWeights {
 // CTA = (4 16-row weight tiles, K split, block of 16 * kMTiles rows of x), one weight tile per
 // warp. The CTA copies its rows of x over its K range into shared memory, a chunk at a time, and
 // the 4 warps share it: each walks its tile's 64-column tiles over the range; per 16-column step
-// it accumulates x (q - z) in `part`, and where a group ends it adds scale * part to `acc`. The
-// next group's zeros and scales are loaded a group ahead.
+// it accumulates x (q - z) in `part`, and where a group ends it adds scale * part to `acc`. A
+// group's zeros and scales come through the ring with the tile where it begins, kStages tiles
+// ahead, so no step waits on a load the ring did not already hide.
 //
 // The GGUF form (quant/w4a16_layout.h) differs in three places: the zero is one code_zero for
 // the matrix; a wider code's high bits come from packed_hi (its lane's hi_bits words per tile,
@@ -142,7 +156,8 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   using Q = Nibbles<T>;
   constexpr bool kGguf = kForm != Form::kZeroPoint;
   constexpr int kHiBits = hi_bits_of(kForm);
-  constexpr int kStageBytes = stage_bytes(kForm);
+  constexpr int kSlotBytes = slot_bytes(kForm);
+  const int stage = stage_bytes(kForm, group_size);
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -155,14 +170,15 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
 
   const int cta_begin = split * tiles_per_split;
   const int cta_end = min(k_tiles, cta_begin + tiles_per_split);
+  // The tiles this warp walks, the CTA's whole K range.
+  const int count = has_tile ? max(0, cta_end - cta_begin) : 0;
   T* xs = reinterpret_cast<T*>(smem);
   const int stride = chunk_tiles * kTileCols + kXPad;
-  // Each warp's ring of kStages weight tiles follows the CTA's x chunk (16-byte aligned: a row of
-  // x is a multiple of 16 bytes); a stage is the tile's 32 16-byte vectors, then the lanes' high
-  // bits (4 * kHiBits bytes each).
+  // Each warp's ring of kStages stages follows the CTA's x chunk (16-byte aligned: a row of x is
+  // a multiple of 16 bytes).
   const int x_rows = min(kMTiles * 16, m);
   const unsigned char* ring =
-      reinterpret_cast<const unsigned char*>(xs + x_rows * stride) + warp * kStages * kStageBytes;
+      reinterpret_cast<const unsigned char*>(xs + x_rows * stride) + warp * kStages * stage;
 
   float acc[kMTiles][2][4];
   float part[kMTiles][2][4];
@@ -188,7 +204,6 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     x_lo[mt] = xs + (lo_ok[mt] ? mt * 16 + g : 0) * stride + 2 * t;
     x_hi[mt] = xs + (hi_ok[mt] ? mt * 16 + g + 8 : 0) * stride + 2 * t;
   }
-  const int col_b = nt * kTileRows + g;         // the B fragment's weight row, n-tile 0
   const int col_c = nt * kTileRows + 2 * t;     // the C fragment's first output column, n-tile 0
   const int steps_per_group = group_size / 16;  // groups end on 16-column boundaries
   const std::size_t tile_offset = static_cast<std::size_t>(nt) * k_tiles * kTileVectors + lane;
@@ -196,222 +211,290 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   const std::uint32_t* tiles_hi =
       kHiBits > 0 ? w.packed_hi + tile_offset * kHiBits : nullptr;  // hi_bits words per lane
 
-  // The CTA's K range in chunks whose rows of x fit the shared memory.
+  // The group slots' pieces: lane `lane` copies piece lane % pieces of slot lane / pieces, from
+  // its array's row of the group (an S or B piece: of the group's super-block), 16 bytes at the
+  // warp's 16 rows. Pieces in slot order: zero-point: scales rows 0-7, 8-15, zeros; GGUF: S rows
+  // 0-7, 8-15, B rows 0-7, 8-15, sc, mc.
+  constexpr int kPieces = kSlotBytes / 16;
+  const int piece = lane % kPieces, piece_slot = lane / kPieces;
+  const unsigned char* piece_base = nullptr;  // null: this lane copies nothing
+  int piece_group_bytes = 0;                  // bytes between one group's row and the next
+  bool piece_super = false;                   // indexed by super-block, not group
+  if (has_tile && piece_slot < group_slots(group_size)) {
+    const std::size_t row = static_cast<std::size_t>(nt) * kTileRows;
+    if constexpr (kGguf) {
+      const bool min_piece = piece == 2 || piece == 3 || piece == 5;
+      if (has_min || !min_piece) {
+        if (piece < 4) {
+          piece_base = reinterpret_cast<const unsigned char*>((piece < 2 ? w.scales : w.mins) +
+                                                              row + 8 * (piece & 1));
+          piece_group_bytes = 2 * padded_rows;
+          piece_super = true;
+        } else {
+          piece_base = reinterpret_cast<const unsigned char*>(
+              (piece == 4 ? w.scale_codes : w.min_codes) + row);
+          piece_group_bytes = padded_rows;
+        }
+      }
+    } else {
+      piece_base = piece < 2 ? reinterpret_cast<const unsigned char*>(w.scales + row + 8 * piece)
+                             : w.zeros + row;
+      piece_group_bytes = piece < 2 ? 2 * padded_rows : padded_rows;
+    }
+  }
+
+  // Weights and their group metadata are read once, through the warp's ring in shared memory:
+  // each lane copies its own 16 bytes of a tile (and its high bits, and maybe one piece of a
+  // group slot) with cp.async, no registers held in flight, kStages tiles ahead of the math. The
+  // ring runs over the CTA's whole K range, whatever the chunks of x.
+  const std::uint32_t ring_addr = smem_u32(ring);
+  const auto stage_at = [&](int i) { return (i % kStages) * stage; };
+  const int hi_at = kTileVectors * 16 + lane * 4 * kHiBits;
+  const int slots_at = tile_stage_bytes(kForm);
+  // The group of the fetched tile's first column, and that column's place in it.
+  int fetch_group = cta_begin * kTileCols / group_size;
+  int fetch_offset = cta_begin * kTileCols - fetch_group * group_size;
+  const auto fetch = [&](int i) {
+    if (i < count) {
+      const std::size_t at = static_cast<std::size_t>(cta_begin + i) * kTileVectors;
+      const std::uint32_t dst = ring_addr + static_cast<std::uint32_t>(stage_at(i));
+      cp_async_16(dst + lane * 16, tiles + at, true);
+      if constexpr (kHiBits == 4) {
+        cp_async_16(dst + hi_at, tiles_hi + at * kHiBits, true);
+      } else if constexpr (kHiBits > 0) {
+        cp_async_ca<4 * kHiBits>(dst + hi_at, tiles_hi + at * kHiBits);
+      }
+      if (piece_base != nullptr) {
+        // Groups past the last (the zero padding past cols) read the last one's.
+        const int grp = min(fetch_group + piece_slot, groups - 1);
+        const int index = piece_super ? grp >> w.super_shift : grp;
+        cp_async_16(dst + slots_at + piece_slot * kSlotBytes + piece * 16,
+                    piece_base + static_cast<std::size_t>(index) * piece_group_bytes, true);
+      }
+    }
+    cp_async_commit();  // empty groups too: the wait below counts groups
+    fetch_offset += kTileCols;
+    while (fetch_offset >= group_size) {
+      fetch_offset -= group_size;
+      ++fetch_group;
+    }
+  };
+#pragma unroll
+  for (int u = 0; u < kStages; ++u) fetch(u);
+
+  // A group's zero pair (per n-tile), scales and, in the GGUF form, min terms of the lane's two
+  // output columns per n-tile (rows 2t, 2t + 1 and 2t + 8, 2t + 9 of the warp's 16; zeros: the B
+  // fragment's rows g and g + 8), read from its slot when the group begins.
+  struct GroupScales {
+    std::uint32_t zero_pair[2];
+    float2 scale[2];
+    float2 min_term[2];
+  };
+  GroupScales cur;
+  const auto read_group = [&](const unsigned char* slot) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 2 * t + 8 * j;
+      if constexpr (kGguf) {
+        const std::uint32_t z = Q::kBase + static_cast<std::uint32_t>(w.code_zero);
+        cur.zero_pair[j] = z | (z << 16);
+        const float2 s = __half22float2(*reinterpret_cast<const __half2*>(slot + 2 * r));
+        const char2 sc = *reinterpret_cast<const char2*>(slot + 64 + r);
+        cur.scale[j] = make_float2(s.x * static_cast<float>(sc.x), s.y * static_cast<float>(sc.y));
+        cur.min_term[j] = make_float2(0.0f, 0.0f);
+        if (has_min) {
+          const float2 b = __half22float2(*reinterpret_cast<const __half2*>(slot + 32 + 2 * r));
+          const char2 mc = *reinterpret_cast<const char2*>(slot + 80 + r);
+          cur.min_term[j] =
+              make_float2(b.x * static_cast<float>(mc.x), b.y * static_cast<float>(mc.y));
+        }
+      } else {
+        const std::uint32_t z = Q::kBase + slot[32 + g + 8 * j];
+        cur.zero_pair[j] = z | (z << 16);
+        cur.scale[j] = __half22float2(*reinterpret_cast<const __half2*>(slot + 2 * r));
+      }
+    }
+  };
+
+  const auto flush = [&]() {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float s = (e & 1) ? cur.scale[j].y : cur.scale[j].x;
+          acc[mt][j][e] += s * part[mt][j][e];
+          if constexpr (kGguf) {
+            acc[mt][j][e] += ((e & 1) ? cur.min_term[j].y : cur.min_term[j].x) * part_x[mt][e];
+          }
+          part[mt][j][e] = 0.0f;
+        }
+      }
+    }
+    if constexpr (kGguf) {
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part_x[mt][e] = 0.0f;
+      }
+    }
+  };
+  // The group of the step about to run (not capped: past the last group it names the padding),
+  // the step's place in it, and the group of the tile's first step, whose slot is the stage's
+  // first.
+  int group = cta_begin * kTileCols / group_size;
+  int step_in_group = (cta_begin * kTileCols - group * group_size) / 16;
+  int tile_group = group;
+  bool group_read = false;
+  // Before each 16-column step: a group beginning here (or the range's first) reads its slot.
+  const auto begin_step = [&](const unsigned char* slots) {
+    if (!group_read) {
+      read_group(slots + (group - tile_group) * kSlotBytes);
+      group_read = true;
+    }
+  };
+  // After each: close the group if it ends here.
+  const auto end_step = [&]() {
+    if (++step_in_group == steps_per_group) {
+      step_in_group = 0;
+      flush();
+      ++group;
+      group_read = false;
+    }
+  };
+
+  // A fragments of one 16-column step from shared memory.
+  using AFragments = std::uint32_t[kMTiles][4];
+  const auto load_a = [&](AFragments& a, int c) {  // c: the step's first column within xs
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      a[mt][0] = lo_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_lo[mt] + c) : 0u;
+      a[mt][1] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c) : 0u;
+      a[mt][2] = lo_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_lo[mt] + c + 8) : 0u;
+      a[mt][3] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c + 8) : 0u;
+    }
+  };
+  // `hi`: the step's high bits, pair i's at bit kHiBits * i of each 16-bit half.
+  const auto step = [&](std::uint32_t word, std::uint32_t hi, const AFragments& a) {
+    std::uint32_t b[2][2];
+#pragma unroll
+    for (int pair = 0; pair < 4; ++pair) {
+      std::uint32_t codes = (word >> (4 * pair)) & 0x000F000Fu;
+      if constexpr (kHiBits == 1 || kHiBits == 2) {
+        constexpr std::uint32_t kMask = kHiBits == 1 ? 0x00010001u : 0x00030003u;
+        codes |= ((hi >> (kHiBits * pair)) & kMask) << 4;
+      }
+      const std::uint32_t lo = Q::sub(codes | Q::kMagic, cur.zero_pair[pair >> 1]);
+      if constexpr (kHiBits == 4) {
+        const std::uint32_t high =
+            Q::sub(((hi >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, Q::kMagic);
+        b[pair >> 1][pair & 1] = Q::fma(high, Q::kSixteen, lo);
+      } else {
+        b[pair >> 1][pair & 1] = lo;
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      mma_16816<T>(part[mt][0], a[mt], b[0][0], b[0][1]);
+      mma_16816<T>(part[mt][1], a[mt], b[1][0], b[1][1]);
+      if constexpr (kGguf) {
+        if (has_min) mma_16816<T>(part_x[mt], a[mt], Q::kOne, Q::kOne);
+      }
+    }
+  };
+
+  // The CTA's K range in chunks whose rows of x fit the shared memory; the ring's first stages
+  // are already on their way while the first chunk of x is copied.
+  int i = 0;  // the warp's tile within the range
   for (int chunk = cta_begin; chunk < cta_end; chunk += chunk_tiles) {
     const int tiles_here = min(chunk_tiles, cta_end - chunk);
     __syncthreads();  // the previous chunk's x is no longer read
+    // x by cp.async, every 16-byte piece in flight at once (a load-then-store loop waited out one
+    // L2 latency per 2 KB: 12 of them per chunk at 64 rows); columns past k are zero-filled. The
+    // wait for this last group also lands the ring's stages in flight, which arrive as soon.
     const int vectors_per_row = tiles_here * (kTileCols / 8);
     const int col0 = chunk * kTileCols;
-    for (int i = static_cast<int>(threadIdx.x); i < rows_here * vectors_per_row; i += kThreads) {
-      const int r = i / vectors_per_row, v = i - r * vectors_per_row;
-      const int c = col0 + v * 8;
-      uint4 value = make_uint4(0, 0, 0, 0);
-      if (c < k) {
-        value = *reinterpret_cast<const uint4*>(x + static_cast<std::size_t>(row0 + r) * k + c);
-      }
-      *reinterpret_cast<uint4*>(xs + r * stride + v * 8) = value;
+    for (int v = static_cast<int>(threadIdx.x); v < rows_here * vectors_per_row; v += kThreads) {
+      const int r = v / vectors_per_row, c = v - r * vectors_per_row;
+      const bool inside = col0 + c * 8 < k;
+      cp_async_16(smem_u32(xs + r * stride + c * 8),
+                  x + static_cast<std::size_t>(row0 + r) * k + (inside ? col0 + c * 8 : 0), inside);
     }
+    cp_async_commit();
+    cp_async_wait<0>();
     __syncthreads();
+    if (count == 0) continue;
 
-    const int begin = chunk;
-    const int count = has_tile ? tiles_here : 0;
-    if (count <= 0) continue;
-    int group = min((begin * 4) / steps_per_group, groups - 1);
-    int step_in_group = (begin * 4) % steps_per_group;
-    // A group's zero pair (per n-tile), scales and, in the GGUF form, min terms of the lane's two
-    // output columns per n-tile.
-    struct GroupScales {
-      std::uint32_t zero_pair[2];
-      float2 scale[2];
-      float2 min_term[2];
-    };
-    auto load_group = [&](int grp, GroupScales& gs) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const std::size_t at = static_cast<std::size_t>(grp) * padded_rows + col_c + 8 * j;
-        if constexpr (kGguf) {
-          const std::uint32_t z = Q::kBase + static_cast<std::uint32_t>(w.code_zero);
-          gs.zero_pair[j] = z | (z << 16);
-          const std::size_t super_at =
-              static_cast<std::size_t>(grp >> w.super_shift) * padded_rows + col_c + 8 * j;
-          const float2 s = __half22float2(*reinterpret_cast<const __half2*>(w.scales + super_at));
-          const char2 sc = *reinterpret_cast<const char2*>(w.scale_codes + at);
-          gs.scale[j] = make_float2(s.x * static_cast<float>(sc.x), s.y * static_cast<float>(sc.y));
-          gs.min_term[j] = make_float2(0.0f, 0.0f);
-          if (has_min) {
-            const float2 b = __half22float2(*reinterpret_cast<const __half2*>(w.mins + super_at));
-            const char2 mc = *reinterpret_cast<const char2*>(w.min_codes + at);
-            gs.min_term[j] =
-                make_float2(b.x * static_cast<float>(mc.x), b.y * static_cast<float>(mc.y));
-          }
-        } else {
-          const std::uint32_t z =
-              Q::kBase + w.zeros[static_cast<std::size_t>(grp) * padded_rows + col_b + 8 * j];
-          gs.zero_pair[j] = z | (z << 16);
-          gs.scale[j] = __half22float2(*reinterpret_cast<const __half2*>(w.scales + at));
-        }
-      }
-    };
-    GroupScales cur, next;
-    load_group(group, cur);
-    load_group(min(group + 1, groups - 1), next);
-
-    auto flush = [&]() {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float s = (e & 1) ? cur.scale[j].y : cur.scale[j].x;
-            acc[mt][j][e] += s * part[mt][j][e];
-            if constexpr (kGguf) {
-              acc[mt][j][e] += ((e & 1) ? cur.min_term[j].y : cur.min_term[j].x) * part_x[mt][e];
-            }
-            part[mt][j][e] = 0.0f;
-          }
-        }
-      }
-      if constexpr (kGguf) {
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) part_x[mt][e] = 0.0f;
-        }
-      }
-    };
-    // At the end of each 16-column step: close the group if it ends here.
-    auto end_step = [&]() {
-      if (++step_in_group == steps_per_group) {
-        step_in_group = 0;
-        flush();
-        group = min(group + 1, groups - 1);
-        cur = next;
-        load_group(min(group + 1, groups - 1), next);
-      }
-    };
-
-    // A fragments of one 16-column step from shared memory.
-    using AFragments = std::uint32_t[kMTiles][4];
-    auto load_a = [&](AFragments& a, int c) {  // c: the step's first column within xs
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        a[mt][0] = lo_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_lo[mt] + c) : 0u;
-        a[mt][1] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c) : 0u;
-        a[mt][2] = lo_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_lo[mt] + c + 8) : 0u;
-        a[mt][3] = hi_ok[mt] ? *reinterpret_cast<const std::uint32_t*>(x_hi[mt] + c + 8) : 0u;
-      }
-    };
-    // `hi`: the step's high bits, pair i's at bit kHiBits * i of each 16-bit half.
-    auto step = [&](std::uint32_t word, std::uint32_t hi, const AFragments& a) {
-      std::uint32_t b[2][2];
-#pragma unroll
-      for (int pair = 0; pair < 4; ++pair) {
-        std::uint32_t codes = (word >> (4 * pair)) & 0x000F000Fu;
-        if constexpr (kHiBits == 1 || kHiBits == 2) {
-          constexpr std::uint32_t kMask = kHiBits == 1 ? 0x00010001u : 0x00030003u;
-          codes |= ((hi >> (kHiBits * pair)) & kMask) << 4;
-        }
-        const std::uint32_t lo = Q::sub(codes | Q::kMagic, cur.zero_pair[pair >> 1]);
-        if constexpr (kHiBits == 4) {
-          const std::uint32_t high =
-              Q::sub(((hi >> (4 * pair)) & 0x000F000Fu) | Q::kMagic, Q::kMagic);
-          b[pair >> 1][pair & 1] = Q::fma(high, Q::kSixteen, lo);
-        } else {
-          b[pair >> 1][pair & 1] = lo;
-        }
-      }
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        mma_16816<T>(part[mt][0], a[mt], b[0][0], b[0][1]);
-        mma_16816<T>(part[mt][1], a[mt], b[1][0], b[1][1]);
-        if constexpr (kGguf) {
-          if (has_min) mma_16816<T>(part_x[mt], a[mt], Q::kOne, Q::kOne);
-        }
-      }
-    };
-
-    // Weights are read once, through the warp's ring in shared memory: each lane copies its own
-    // 16 bytes of a tile (and its high bits) with cp.async, no registers held in flight, kStages
-    // tiles ahead of the math, and reads back only what it copied, so no barrier is needed.
-    const std::uint32_t ring_addr = smem_u32(ring);
-    const auto lo_slot = [&](int i) {
-      return static_cast<std::uint32_t>((i % kStages) * kStageBytes + lane * 16);
-    };
-    const auto hi_slot = [&](int i) {
-      return static_cast<std::uint32_t>((i % kStages) * kStageBytes + kTileVectors * 16 +
-                                        lane * 4 * kHiBits);
-    };
-    const auto fetch = [&](int i) {
-      if (i < count) {
-        const std::size_t at = static_cast<std::size_t>(begin + i) * kTileVectors;
-        cp_async_16(ring_addr + lo_slot(i), tiles + at, true);
-        if constexpr (kHiBits == 4) {
-          cp_async_16(ring_addr + hi_slot(i), tiles_hi + at * kHiBits, true);
-        } else if constexpr (kHiBits > 0) {
-          cp_async_ca<4 * kHiBits>(ring_addr + hi_slot(i), tiles_hi + at * kHiBits);
-        }
-      }
-      cp_async_commit();  // empty groups too: the wait below counts groups
-    };
-#pragma unroll
-    for (int u = 0; u < kStages; ++u) fetch(u);
-    for (int i = 0; i < count; ++i) {
+    for (int local = 0; local < tiles_here; ++local, ++i) {
       cp_async_wait<kStages - 1>();
-      const uint4 words = *reinterpret_cast<const uint4*>(ring + lo_slot(i));
+      __syncwarp();  // the group slots were copied by other lanes
+      const unsigned char* at = ring + stage_at(i);
+      const uint4 words = *reinterpret_cast<const uint4*>(at + lane * 16);
       // Each step's high bits, pair i's at bit kHiBits * i (quant/w4a16_layout.h's positions).
       std::uint32_t words_hi[4] = {0, 0, 0, 0};
       if constexpr (kHiBits == 4) {
-        const uint4 h = *reinterpret_cast<const uint4*>(ring + hi_slot(i));
+        const uint4 h = *reinterpret_cast<const uint4*>(at + hi_at);
         words_hi[0] = h.x;
         words_hi[1] = h.y;
         words_hi[2] = h.z;
         words_hi[3] = h.w;
       } else if constexpr (kHiBits == 2) {
-        const uint2 h = *reinterpret_cast<const uint2*>(ring + hi_slot(i));
+        const uint2 h = *reinterpret_cast<const uint2*>(at + hi_at);
         words_hi[0] = h.x;
         words_hi[1] = h.x >> 8;
         words_hi[2] = h.y;
         words_hi[3] = h.y >> 8;
       } else if constexpr (kHiBits == 1) {
-        const std::uint32_t h = *reinterpret_cast<const std::uint32_t*>(ring + hi_slot(i));
+        const std::uint32_t h = *reinterpret_cast<const std::uint32_t*>(at + hi_at);
 #pragma unroll
         for (int s = 0; s < 4; ++s) words_hi[s] = h >> (4 * s);
       }
+      const unsigned char* slots = at + slots_at;
+      tile_group = group;
       // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
       // 4 x tiles that would take 64 more registers: there, step by step).
-      const int c = (begin + i - chunk) * kTileCols;
+      const int c = local * kTileCols;
       if constexpr (kMTiles <= 2) {
         AFragments a[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q) load_a(a[q], c + 16 * q);
+        begin_step(slots);
         step(words.x, words_hi[0], a[0]);
         end_step();
+        begin_step(slots);
         step(words.y, words_hi[1], a[1]);
         end_step();
+        begin_step(slots);
         step(words.z, words_hi[2], a[2]);
         end_step();
+        begin_step(slots);
         step(words.w, words_hi[3], a[3]);
       } else {
         AFragments a;
         load_a(a, c);
+        begin_step(slots);
         step(words.x, words_hi[0], a);
         end_step();
         load_a(a, c + 16);
+        begin_step(slots);
         step(words.y, words_hi[1], a);
         end_step();
         load_a(a, c + 32);
+        begin_step(slots);
         step(words.z, words_hi[2], a);
         end_step();
         load_a(a, c + 48);
+        begin_step(slots);
         step(words.w, words_hi[3], a);
       }
       end_step();
-      fetch(i + kStages);  // into the slot just read and used
+      __syncwarp();  // every lane is done with the stage before it is refilled
+      fetch(i + kStages);
     }
-    cp_async_wait<0>();
-    if (step_in_group != 0) flush();
   }
+  cp_async_wait<0>();
+  if (count > 0 && step_in_group != 0) flush();
 
   // Each warp writes its tile's outputs: y, or this split's partial sums.
   const auto for_each_output = [&](auto&& f) {
@@ -493,6 +576,7 @@ int sm_count() {
 
 struct Plan {
   Form form = Form::kZeroPoint;
+  int group_size = 32;
   int m_tiles = 1;   // 16-row tiles of x per CTA: 1, 2 or 4
   int m_blocks = 1;  // CTAs along m
   int n_tiles = 0;   // 16-row weight tiles
@@ -504,18 +588,18 @@ struct Plan {
   int chunk_tiles = 0;  // tiles per chunk of a CTA's K range
 };
 
-// A CTA's rows of x in shared memory stay within this: with its 16 KB weight ring, 4 CTAs of 16
-// rows fit an SM.
+// A CTA's rows of x in shared memory stay within this: with its 19 KB zero-point ring, 4 CTAs of
+// 16 rows fit an SM.
 constexpr int kXBytesMax = 32 << 10;
-// 16 KB, up to 32 KB with the high bits.
-constexpr int ring_bytes(Form f) {
-  return kWarps * kStages * stage_bytes(f);
+// 19 KB, up to 44 KB with the high bits and 16-column groups.
+constexpr int ring_bytes(Form f, int group_size) {
+  return kWarps * kStages * stage_bytes(f, group_size);
 }
 
 // The CTA's chunk of x, then each warp's ring of weight tiles.
 std::size_t smem_bytes(const Plan& p) {
   return static_cast<std::size_t>(p.x_rows) * (p.chunk_tiles * kTileCols + kXPad) * 2 +
-         ring_bytes(p.form);
+         ring_bytes(p.form, p.group_size);
 }
 
 void set_splits(Plan& p, int splits) {
@@ -531,9 +615,10 @@ void set_splits(Plan& p, int splits) {
 // wave (whole waves: a second, partial wave would leave most SMs idle), without leaving a warp
 // fewer than kMinTilesPerWarp tiles; a CTA walks its K range in chunks of x that
 // fit kXBytesMax.
-Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k, Form form) {
+Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k, Form form, std::int64_t group_size) {
   Plan p;
   p.form = form;
+  p.group_size = static_cast<int>(std::min<std::int64_t>(group_size, 1 << 24));
   p.m_tiles = m <= 16 ? 1 : m <= 32 ? 2 : 4;
   p.m_blocks = static_cast<int>((m + 16 * p.m_tiles - 1) / (16 * p.m_tiles));
   p.n_tiles = static_cast<int>((n + kTileRows - 1) / kTileRows);
@@ -573,7 +658,7 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, 
   // Above 48 KB of shared memory a kernel must opt in, once per process.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       w4a16_gemm_kernel<T, kMTiles, kForm>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      kXBytesMax + kXPad * 2 * 64 + ring_bytes(kForm));
+      kXBytesMax + kXPad * 2 * 64 + ring_bytes(kForm, 16));
   PAGODA_CUDA_RETURN_IF_ERROR(opt_in);
   const KernelWeights w{.packed = reinterpret_cast<const uint4*>(p.w.packed),
                         .packed_hi = p.w.packed_hi,
@@ -617,7 +702,7 @@ Status launch_any_form(const W4A16GemmParams& p, const Plan& plan, float* partia
 
 template <typename T>
 Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
-  Plan plan = plan_for(p.m, p.w.rows, p.w.cols, form_of(p.w));
+  Plan plan = plan_for(p.m, p.w.rows, p.w.cols, form_of(p.w), p.w.group_size);
   if (partial_bytes(plan, p.m, p.w.rows) > p.workspace_bytes || p.workspace == nullptr) {
     const std::size_t per_split = static_cast<std::size_t>(p.m) * p.w.rows * sizeof(float);
     const auto fits = p.workspace == nullptr ? 0 : static_cast<int>(p.workspace_bytes / per_split);
@@ -651,24 +736,26 @@ std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n) {
 }
 
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return partial_bytes(plan_for(m, n, k, Form::kZeroPoint), m, n);
+  // The zero-point form's ring is the smallest, so its plan splits K the most.
+  return partial_bytes(plan_for(m, n, k, Form::kZeroPoint, 32), m, n);
 }
 
 bool w4a16_gemm_applies(const W4A16GemmParams& p) {
   const auto aligned = [](const void* ptr, std::uintptr_t to) {
     return reinterpret_cast<std::uintptr_t>(ptr) % to == 0;
   };
+  // The group metadata arrays are copied 16 bytes at a time.
   const bool groups_ok =
       p.w.scale_codes == nullptr
-          ? p.w.group_size >= 32 && p.w.group_size % 32 == 0
-          : (p.w.group_size == 16 || p.w.group_size == 32) && aligned(p.w.scale_codes, 2) &&
-                aligned(p.w.mins, 4) && aligned(p.w.min_codes, 2) && aligned(p.w.packed_hi, 16) &&
+          ? p.w.group_size >= 32 && p.w.group_size % 32 == 0 && aligned(p.w.zeros, 16)
+          : (p.w.group_size == 16 || p.w.group_size == 32) && aligned(p.w.scale_codes, 16) &&
+                aligned(p.w.mins, 16) && aligned(p.w.min_codes, 16) && aligned(p.w.packed_hi, 16) &&
                 (p.w.hi_bits == 0 || p.w.hi_bits == 1 || p.w.hi_bits == 2 || p.w.hi_bits == 4) &&
                 (p.w.hi_bits == 0) == (p.w.packed_hi == nullptr) &&
                 (p.w.mins == nullptr) == (p.w.min_codes == nullptr);
   return is_16_bit(p.dtype) && p.m >= 1 && p.w.rows >= 1 && p.w.cols >= 32 && p.w.cols % 32 == 0 &&
          groups_ok && p.m <= (1 << 24) && p.w.rows <= (1 << 24) && p.w.cols <= (1 << 24) &&
-         aligned(p.x, 16) && aligned(p.w.packed, 16) && aligned(p.w.scales, 4) && p.y != nullptr;
+         aligned(p.x, 16) && aligned(p.w.packed, 16) && aligned(p.w.scales, 16) && p.y != nullptr;
 }
 
 Status launch_w4a16_gemm(const W4A16GemmParams& p, cudaStream_t stream) {

@@ -77,7 +77,7 @@ std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n);
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k);
 
 /// True when `p` can run: 16-bit dtype, m >= 1, cols a multiple of 32, group_size a multiple of
-/// 32 (the GGUF form: 16 or 32), 16-byte aligned x and packed weights.
+/// 32 (the GGUF form: 16 or 32), x and every weight array 16-byte aligned (as cudaMalloc gives).
 bool w4a16_gemm_applies(const W4A16GemmParams& p);
 
 /// Each output is an fp32 sum of per-group fp32 sums, rounded once to the output type. A
