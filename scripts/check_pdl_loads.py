@@ -8,8 +8,10 @@ parameters: LDG...CONSTANT in SASS) as reading memory that no kernel writes and 
 above the wait, where they read the previous step's data: the FP8 skinny GEMM read the previous
 layer's activation codes that way. This disassembles the kernel library and fails on every
 function that has a wait and a non-coherent load before it, unless ALLOWED names the function with
-the reason its early loads read only weights or step metadata; and on a function STREAMING_ONLY
-names with any load before its wait other than the weights' streaming ones.
+the reason its early loads read only weights or step metadata; on a function STREAMING_ONLY
+names with any load before its wait other than the weights' streaming ones; and on a function
+ASYNC_BEFORE_BARRIER names with a plain load or a CTA barrier before its wait (its activations are
+copied by cp.async after a barrier, so a wait moved below that barrier shows as one above it).
 
 Usage: check_pdl_loads.py LIBRARY...   (cuobjdump and nvdisasm from $CUOBJDUMP, PATH, the CUDA
 toolkit, or the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels in .venv, which
@@ -34,6 +36,12 @@ STREAMING_ONLY = {
     "fp8_skinny_gemm_kernel": "streams its weights before the wait; x and x_scales after it",
 }
 
+# Mangled-name fragment -> kernels that copy only weights (cp.async, LDGSTS) before the wait and
+# their activations by cp.async after a __syncthreads: any LDG or BAR.SYNC above the wait fails.
+ASYNC_BEFORE_BARRIER = {
+    "w4a16_gemm_kernel": "primes its weight ring before the wait; x after it, behind a barrier",
+}
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -49,15 +57,16 @@ def find_cuobjdump():
 
 
 def early_loads(sass):
-    """Yields (arch, function, non-coherent, non-streaming) for each function with a wait and
-    global loads above it (in text order): the non-coherent ones (LDG...CONSTANT) and those not
-    marked evict-first (LDG without .EF)."""
-    arch, function, waited, count, plain = "", None, False, 0, 0
+    """Yields (arch, function, non-coherent, non-streaming, synchronous) for each function with a
+    wait and global loads or barriers above it (in text order): the non-coherent loads
+    (LDG...CONSTANT), those not marked evict-first (LDG or LDGSTS without .EF), and the loads and
+    CTA barriers that are not cp.async (LDG, BAR.SYNC)."""
+    arch, function, waited, count, plain, sync = "", None, False, 0, 0, 0
     has_wait = False
 
     def flush():
-        if function is not None and has_wait and (count > 0 or plain > 0):
-            yield arch, function, count, plain
+        if function is not None and has_wait and (count > 0 or plain > 0 or sync > 0):
+            yield arch, function, count, plain, sync
 
     for line in sass.splitlines():
         m = re.search(r"arch = (sm_\w+)", line)
@@ -67,18 +76,20 @@ def early_loads(sass):
         m = re.search(r"Function : (\S+)", line)
         if m:
             yield from flush()
-            function, waited, count, plain, has_wait = m.group(1), False, 0, 0, False
+            function, waited, count, plain, sync, has_wait = m.group(1), False, 0, 0, 0, False
             continue
         if function is None:
             continue
         if re.search(r"\bACQBULK\b", line):
             waited = has_wait = True
         elif not waited:
-            load = re.search(r"\bLDG(\.\S*)?", line)
+            load = re.search(r"\bLDG(STS)?(\.\S*)?(?=\s)", line)  # not LDGDEPBAR
             if load:
-                flags = load.group(1) or ""
+                flags = load.group(2) or ""
                 count += "CONSTANT" in flags
                 plain += ".EF" not in flags
+                sync += load.group(1) is None
+            sync += re.search(r"\bBAR\.SYNC\b", line) is not None
     yield from flush()
 
 
@@ -100,12 +111,15 @@ def main(libraries):
             print(f"check_pdl_loads: {tool} -sass {library} failed:\n{out.stderr}", file=sys.stderr)
             return 2
         functions += out.stdout.count("Function : ")
-        for arch, function, count, plain in early_loads(out.stdout):
+        for arch, function, count, plain, sync in early_loads(out.stdout):
             if count > 0 and not any(fragment in function for fragment in ALLOWED):
                 failures.append(f"{arch} {function}: {count} non-coherent loads before the wait")
             elif plain > 0 and any(fragment in function for fragment in STREAMING_ONLY):
                 failures.append(f"{arch} {function}: {plain} loads before the wait that are not "
                                 "the weights' streaming ones")
+            elif sync > 0 and any(fragment in function for fragment in ASYNC_BEFORE_BARRIER):
+                failures.append(f"{arch} {function}: {sync} loads or barriers before the wait "
+                                "that are not cp.async")
     if functions == 0:
         print("check_pdl_loads: cuobjdump found no functions in " + " ".join(libraries),
               file=sys.stderr)

@@ -7,6 +7,7 @@
 #include "kernels/common/async_copy.cuh"
 #include "kernels/common/device_types.cuh"
 #include "kernels/common/mma.cuh"
+#include "kernels/common/pdl.cuh"
 #include "kernels/gemm/w4a16_gemm.h"
 #include "quant/w4a16_layout.h"
 
@@ -281,6 +282,10 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   };
 #pragma unroll
   for (int u = 0; u < kStages; ++u) fetch(u);
+  // Launched with PDL (kernels/common/pdl.cuh): the ring's first stages (weights only) are in
+  // flight before the wait; x, the partial sums and y are touched only after it.
+  pdl_launch_dependents();
+  pdl_wait();
 
   // A group's zero pair (per n-tile), scales and, in the GGUF form, min terms of the lane's two
   // output columns per n-tile (rows 2t, 2t + 1 and 2t + 8, 2t + 9 of the warp's 16; zeros: the B
@@ -548,6 +553,8 @@ template <typename T>
 __global__ void w4a16_reduce_kernel(const float* __restrict__ partial, int splits,
                                     const T* __restrict__ bias, void* __restrict__ y, bool y_fp32,
                                     int m, int n) {
+  pdl_launch_dependents();
+  pdl_wait();  // the partial sums are the kernel before's
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t outputs = static_cast<std::size_t>(m) * n;
   if (i >= outputs) return;
@@ -670,13 +677,13 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, 
                         .super_shift = p.w.super_shift,
                         .code_zero = p.w.code_zero};
   const dim3 grid((plan.n_tiles + kWarps - 1) / kWarps, plan.splits, plan.m_blocks);
-  w4a16_gemm_kernel<T, kMTiles, kForm><<<grid, kThreads, smem_bytes(plan), stream>>>(
-      static_cast<const T*>(p.x), w, static_cast<const T*>(p.bias), p.y, p.y_fp32, partial,
-      static_cast<int>(p.m), static_cast<int>(p.w.rows), static_cast<int>(p.w.cols), plan.k_tiles,
-      plan.n_tiles * kTileRows, static_cast<int>(p.w.group_size),
-      static_cast<int>((p.w.cols + p.w.group_size - 1) / p.w.group_size), plan.tiles_per_split,
-      plan.chunk_tiles, counters);
-  return cuda::check_launch("w4a16_gemm_kernel");
+  return launch_pdl(w4a16_gemm_kernel<T, kMTiles, kForm>, grid, dim3(kThreads), smem_bytes(plan),
+                    stream, "w4a16_gemm_kernel", static_cast<const T*>(p.x), w,
+                    static_cast<const T*>(p.bias), p.y, p.y_fp32, partial, static_cast<int>(p.m),
+                    static_cast<int>(p.w.rows), static_cast<int>(p.w.cols), plan.k_tiles,
+                    plan.n_tiles * kTileRows, static_cast<int>(p.w.group_size),
+                    static_cast<int>((p.w.cols + p.w.group_size - 1) / p.w.group_size),
+                    plan.tiles_per_split, plan.chunk_tiles, counters);
 }
 
 template <typename T, Form kForm>
@@ -718,10 +725,10 @@ Status launch_typed(const W4A16GemmParams& p, cudaStream_t stream) {
   if (partial == nullptr || counters != nullptr) return Status::ok_status();
   const std::size_t outputs = static_cast<std::size_t>(p.m) * p.w.rows;
   const auto blocks = static_cast<unsigned>((outputs + 255) / 256);
-  w4a16_reduce_kernel<T>
-      <<<blocks, 256, 0, stream>>>(partial, plan.splits, static_cast<const T*>(p.bias), p.y,
-                                   p.y_fp32, static_cast<int>(p.m), static_cast<int>(p.w.rows));
-  return cuda::check_launch("w4a16_reduce_kernel");
+  return launch_pdl(w4a16_reduce_kernel<T>, dim3(blocks), dim3(256), 0, stream,
+                    "w4a16_reduce_kernel", static_cast<const float*>(partial), plan.splits,
+                    static_cast<const T*>(p.bias), p.y, p.y_fp32, static_cast<int>(p.m),
+                    static_cast<int>(p.w.rows));
 }
 
 bool is_16_bit(cuda::ScalarType t) {
