@@ -4,8 +4,35 @@
 
 #include <cstdint>
 
+// The CTA's dynamic shared memory, 16-byte aligned (a pointer into the running CTA's buffer
+// under the CPU emulation).
+#ifndef PAGODA_DYNAMIC_SHARED
+#define PAGODA_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 namespace pagoda::kernels {
 
+#if defined(PAGODA_CUDA_EMULATION)
+inline std::uint32_t smem_u32(const void* p) {
+  return emulation::shared_address(p);
+}
+inline void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
+  emulation::async_copy(dst, src, 16, valid);
+}
+inline void cp_async_8(std::uint32_t dst, const void* src) {
+  emulation::async_copy(dst, src, 8, true);
+}
+inline void cp_async_4(std::uint32_t dst, const void* src) {
+  emulation::async_copy(dst, src, 4, true);
+}
+inline void cp_async_commit() {
+  emulation::async_commit();
+}
+template <int kPending>
+void cp_async_wait() {
+  emulation::async_wait(kPending);
+}
+#else
 __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -15,9 +42,12 @@ __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(valid ? 16 : 0));
 }
-/// 8 bytes global -> shared (.ca: the 8-byte form has no L2-only variant); always valid.
+/// 8 or 4 bytes global -> shared (.ca: the small forms have no L2-only variant); always valid.
 __device__ __forceinline__ void cp_async_8(std::uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async_4(std::uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src));
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n");
@@ -27,5 +57,6 @@ template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
+#endif
 
 }  // namespace pagoda::kernels

@@ -16,6 +16,49 @@
 
 namespace pagoda::kernels {
 
+#if defined(PAGODA_CUDA_EMULATION)
+/// The emulation's mma: the warp's fragments exchanged, each lane's four outputs summed from the
+/// whole tiles (products exact in fp64, the sum added to d and rounded once to fp32; the tensor
+/// cores' own rounding differs in the last bits).
+template <typename T>
+inline void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                      std::uint32_t b1) {
+  struct Operands {
+    std::uint32_t a[4], b0, b1;
+  };
+  const Operands mine{{a[0], a[1], a[2], a[3]}, b0, b1};
+  const auto* all =
+      reinterpret_cast<const Operands*>(emulation::warp_exchange(&mine, sizeof(Operands)));
+  const auto value = [](std::uint32_t word, int half) {
+    const auto bits = static_cast<unsigned short>(word >> (16 * half));
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      __nv_bfloat16_raw raw;
+      raw.x = bits;
+      return static_cast<double>(__bfloat162float(__nv_bfloat16(raw)));
+    } else {
+      __half_raw raw;
+      raw.x = bits;
+      return static_cast<double>(__half2float(__half(raw)));
+    }
+  };
+  // A[r][k] and B[k][c] from the lanes that hold them (the layout above).
+  const auto a_at = [&](int r, int k) {
+    const Operands& o = all[4 * (r % 8) + (k % 8) / 2];
+    return value(o.a[(r / 8) + 2 * (k / 8)], k % 2);
+  };
+  const auto b_at = [&](int k, int c) {
+    const Operands& o = all[4 * c + (k % 8) / 2];
+    return value(k < 8 ? o.b0 : o.b1, k % 2);
+  };
+  const int lane = emulation::lane_id(), g = lane / 4, t = lane % 4;
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + 8 * (e / 2), c = 2 * t + e % 2;
+    double sum = 0.0;
+    for (int k = 0; k < 16; ++k) sum += a_at(r, k) * b_at(k, c);
+    d[e] = static_cast<float>(static_cast<double>(d[e]) + sum);
+  }
+}
+#else
 /// d (16x8 fp32) += a (16x16, row) * b (16x8, col), in T (bf16 or f16).
 template <typename T>
 __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
@@ -34,6 +77,8 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 }
+
+#endif
 
 /// One 32-bit shared-memory load at a shared-window address (as ldmatrix's), ordered like it.
 __device__ __forceinline__ void lds_u32(std::uint32_t& r, std::uint32_t addr) {

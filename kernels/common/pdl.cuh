@@ -22,6 +22,20 @@
 
 namespace pagoda::kernels {
 
+#if defined(PAGODA_CUDA_EMULATION)
+// The emulation runs one kernel at a time: every launch is already after the one before it.
+inline void pdl_wait() {}
+inline void pdl_launch_dependents() {}
+inline bool pdl_enabled() {
+  return true;
+}
+template <typename... Params, typename... Args>
+Status launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
+                  cudaStream_t, std::string_view, Args&&... args) {
+  emulation::launch(kernel, grid, block, shared_bytes, std::forward<Args>(args)...);
+  return Status::ok_status();
+}
+#else
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -62,5 +76,6 @@ Status launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t 
       cuda::cuda_status(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), name));
   return cuda::check_launch(name);
 }
+#endif
 
 }  // namespace pagoda::kernels

@@ -47,11 +47,6 @@ __host__ __device__ constexpr int tile_stage_bytes(Form f) {
 __host__ __device__ constexpr int stage_bytes(Form f, int group_size) {
   return tile_stage_bytes(f) + group_slots(group_size) * slot_bytes(f);
 }
-// cp.async of 4 or 8 bytes (only .ca takes sizes below 16).
-template <int kBytes>
-__device__ __forceinline__ void cp_async_ca(std::uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(kBytes));
-}
 // CTAs an SM holds at once, by x tiles per CTA: the launch bounds cap the registers to fit them
 // (what hides the weights' latency is warps in flight). The GGUF form holds more per thread (the
 // min terms, x's group sums, the high bits), so fewer.
@@ -159,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   constexpr int kHiBits = hi_bits_of(kForm);
   constexpr int kSlotBytes = slot_bytes(kForm);
   const int stage = stage_bytes(kForm, group_size);
-  extern __shared__ __align__(16) unsigned char smem[];
+  PAGODA_DYNAMIC_SHARED(smem);
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
   const int nt = static_cast<int>(blockIdx.x) * kWarps + warp;
@@ -263,7 +258,11 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
       if constexpr (kHiBits == 4) {
         cp_async_16(dst + hi_at, tiles_hi + at * kHiBits, true);
       } else if constexpr (kHiBits > 0) {
-        cp_async_ca<4 * kHiBits>(dst + hi_at, tiles_hi + at * kHiBits);
+        if constexpr (kHiBits == 2) {
+          cp_async_8(dst + hi_at, tiles_hi + at * kHiBits);
+        } else {
+          cp_async_4(dst + hi_at, tiles_hi + at * kHiBits);
+        }
       }
       if (piece_base != nullptr) {
         // Groups past the last (the zero padding past cols) read the last one's.

@@ -1,0 +1,328 @@
+// The CPU emulation's scheduler and runtime (cuda_emulation.h): fibers (ucontext) for a CTA's
+// threads, run round-robin until each blocks at a barrier or exits; the CUDA runtime calls that
+// emulated kernel sources and their launchers make.
+#include "kernels/emulation/cuda_emulation.h"
+
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace pagoda::emulation {
+
+namespace {
+
+constexpr std::size_t kStackBytes = 256 << 10;
+
+struct Copy {
+  unsigned char* dst;
+  const unsigned char* src;
+  int bytes;
+  bool valid;
+};
+
+enum class Wait { kNone, kCta, kWarp };
+
+struct Fiber {
+  uint3 index{};
+  ucontext_t context{};
+  std::unique_ptr<unsigned char[]> stack;
+  bool done = false;
+  Wait waiting = Wait::kNone;
+  std::vector<Copy> open;                 // cp.async copies not yet committed
+  std::deque<std::vector<Copy>> pending;  // committed groups, oldest first
+};
+
+struct Cta {
+  dim3 grid, block;
+  uint3 block_index{};
+  std::vector<unsigned char> shared;  // dynamic shared memory, from a 16-byte aligned offset
+  unsigned char* shared_base = nullptr;
+  std::size_t shared_bytes = 0;
+  std::vector<Fiber> fibers;
+  int current = -1;
+  ucontext_t scheduler{};
+  const std::function<void()>* body = nullptr;
+  // Per warp: the lanes' deposits of the last exchange.
+  std::vector<std::vector<unsigned char>> exchange;
+  // Drives the two choices a GPU leaves open, so that a kernel relying on one of them fails:
+  // the order the threads run in between barriers, and when a cp.async lands (at its issue or
+  // as late as its wait).
+  std::mt19937 chance{20261128};
+};
+
+Cta* g_cta = nullptr;
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "cuda emulation: %s\n", what);
+  std::abort();
+}
+
+Fiber& me() {
+  if (g_cta == nullptr || g_cta->current < 0) fail("device code called outside a launch");
+  return g_cta->fibers[static_cast<std::size_t>(g_cta->current)];
+}
+
+int warp_of(const Fiber& f) {
+  const int linear =
+      static_cast<int>(f.index.x + g_cta->block.x * (f.index.y + g_cta->block.y * f.index.z));
+  return linear / 32;
+}
+
+void yield_to_scheduler() {
+  Fiber& f = me();
+  swapcontext(&f.context, &g_cta->scheduler);
+}
+
+void block_on(Wait w) {
+  me().waiting = w;
+  yield_to_scheduler();
+}
+
+void fiber_main() {
+  (*g_cta->body)();
+  me().done = true;
+  // The copies a thread never waited for are dropped with it: nothing can read them.
+  yield_to_scheduler();
+}
+
+// Releases the CTA barrier when every live thread waits at it, and each warp barrier when every
+// live lane of the warp waits at it. True when something was released.
+bool release_barriers(Cta& cta) {
+  bool released = false;
+  bool all_at_cta = true, any_at_cta = false;
+  for (const Fiber& f : cta.fibers) {
+    if (f.done) continue;
+    if (f.waiting == Wait::kCta) {
+      any_at_cta = true;
+    } else {
+      all_at_cta = false;
+    }
+  }
+  if (any_at_cta && all_at_cta) {
+    for (Fiber& f : cta.fibers) f.waiting = Wait::kNone;
+    released = true;
+  }
+  const std::size_t warps = (cta.fibers.size() + 31) / 32;
+  for (std::size_t w = 0; w < warps; ++w) {
+    bool all = true, any = false;
+    for (std::size_t l = w * 32; l < std::min(cta.fibers.size(), (w + 1) * 32); ++l) {
+      const Fiber& f = cta.fibers[l];
+      if (f.done) continue;
+      if (f.waiting == Wait::kWarp) {
+        any = true;
+      } else {
+        all = false;
+      }
+    }
+    if (any && all) {
+      for (std::size_t l = w * 32; l < std::min(cta.fibers.size(), (w + 1) * 32); ++l) {
+        if (cta.fibers[l].waiting == Wait::kWarp) cta.fibers[l].waiting = Wait::kNone;
+      }
+      released = true;
+    }
+  }
+  return released;
+}
+
+void run_cta(Cta& cta) {
+  for (std::size_t i = 0; i < cta.fibers.size(); ++i) {
+    Fiber& f = cta.fibers[i];
+    f.done = false;
+    f.waiting = Wait::kNone;
+    f.open.clear();
+    f.pending.clear();
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = nullptr;
+    makecontext(&f.context, fiber_main, 0);
+  }
+  std::vector<std::size_t> order(cta.fibers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  for (;;) {
+    bool ran = false, live = false;
+    std::shuffle(order.begin(), order.end(), cta.chance);
+    for (const std::size_t i : order) {
+      Fiber& f = cta.fibers[i];
+      if (f.done) continue;
+      live = true;
+      if (f.waiting != Wait::kNone) continue;
+      cta.current = static_cast<int>(i);
+      swapcontext(&cta.scheduler, &f.context);
+      cta.current = -1;
+      ran = true;
+    }
+    if (!live) return;
+    if (!release_barriers(cta) && !ran) fail("deadlock: every live thread waits at a barrier");
+  }
+}
+
+}  // namespace
+
+uint3 thread_index() {
+  return me().index;
+}
+uint3 block_index() {
+  return g_cta->block_index;
+}
+dim3 block_dim() {
+  return g_cta->block;
+}
+dim3 grid_dim() {
+  return g_cta->grid;
+}
+unsigned char* dynamic_shared() {
+  return g_cta->shared_base;
+}
+
+void sync_cta() {
+  block_on(Wait::kCta);
+}
+void sync_warp() {
+  block_on(Wait::kWarp);
+}
+
+int lane_id() {
+  return static_cast<int>(&me() - g_cta->fibers.data()) % 32;
+}
+
+const unsigned char* warp_exchange(const void* mine, std::size_t bytes) {
+  Fiber& f = me();
+  const int warp = warp_of(f);
+  const int lane = lane_id();
+  std::vector<unsigned char>& buffer = g_cta->exchange[static_cast<std::size_t>(warp)];
+  // Every lane must be done reading the last exchange before any overwrites it.
+  sync_warp();
+  if (buffer.size() < 32 * bytes) buffer.resize(32 * bytes);
+  std::memcpy(buffer.data() + static_cast<std::size_t>(lane) * bytes, mine, bytes);
+  sync_warp();
+  return buffer.data();
+}
+
+namespace {
+void land(const Copy& c) {
+  if (c.valid) {
+    std::memcpy(c.dst, c.src, static_cast<std::size_t>(c.bytes));
+  } else {
+    std::memset(c.dst, 0, static_cast<std::size_t>(c.bytes));
+  }
+}
+}  // namespace
+
+void async_copy(std::uint32_t shared_address, const void* src, int bytes, bool valid) {
+  if (shared_address % static_cast<std::uint32_t>(bytes) != 0 ||
+      reinterpret_cast<std::uintptr_t>(src) % static_cast<std::uintptr_t>(bytes) != 0) {
+    fail("cp.async with a misaligned source or destination");
+  }
+  if (shared_address + static_cast<std::size_t>(bytes) > g_cta->shared_bytes) {
+    fail("cp.async past the dynamic shared memory");
+  }
+  const Copy c{static_cast<unsigned char*>(shared_pointer(shared_address)),
+               static_cast<const unsigned char*>(src), bytes, valid};
+  if (g_cta->chance() % 2 == 0) {
+    land(c);  // early: the destination must be free when the copy is issued
+  } else {
+    me().open.push_back(c);  // late: nothing may read it before the wait
+  }
+}
+void async_commit() {
+  Fiber& f = me();
+  f.pending.push_back(std::move(f.open));
+  f.open.clear();
+}
+void async_wait(int pending) {
+  Fiber& f = me();
+  while (static_cast<int>(f.pending.size()) > pending) {
+    for (const Copy& c : f.pending.front()) land(c);
+    f.pending.pop_front();
+  }
+}
+
+std::uint32_t shared_address(const void* p) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  if (b < g_cta->shared_base || b > g_cta->shared_base + g_cta->shared_bytes) {
+    fail("shared address outside the dynamic shared memory");
+  }
+  return static_cast<std::uint32_t>(b - g_cta->shared_base);
+}
+void* shared_pointer(std::uint32_t address) {
+  return g_cta->shared_base + address;
+}
+
+void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& body) {
+  Cta cta;
+  cta.grid = grid;
+  cta.block = block;
+  cta.body = &body;
+  const std::size_t threads = static_cast<std::size_t>(block.x) * block.y * block.z;
+  cta.fibers.resize(threads);
+  for (std::size_t i = 0; i < threads; ++i) {
+    cta.fibers[i].stack = std::make_unique<unsigned char[]>(kStackBytes);
+    cta.fibers[i].index =
+        make_uint3(static_cast<unsigned>(i % block.x), static_cast<unsigned>(i / block.x % block.y),
+                   static_cast<unsigned>(i / (block.x * block.y)));
+  }
+  cta.exchange.resize((threads + 31) / 32);
+  cta.shared.assign(shared_bytes + 16, 0);
+  const auto base = reinterpret_cast<std::uintptr_t>(cta.shared.data());
+  cta.shared_base = cta.shared.data() + (16 - base % 16) % 16;
+  cta.shared_bytes = shared_bytes;
+  Cta* outer = g_cta;
+  g_cta = &cta;
+  for (unsigned z = 0; z < grid.z; ++z) {
+    for (unsigned y = 0; y < grid.y; ++y) {
+      for (unsigned x = 0; x < grid.x; ++x) {
+        cta.block_index = make_uint3(x, y, z);
+        // Garbage, not zeros: a kernel must not read shared memory it did not write.
+        for (std::size_t i = 0; i < cta.shared.size(); ++i) {
+          cta.shared[i] = static_cast<unsigned char>(0xA5 ^ (i * 131));
+        }
+        run_cta(cta);
+      }
+    }
+  }
+  g_cta = outer;
+}
+
+}  // namespace pagoda::emulation
+
+// The CUDA runtime calls the emulated launchers make (no libcudart is linked).
+extern "C" {
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+  // An H100 SXM's figures, which the launchers' plans read.
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount: *value = 132; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 227 << 10; break;
+    default: *value = 0; break;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int) {
+  return cudaSuccess;
+}
+cudaError_t cudaGetLastError() {
+  return cudaSuccess;
+}
+cudaError_t cudaPeekAtLastError() {
+  return cudaSuccess;
+}
+const char* cudaGetErrorString(cudaError_t) {
+  return "emulated";
+}
+const char* cudaGetErrorName(cudaError_t) {
+  return "emulated";
+}
+}

@@ -1,0 +1,131 @@
+// A kernel source compiled as host C++ (PAGODA_CUDA_EMULATION) runs on the CPU: each CTA's
+// threads are fibers scheduled on one OS thread, barriers and warp collectives (mma.sync) are
+// rendezvous between them, cp.async copies land only when their group is waited for, and a launch
+// runs the grid's CTAs one after another. What it checks is a kernel's logic — index maps, fragment
+// layouts, pipeline order, group accounting — against the CPU oracle on machines with no GPU; not
+// its speed, nor races between CTAs, nor the memory model beyond what the fibers' order shows.
+//
+// Force-included (-include) before the kernel source by pagoda_add_emulated_test
+// (tests/emulated/CMakeLists.txt). The kernel headers (kernels/common/*.cuh) switch their inline
+// PTX to the functions below under PAGODA_CUDA_EMULATION.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <vector_functions.h>
+#include <vector_types.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#if !defined(PAGODA_CUDA_EMULATION)
+#error "cuda_emulation.h is for host builds of kernel sources (PAGODA_CUDA_EMULATION)"
+#endif
+
+// Storage the CTA's fibers share: a function-scope __shared__ variable becomes a static one, which
+// is right because the CTAs of a launch run one at a time on one OS thread.
+#undef __shared__
+#define __shared__ static
+#define __launch_bounds__(...)
+// The dynamic shared memory of the running CTA (kernels declare it with this macro).
+#define PAGODA_DYNAMIC_SHARED(name) unsigned char* name = ::pagoda::emulation::dynamic_shared()
+
+#define threadIdx (::pagoda::emulation::thread_index())
+#define blockIdx (::pagoda::emulation::block_index())
+#define blockDim (::pagoda::emulation::block_dim())
+#define gridDim (::pagoda::emulation::grid_dim())
+
+using std::max;
+using std::min;
+
+namespace pagoda::emulation {
+
+uint3 thread_index();
+uint3 block_index();
+dim3 block_dim();
+dim3 grid_dim();
+unsigned char* dynamic_shared();
+
+/// Blocks the calling fiber until every live thread of its CTA (or of its warp) has arrived.
+void sync_cta();
+void sync_warp();
+
+/// The calling thread's lane in its warp.
+int lane_id();
+
+/// The lane's share of a warp-wide exchange: each lane deposits `bytes` of its own, the warp
+/// meets, and `all` then holds every lane's deposit (32 * bytes, lane-major) until the next
+/// exchange of the warp.
+const unsigned char* warp_exchange(const void* mine, std::size_t bytes);
+
+/// cp.async: a copy of `bytes` (zero-fill when `valid` is false) into the open group of the
+/// calling thread; commit closes the group; wait performs every group but the `pending` newest.
+void async_copy(std::uint32_t shared_address, const void* src, int bytes, bool valid);
+void async_commit();
+void async_wait(int pending);
+std::uint32_t shared_address(const void* p);
+void* shared_pointer(std::uint32_t address);
+
+/// Runs `cta` once per block of `grid`, with `block` fiber threads each and `shared_bytes` of
+/// dynamic shared memory.
+void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& cta);
+
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
+            Args&&... args) {
+  // The arguments converted once, as a launch copies them into the kernel's parameter space.
+  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+  run_grid(grid, block, shared_bytes, [&] { std::apply(kernel, params); });
+}
+
+}  // namespace pagoda::emulation
+
+inline void __syncthreads() {
+  ::pagoda::emulation::sync_cta();
+}
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  ::pagoda::emulation::sync_warp();
+}
+inline void __threadfence() {}
+// The runtime's template form, which nvcc's implicit cuda_runtime.h declares.
+template <typename T>
+cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int) {
+  return cudaSuccess;
+}
+template <typename T>
+T atomicAdd(T* address, T value) {
+  const T old = *address;
+  *address = old + value;
+  return old;
+}
+template <typename T>
+T __ldcg(const T* p) {
+  return *p;
+}
+template <typename T>
+T __ldcs(const T* p) {
+  return *p;
+}
+template <typename T>
+T __ldg(const T* p) {
+  return *p;
+}
+
+// Packed 16-bit FMA, which the CUDA headers declare for device code only: the product and sum in
+// fp32, then rounded once to the pair's type. The kernels use it on small integers, where it is
+// exact either way.
+inline __nv_bfloat162 __hfma2(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) {
+  return __floats2bfloat162_rn(std::fma(__low2float(a), __low2float(b), __low2float(c)),
+                               std::fma(__high2float(a), __high2float(b), __high2float(c)));
+}
+inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
+  return __floats2half2_rn(std::fma(__low2float(a), __low2float(b), __low2float(c)),
+                           std::fma(__high2float(a), __high2float(b), __high2float(c)));
+}
