@@ -415,8 +415,9 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     const int tiles_here = min(chunk_tiles, cta_end - chunk);
     __syncthreads();  // the previous chunk's x is no longer read
     // x by cp.async, every 16-byte piece in flight at once (a load-then-store loop waited out one
-    // L2 latency per 2 KB: 12 of them per chunk at 64 rows); columns past k are zero-filled. The
-    // wait for this last group also lands the ring's stages in flight, which arrive as soon.
+    // L2 latency per 2 KB: 12 of them per chunk at 64 rows); columns past k are zero-filled.
+    // Waiting for this newest group lands the ring's stages in flight too, so each chunk after
+    // the first still costs about one latency: its stages are full but none is on its way.
     const int vectors_per_row = tiles_here * (kTileCols / 8);
     const int col0 = chunk * kTileCols;
     for (int v = static_cast<int>(threadIdx.x); v < rows_here * vectors_per_row; v += kThreads) {
@@ -742,8 +743,15 @@ std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n) {
 }
 
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k) {
-  // The zero-point form's ring is the smallest, so its plan splits K the most.
-  return partial_bytes(plan_for(m, n, k, Form::kZeroPoint, 32), m, n);
+  // The most any form's plan takes: the splits depend on the ring and the chunk of x together,
+  // so no one form splits K the most for every shape.
+  std::size_t most = partial_bytes(plan_for(m, n, k, Form::kZeroPoint, 32), m, n);
+  for (const Form f : {Form::kGguf4, Form::kGguf5, Form::kGguf6, Form::kGguf8}) {
+    for (const int group_size : {16, 32}) {
+      most = std::max(most, partial_bytes(plan_for(m, n, k, f, group_size), m, n));
+    }
+  }
+  return most;
 }
 
 bool w4a16_gemm_applies(const W4A16GemmParams& p) {

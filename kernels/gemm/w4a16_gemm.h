@@ -73,7 +73,7 @@ struct W4A16GemmParams {
 std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n);
 
 /// Workspace launch_w4a16_gemm uses for this shape on the current device (0: none); enough for
-/// every weight form (the GGUF form's larger rings never split K further).
+/// every weight form's plan.
 std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k);
 
 /// True when `p` can run: 16-bit dtype, m >= 1, cols a multiple of 32, group_size a multiple of
