@@ -11,7 +11,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace pagoda::kernels {
@@ -58,6 +60,46 @@ inline void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t 
     d[e] = static_cast<float>(static_cast<double>(d[e]) + sum);
   }
 }
+
+inline void lds_u32(std::uint32_t& r, std::uint32_t addr) {
+  std::memcpy(&r, emulation::shared_pointer(addr), 4);
+}
+
+// ldmatrix .x4: lanes 8i..8i+7 give the row addresses of 8x8 matrix i; lane L receives matrix
+// i's row L / 4, columns 2 (L % 4) and + 1 in r[i] (transposed: column L / 4, rows 2 (L % 4)
+// and + 1).
+template <bool kTrans>
+inline void emulated_ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  const auto* rows = reinterpret_cast<const std::uint32_t*>(
+      emulation::warp_exchange(&addr, sizeof(std::uint32_t)));
+  const int lane = emulation::lane_id();
+  const auto element = [](std::uint32_t row_address, int column) {
+    std::uint16_t v;
+    std::memcpy(&v, emulation::shared_pointer(row_address + 2 * column), 2);
+    return static_cast<std::uint32_t>(v);
+  };
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (kTrans) {
+      r[i] = element(rows[8 * i + 2 * (lane % 4)], lane / 4) |
+             element(rows[8 * i + 2 * (lane % 4) + 1], lane / 4) << 16;
+    } else {
+      r[i] = element(rows[8 * i + lane / 4], 2 * (lane % 4)) |
+             element(rows[8 * i + lane / 4], 2 * (lane % 4) + 1) << 16;
+    }
+  }
+}
+inline void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  emulated_ldmatrix_x4<false>(r, addr);
+}
+inline void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  emulated_ldmatrix_x4<true>(r, addr);
+}
+
+/// ex2.approx.ftz: results and inputs below 2^-126 flush to zero.
+inline float fast_exp2(float x) {
+  const float y = std::exp2(x);
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+}
 #else
 /// d (16x8 fp32) += a (16x16, row) * b (16x8, col), in T (bf16 or f16).
 template <typename T>
@@ -77,8 +119,6 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 }
-
-#endif
 
 /// One 32-bit shared-memory load at a shared-window address (as ldmatrix's), ordered like it.
 __device__ __forceinline__ void lds_u32(std::uint32_t& r, std::uint32_t addr) {
@@ -105,6 +145,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+#endif
 
 /// Two floats as one register of T pairs (low half = first).
 template <typename T>

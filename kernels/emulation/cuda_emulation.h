@@ -118,6 +118,38 @@ T __ldg(const T* p) {
   return *p;
 }
 
+// Warp shuffles: every lane of the warp takes part (the kernels pass full masks).
+template <typename T>
+T emulated_shuffle(T v, int source, int width) {
+  const auto* all = reinterpret_cast<const T*>(::pagoda::emulation::warp_exchange(&v, sizeof(T)));
+  const int lane = ::pagoda::emulation::lane_id();
+  const int base = lane / width * width;
+  return all[base + ((source % width) + width) % width];
+}
+template <typename T>
+T __shfl_sync(unsigned, T v, int source, int width = 32) {
+  return emulated_shuffle(v, source, width);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int lane_mask, int width = 32) {
+  return emulated_shuffle(v, (::pagoda::emulation::lane_id() % width) ^ lane_mask, width);
+}
+template <typename T>
+T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+  const int in_segment = ::pagoda::emulation::lane_id() % width + static_cast<int>(delta);
+  const T got = emulated_shuffle(
+      v, in_segment < width ? in_segment : in_segment - static_cast<int>(delta), width);
+  return got;
+}
+// Byte n of the result is byte (s >> 4n) & 7 of the 8 bytes {y, x} (x the low four).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n)
+    r |= static_cast<unsigned>((bytes >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n);
+  return r;
+}
+
 // Packed 16-bit FMA, which the CUDA headers declare for device code only: the product and sum in
 // fp32, then rounded once to the pair's type. The kernels use it on small integers, where it is
 // exact either way.
