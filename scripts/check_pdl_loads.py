@@ -10,8 +10,9 @@ layer's activation codes that way. This disassembles the kernel library and fail
 function that has a wait and a non-coherent load before it, unless ALLOWED names the function with
 the reason its early loads read only weights or step metadata; on a function STREAMING_ONLY
 names with any load before its wait other than the weights' streaming ones; and on a function
-ASYNC_BEFORE_BARRIER names with a plain load or a CTA barrier before its wait (its activations are
-copied by cp.async after a barrier, so a wait moved below that barrier shows as one above it).
+RING_BEFORE_WAIT names with a plain load, a CTA barrier, or another number of cp.async commit
+groups than its weight ring's stages before its wait (its activations come by cp.async too, in
+groups of their own, so a wait moved below their first copy shows as one group too many).
 
 Usage: check_pdl_loads.py LIBRARY...   (cuobjdump and nvdisasm from $CUOBJDUMP, PATH, the CUDA
 toolkit, or the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels in .venv, which
@@ -36,10 +37,11 @@ STREAMING_ONLY = {
     "fp8_skinny_gemm_kernel": "streams its weights before the wait; x and x_scales after it",
 }
 
-# Mangled-name fragment -> kernels that copy only weights (cp.async, LDGSTS) before the wait and
-# their activations by cp.async after a __syncthreads: any LDG or BAR.SYNC above the wait fails.
-ASYNC_BEFORE_BARRIER = {
-    "w4a16_gemm_kernel": "primes its weight ring before the wait; x after it, behind a barrier",
+# Mangled-name fragment -> (commit groups, reason) for kernels that prime a cp.async ring of
+# weights before the wait, one group per stage, and copy x after it: any LDG or BAR.SYNC above the
+# wait, or another number of commits (LDGDEPBAR) there, fails.
+RING_BEFORE_WAIT = {
+    "w4a16_gemm_kernel": (8, "primes its 8-stage weight ring before the wait; x after it"),
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,16 +59,16 @@ def find_cuobjdump():
 
 
 def early_loads(sass):
-    """Yields (arch, function, non-coherent, non-streaming, synchronous) for each function with a
-    wait and global loads or barriers above it (in text order): the non-coherent loads
-    (LDG...CONSTANT), those not marked evict-first (LDG or LDGSTS without .EF), and the loads and
-    CTA barriers that are not cp.async (LDG, BAR.SYNC)."""
-    arch, function, waited, count, plain, sync = "", None, False, 0, 0, 0
+    """Yields (arch, function, non-coherent, non-streaming, synchronous, commits) for each
+    function with a wait, counting above it (in text order): the non-coherent loads
+    (LDG...CONSTANT), those not marked evict-first (LDG or LDGSTS without .EF), the loads and CTA
+    barriers that are not cp.async (LDG, BAR.SYNC), and the cp.async commit groups (LDGDEPBAR)."""
+    arch, function, waited, count, plain, sync, commits = "", None, False, 0, 0, 0, 0
     has_wait = False
 
     def flush():
-        if function is not None and has_wait and (count > 0 or plain > 0 or sync > 0):
-            yield arch, function, count, plain, sync
+        if function is not None and has_wait:
+            yield arch, function, count, plain, sync, commits
 
     for line in sass.splitlines():
         m = re.search(r"arch = (sm_\w+)", line)
@@ -76,7 +78,8 @@ def early_loads(sass):
         m = re.search(r"Function : (\S+)", line)
         if m:
             yield from flush()
-            function, waited, count, plain, sync, has_wait = m.group(1), False, 0, 0, 0, False
+            function, waited, has_wait = m.group(1), False, False
+            count, plain, sync, commits = 0, 0, 0, 0
             continue
         if function is None:
             continue
@@ -90,6 +93,7 @@ def early_loads(sass):
                 plain += ".EF" not in flags
                 sync += load.group(1) is None
             sync += re.search(r"\bBAR\.SYNC\b", line) is not None
+            commits += re.search(r"\bLDGDEPBAR\b", line) is not None
     yield from flush()
 
 
@@ -111,15 +115,17 @@ def main(libraries):
             print(f"check_pdl_loads: {tool} -sass {library} failed:\n{out.stderr}", file=sys.stderr)
             return 2
         functions += out.stdout.count("Function : ")
-        for arch, function, count, plain, sync in early_loads(out.stdout):
+        for arch, function, count, plain, sync, commits in early_loads(out.stdout):
+            ring = next((v[0] for k, v in RING_BEFORE_WAIT.items() if k in function), None)
             if count > 0 and not any(fragment in function for fragment in ALLOWED):
                 failures.append(f"{arch} {function}: {count} non-coherent loads before the wait")
             elif plain > 0 and any(fragment in function for fragment in STREAMING_ONLY):
                 failures.append(f"{arch} {function}: {plain} loads before the wait that are not "
                                 "the weights' streaming ones")
-            elif sync > 0 and any(fragment in function for fragment in ASYNC_BEFORE_BARRIER):
-                failures.append(f"{arch} {function}: {sync} loads or barriers before the wait "
-                                "that are not cp.async")
+            elif ring is not None and (sync > 0 or commits != ring):
+                failures.append(f"{arch} {function}: {sync} loads or barriers that are not "
+                                f"cp.async and {commits} commit groups (want {ring}) before the "
+                                "wait")
     if functions == 0:
         print("check_pdl_loads: cuobjdump found no functions in " + " ".join(libraries),
               file=sys.stderr)

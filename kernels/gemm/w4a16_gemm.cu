@@ -104,6 +104,10 @@ struct Nibbles<__half> {
 // x's rows of a CTA live in shared memory for its whole K range, each row padded by 16 bytes so
 // the 8 rows of an A fragment fall in different banks.
 constexpr int kXPad = 8;  // elements
+// Buffers of x chunks: two (the next chunk copied during this one) past 16 rows.
+__host__ __device__ constexpr int x_buffers(int m_tiles) {
+  return m_tiles >= 2 ? 2 : 1;
+}
 
 // The weights' device arrays (W4A16Weights, typed); the GGUF form's are null in the zero-point
 // form and the other way round.
@@ -170,11 +174,12 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
   const int count = has_tile ? max(0, cta_end - cta_begin) : 0;
   T* xs = reinterpret_cast<T*>(smem);
   const int stride = chunk_tiles * kTileCols + kXPad;
-  // Each warp's ring of kStages stages follows the CTA's x chunk (16-byte aligned: a row of x is
-  // a multiple of 16 bytes).
+  // The buffers of x chunks, then each warp's ring of kStages stages (16-byte aligned: a row of
+  // x is a multiple of 16 bytes).
   const int x_rows = min(kMTiles * 16, m);
   const unsigned char* ring =
-      reinterpret_cast<const unsigned char*>(xs + x_rows * stride) + warp * kStages * stage;
+      reinterpret_cast<const unsigned char*>(xs + x_buffers(kMTiles) * x_rows * stride) +
+      warp * kStages * stage;
 
   float acc[kMTiles][2][4];
   float part[kMTiles][2][4];
@@ -408,28 +413,47 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
     }
   };
 
-  // The CTA's K range in chunks whose rows of x fit the shared memory; the ring's first stages
-  // are already on their way while the first chunk of x is copied.
-  int i = 0;  // the warp's tile within the range
-  for (int chunk = cta_begin; chunk < cta_end; chunk += chunk_tiles) {
-    const int tiles_here = min(chunk_tiles, cta_end - chunk);
-    __syncthreads();  // the previous chunk's x is no longer read
-    // x by cp.async, every 16-byte piece in flight at once (a load-then-store loop waited out one
-    // L2 latency per 2 KB: 12 of them per chunk at 64 rows); columns past k are zero-filled.
-    // Waiting for this newest group lands the ring's stages in flight too, so each chunk after
-    // the first still costs about one latency: its stages are full but none is on its way.
-    const int vectors_per_row = tiles_here * (kTileCols / 8);
+  // The CTA's K range in chunks whose rows of x fit a buffer. x comes by cp.async, every 16-byte
+  // piece in flight at once (a load-then-store loop waited out one L2 latency per 2 KB: 12 of
+  // them per chunk at 64 rows), columns past k zero-filled. Past 16 rows, chunks are small (2
+  // tiles at 64 rows) and go through two buffers, chunk n + 1 copied while chunk n is used; each
+  // copy is one commit group of its own, even when empty, in the same per-thread queue as the
+  // ring's, and chunk n's is waited for with at most the newer groups pending: the next chunk's
+  // and the ring stages fetched since (capped at kStages, which only ever waits for more than
+  // needed). Up to 16 rows a chunk is most of a CTA's range and one buffer does: its copy is
+  // waited for at once, with the ring's stages in flight.
+  constexpr bool kTwoBuffers = x_buffers(kMTiles) == 2;
+  const auto copy_x = [&](int chunk, int buffer) {
+    const int tiles_there = min(chunk_tiles, cta_end - chunk);
+    const int vectors_per_row = tiles_there * (kTileCols / 8);
     const int col0 = chunk * kTileCols;
-    for (int v = static_cast<int>(threadIdx.x); v < rows_here * vectors_per_row; v += kThreads) {
+    T* to = xs + buffer * x_rows * stride;
+    for (int v = static_cast<int>(threadIdx.x); chunk < cta_end && v < rows_here * vectors_per_row;
+         v += kThreads) {
       const int r = v / vectors_per_row, c = v - r * vectors_per_row;
       const bool inside = col0 + c * 8 < k;
-      cp_async_16(smem_u32(xs + r * stride + c * 8),
+      cp_async_16(smem_u32(to + r * stride + c * 8),
                   x + static_cast<std::size_t>(row0 + r) * k + (inside ? col0 + c * 8 : 0), inside);
     }
     cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
+  };
+  if constexpr (kTwoBuffers) copy_x(cta_begin, 0);
+  int fetched_since_x = 0;  // ring groups this thread committed after chunk n's copy
+  int i = 0;                // the warp's tile within the range
+  for (int chunk = cta_begin, n = 0; chunk < cta_end; chunk += chunk_tiles, ++n) {
+    const int tiles_here = min(chunk_tiles, cta_end - chunk);
+    __syncthreads();  // the buffer the next copy fills is no longer read
+    if constexpr (kTwoBuffers) {
+      copy_x(chunk + chunk_tiles, (n + 1) % 2);
+      cp_async_wait_at_most(min(fetched_since_x + 1, kStages));
+    } else {
+      copy_x(chunk, 0);
+      cp_async_wait<0>();
+    }
+    fetched_since_x = 0;
+    __syncthreads();  // every thread's share of chunk n has landed
     if (count == 0) continue;
+    const int x_at = kTwoBuffers ? (n % 2) * x_rows * stride : 0;
 
     for (int local = 0; local < tiles_here; ++local, ++i) {
       cp_async_wait<kStages - 1>();
@@ -459,7 +483,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
       tile_group = group;
       // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
       // 4 x tiles that would take 64 more registers: there, step by step).
-      const int c = local * kTileCols;
+      const int c = x_at + local * kTileCols;
       if constexpr (kMTiles <= 2) {
         AFragments a[4];
 #pragma unroll
@@ -496,6 +520,7 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
       end_step();
       __syncwarp();  // every lane is done with the stage before it is refilled
       fetch(i + kStages);
+      ++fetched_since_x;
     }
   }
   cp_async_wait<0>();
@@ -591,21 +616,24 @@ struct Plan {
   int splits = 1;    // CTAs along K
   int tiles_per_split = 0;
   int x_rows = 0;       // rows of x a CTA stages (at most 16 * m_tiles)
-  int most_chunk = 0;   // tiles of x that fit kXBytesMax
+  int most_chunk = 0;   // tiles of x that fit kXBufferBytes
   int chunk_tiles = 0;  // tiles per chunk of a CTA's K range
 };
 
-// A CTA's rows of x in shared memory stay within this: with its 19 KB zero-point ring, 4 CTAs of
-// 16 rows fit an SM.
-constexpr int kXBytesMax = 32 << 10;
+// A buffer of x stays within this: one of 32 KB up to 16 rows (with the 19 KB zero-point ring, 4
+// CTAs of 16 rows fit an SM), two of 24 KB past them (3 CTAs of 64 rows, 2 tiles per chunk).
+constexpr int x_buffer_bytes(int m_tiles) {
+  return x_buffers(m_tiles) == 2 ? 24 << 10 : 32 << 10;
+}
 // 19 KB, up to 44 KB with the high bits and 16-column groups.
 constexpr int ring_bytes(Form f, int group_size) {
   return kWarps * kStages * stage_bytes(f, group_size);
 }
 
-// The CTA's chunk of x, then each warp's ring of weight tiles.
+// The CTA's chunk buffers of x, then each warp's ring of weight tiles.
 std::size_t smem_bytes(const Plan& p) {
-  return static_cast<std::size_t>(p.x_rows) * (p.chunk_tiles * kTileCols + kXPad) * 2 +
+  return static_cast<std::size_t>(x_buffers(p.m_tiles)) * p.x_rows *
+             (p.chunk_tiles * kTileCols + kXPad) * 2 +
          ring_bytes(p.form, p.group_size);
 }
 
@@ -621,7 +649,7 @@ void set_splits(Plan& p, int splits) {
 // When the weight has too few row tiles to fill the GPU, K splits over as many CTAs as fill one
 // wave (whole waves: a second, partial wave would leave most SMs idle), without leaving a warp
 // fewer than kMinTilesPerWarp tiles; a CTA walks its K range in chunks of x that
-// fit kXBytesMax.
+// fit a buffer.
 Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k, Form form, std::int64_t group_size) {
   Plan p;
   p.form = form;
@@ -631,7 +659,7 @@ Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k, Form form, std::in
   p.n_tiles = static_cast<int>((n + kTileRows - 1) / kTileRows);
   p.k_tiles = static_cast<int>((k + kTileCols - 1) / kTileCols);
   p.x_rows = static_cast<int>(std::min<std::int64_t>(m, 16 * p.m_tiles));
-  p.most_chunk = std::max(1, (kXBytesMax / (2 * p.x_rows) - kXPad) / kTileCols);
+  p.most_chunk = std::max(1, (x_buffer_bytes(p.m_tiles) / (2 * p.x_rows) - kXPad) / kTileCols);
   const int ctas = (p.n_tiles + kWarps - 1) / kWarps * p.m_blocks;
   const int most = std::max(1, p.k_tiles / kMinTilesPerWarp);
   set_splits(p, 1);
@@ -665,7 +693,7 @@ Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, 
   // Above 48 KB of shared memory a kernel must opt in, once per process.
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       w4a16_gemm_kernel<T, kMTiles, kForm>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      kXBytesMax + kXPad * 2 * 64 + ring_bytes(kForm, 16));
+      x_buffers(kMTiles) * (x_buffer_bytes(kMTiles) + kXPad * 2 * 64) + ring_bytes(kForm, 16));
   PAGODA_CUDA_RETURN_IF_ERROR(opt_in);
   const KernelWeights w{.packed = reinterpret_cast<const uint4*>(p.w.packed),
                         .packed_hi = p.w.packed_hi,
