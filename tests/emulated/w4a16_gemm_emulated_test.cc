@@ -161,9 +161,11 @@ std::vector<std::uint16_t> run_and_check(const HostW4A16& w, const quant::W4A16M
 TEST(EmulatedW4A16Gemm, ZeroPointFormMatchesFloat64Reference) {
   std::mt19937_64 rng(20261128);
   std::mt19937 rng32(25);
-  // K not a multiple of the tile, groups of 32 / 96 / 128 / per channel, n not a multiple of 16.
-  for (const Shape& s :
-       {Shape{37, 1056, 32}, Shape{20, 1344, 96}, Shape{48, 2080, 128}, Shape{16, 640, 640}}) {
+  // K not a multiple of the tile, groups of 32 / 96 / 64 / 128 (the last two of whole tiles, K
+  // a multiple of them, or the repacker would keep 32-column groups) / per channel, n not a
+  // multiple of 16.
+  for (const Shape& s : {Shape{37, 1056, 32}, Shape{20, 1344, 96}, Shape{24, 1088, 64},
+                         Shape{48, 2176, 128}, Shape{16, 640, 640}}) {
     const quant::W4A16Matrix w = random_matrix(rng, s);
     const std::vector<float> dense = dense_weights(w);
     const HostW4A16 hw(w);
