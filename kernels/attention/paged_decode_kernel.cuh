@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksFor<kMaxGroup>)
   constexpr int kGroups = Shape::kGroups;
   constexpr int kUnroll = Shape::kUnroll;
   constexpr int kTile = Shape::kTile;
-  extern __shared__ __align__(16) unsigned char decode_smem[];
+  PAGODA_DYNAMIC_SHARED(decode_smem);
 
   const DecodeCta cta = decode_cta<kMaxGroup>(seq_ids, seq_lens, query_start_loc, num_heads,
                                               num_kv_heads, sliding_window, partition_size);

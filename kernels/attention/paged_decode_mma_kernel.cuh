@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int kDTiles = kHeadDim / 8;   // 8-dim column tiles of O
   constexpr std::uint32_t kTileBytes = Shape::kTileBytes;
   constexpr std::uint32_t kCacheTileBytes = Shape::kCacheTileBytes;
-  extern __shared__ __align__(128) unsigned char decode_mma_smem[];
+  PAGODA_DYNAMIC_SHARED_ALIGNED(decode_mma_smem, 128);
 
   if (device_partition_size != nullptr) partition_size = *device_partition_size;
   const decode::DecodeCta cta = decode::decode_cta<kMaxRows>(

@@ -22,7 +22,7 @@ inline SoftCap soft_cap_in_units(float logit_softcap, float units) {
   return {.cap = cap, .inv_cap = 1.0f / cap};
 }
 
-#ifdef __CUDACC__
+#if defined(__CUDACC__) || defined(PAGODA_CUDA_EMULATION)
 /// cap * tanh(s / cap); tanhf (not tanh.approx) so FP32 runs stay close to the CPU's std::tanh.
 /// Masked scores are set to -inf after this, never passed through it.
 __device__ __forceinline__ float apply_soft_cap(float s, float cap, float inv_cap) {

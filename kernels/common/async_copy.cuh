@@ -77,3 +77,13 @@ __device__ __forceinline__ void cp_async_wait_at_most(int pending) {
 #endif
 
 }  // namespace pagoda::kernels
+
+// PAGODA_DYNAMIC_SHARED with a stronger alignment (the emulation's buffer is 1024-byte aligned).
+#ifndef PAGODA_DYNAMIC_SHARED_ALIGNED
+#if defined(PAGODA_CUDA_EMULATION)
+#define PAGODA_DYNAMIC_SHARED_ALIGNED(name, alignment) PAGODA_DYNAMIC_SHARED(name)
+#else
+#define PAGODA_DYNAMIC_SHARED_ALIGNED(name, alignment) \
+  extern __shared__ __align__(alignment) unsigned char name[]
+#endif
+#endif

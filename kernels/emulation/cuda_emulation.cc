@@ -270,9 +270,10 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::functi
                    static_cast<unsigned>(i / (block.x * block.y)));
   }
   cta.exchange.resize((threads + 31) / 32);
-  cta.shared.assign(shared_bytes + 16, 0);
+  // 1024-byte aligned, the most any kernel asks of its dynamic shared memory.
+  cta.shared.assign(shared_bytes + 1024, 0);
   const auto base = reinterpret_cast<std::uintptr_t>(cta.shared.data());
-  cta.shared_base = cta.shared.data() + (16 - base % 16) % 16;
+  cta.shared_base = cta.shared.data() + (1024 - base % 1024) % 1024;
   cta.shared_bytes = shared_bytes;
   Cta* outer = g_cta;
   g_cta = &cta;

@@ -161,3 +161,29 @@ inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
   return __floats2half2_rn(std::fma(__low2float(a), __low2float(b), __low2float(c)),
                            std::fma(__high2float(a), __high2float(b), __high2float(c)));
 }
+
+// Warp votes: every lane of the warp takes part (the kernels pass full masks).
+inline int __any_sync(unsigned, int predicate) {
+  const int mine = predicate != 0 ? 1 : 0;
+  const auto* all =
+      reinterpret_cast<const int*>(::pagoda::emulation::warp_exchange(&mine, sizeof(int)));
+  return std::any_of(all, all + 32, [](int p) { return p != 0; }) ? 1 : 0;
+}
+
+// fp32 arithmetic with the rounding named (round to nearest even), never contracted into an FMA:
+// what the host's IEEE operations give, so the kernels' epilogues and scales keep their bits.
+inline float __fmul_rn(float a, float b) {
+  volatile float r = a * b;
+  return r;
+}
+inline float __fadd_rn(float a, float b) {
+  volatile float r = a + b;
+  return r;
+}
+inline float __fdiv_rn(float a, float b) {
+  return a / b;
+}
+// The GPU's rsqrtf is approximate (2 ulp); the emulation's is the correctly rounded 1 / sqrt.
+inline float rsqrtf(float x) {
+  return 1.0f / std::sqrt(x);
+}

@@ -9,6 +9,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/gemm/w4a16_gemm.h"
 #include "quant/w4a16_layout.h"
 
@@ -147,14 +148,14 @@ Status launch_w4a16_dequantize(const W4A16Weights& w, void* out, cuda::ScalarTyp
   const std::int64_t k_tiles = k_tiles_of(w);
   const std::int64_t padded_rows = padded_rows_of(w);
   const unsigned blocks = blocks_for(chunks, 256);
+  constexpr const char* kName = "w4a16_dequantize_kernel";
   if (dtype == cuda::ScalarType::kBF16) {
-    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__nv_bfloat16*>(out),
-                                                        chunks_per_row, n, k_tiles, padded_rows);
-  } else {
-    w4a16_dequantize_kernel<<<blocks, 256, 0, stream>>>(w, static_cast<__half*>(out),
-                                                        chunks_per_row, n, k_tiles, padded_rows);
+    return launch_kernel(w4a16_dequantize_kernel<__nv_bfloat16>, dim3(blocks), dim3(256), 0, stream,
+                         kName, w, static_cast<__nv_bfloat16*>(out), chunks_per_row, n, k_tiles,
+                         padded_rows);
   }
-  return cuda::check_launch("w4a16_dequantize_kernel");
+  return launch_kernel(w4a16_dequantize_kernel<__half>, dim3(blocks), dim3(256), 0, stream, kName,
+                       w, static_cast<__half*>(out), chunks_per_row, n, k_tiles, padded_rows);
 }
 
 Status launch_w4a16_gather_rows(const W4A16Weights& w, const std::int32_t* ids,
@@ -167,16 +168,15 @@ Status launch_w4a16_gather_rows(const W4A16Weights& w, const std::int32_t* ids,
   if (ids == nullptr || out == nullptr) return invalid_argument("w4a16 gather rows: null pointer");
   const unsigned blocks = blocks_for(num_ids * w.cols, 256);
   const bool scaled = scale != 1.0f;
+  constexpr const char* kName = "w4a16_gather_rows_kernel";
   if (dtype == cuda::ScalarType::kBF16) {
-    w4a16_gather_rows_kernel<<<blocks, 256, 0, stream>>>(w, ids, num_ids, scaled, scale,
-                                                         static_cast<__nv_bfloat16*>(out),
-                                                         k_tiles_of(w), padded_rows_of(w));
-  } else {
-    w4a16_gather_rows_kernel<<<blocks, 256, 0, stream>>>(w, ids, num_ids, scaled, scale,
-                                                         static_cast<__half*>(out), k_tiles_of(w),
-                                                         padded_rows_of(w));
+    return launch_kernel(w4a16_gather_rows_kernel<__nv_bfloat16>, dim3(blocks), dim3(256), 0,
+                         stream, kName, w, ids, num_ids, scaled, scale,
+                         static_cast<__nv_bfloat16*>(out), k_tiles_of(w), padded_rows_of(w));
   }
-  return cuda::check_launch("w4a16_gather_rows_kernel");
+  return launch_kernel(w4a16_gather_rows_kernel<__half>, dim3(blocks), dim3(256), 0, stream, kName,
+                       w, ids, num_ids, scaled, scale, static_cast<__half*>(out), k_tiles_of(w),
+                       padded_rows_of(w));
 }
 
 Status launch_gather_columns(const void* x, std::int64_t m, std::int64_t k,
@@ -187,14 +187,14 @@ Status launch_gather_columns(const void* x, std::int64_t m, std::int64_t k,
   }
   if (m == 0) return Status::ok_status();
   const dim3 grid(blocks_for(k, 256), static_cast<unsigned>(std::min<std::int64_t>(m, 65535)));
+  constexpr const char* kName = "gather_columns_kernel";
   if (dtype == cuda::ScalarType::kBF16) {
-    gather_columns_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x), m, k,
-                                                    permutation, static_cast<__nv_bfloat16*>(out));
-  } else {
-    gather_columns_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(x), m, k,
-                                                    permutation, static_cast<__half*>(out));
+    return launch_kernel(gather_columns_kernel<__nv_bfloat16>, grid, dim3(256), 0, stream, kName,
+                         static_cast<const __nv_bfloat16*>(x), m, k, permutation,
+                         static_cast<__nv_bfloat16*>(out));
   }
-  return cuda::check_launch("gather_columns_kernel");
+  return launch_kernel(gather_columns_kernel<__half>, grid, dim3(256), 0, stream, kName,
+                       static_cast<const __half*>(x), m, k, permutation, static_cast<__half*>(out));
 }
 
 }  // namespace pagoda::kernels

@@ -4,8 +4,6 @@
 // and in-kernel), partial tiles and groups at awkward sizes, so the kernel's index maps, ring and
 // group bookkeeping are checked on machines with no GPU. The GPU test runs the same cases and more
 // on hardware; this one is what CI can run.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -19,6 +17,7 @@
 #include "model/dequantize.h"
 #include "quant/gguf_repack.h"
 #include "quant/w4a16_layout.h"
+#include "tests/emulated/host_memory.h"
 #include "tests/gpu/w4a16_reference.h"
 #include "tests/unit/backend/test_random.h"
 
@@ -32,24 +31,8 @@ using w4a16_testing::min_terms;
 using w4a16_testing::random_matrix;
 using w4a16_testing::Shape;
 
-// Host memory standing in for device memory: 256-byte aligned, as cudaMalloc's.
-template <typename T>
-struct Buffer {
-  explicit Buffer(std::size_t n) : size(n), data(allocate(n)) {}
-  explicit Buffer(const std::vector<T>& v) : Buffer(v.size()) {
-    if (!v.empty()) std::memcpy(data.get(), v.data(), v.size() * sizeof(T));
-  }
-  static T* allocate(std::size_t n) {
-    const std::size_t bytes = (std::max<std::size_t>(n, 1) * sizeof(T) + 255) / 256 * 256;
-    return static_cast<T*>(std::aligned_alloc(256, bytes));
-  }
-  T* get() const { return size == 0 ? nullptr : data.get(); }
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::size_t size;
-  std::unique_ptr<T, Free> data;
-};
+using emulated_test::HostArray;
+using emulated_test::HostBuffer;
 
 struct HostW4A16 {
   explicit HostW4A16(const quant::W4A16Matrix& m)
@@ -60,59 +43,23 @@ struct HostW4A16 {
         scale_codes(m.scale_codes),
         mins(m.mins),
         min_codes(m.min_codes) {
-    view = {.packed = packed.get(),
-            .scales = scales.get(),
-            .zeros = zeros.get(),
+    view = {.packed = packed.as<std::uint32_t>(),
+            .scales = scales.as<std::uint16_t>(),
+            .zeros = zeros.or_null<std::uint8_t>(),
             .rows = m.rows,
             .cols = m.cols,
             .group_size = m.group_size,
-            .packed_hi = packed_hi.get(),
-            .scale_codes = scale_codes.get(),
-            .mins = mins.get(),
-            .min_codes = min_codes.get(),
+            .packed_hi = packed_hi.or_null<std::uint32_t>(),
+            .scale_codes = scale_codes.or_null<std::int8_t>(),
+            .mins = mins.or_null<std::uint16_t>(),
+            .min_codes = min_codes.or_null<std::int8_t>(),
             .super_shift = m.super_shift,
             .code_zero = m.code_zero,
             .hi_bits = m.hi_bits};
   }
-  Buffer<std::uint32_t> packed;
-  Buffer<std::uint16_t> scales;
-  Buffer<std::uint8_t> zeros;
-  Buffer<std::uint32_t> packed_hi;
-  Buffer<std::int8_t> scale_codes;
-  Buffer<std::uint16_t> mins;
-  Buffer<std::int8_t> min_codes;
+  HostBuffer packed, scales, zeros, packed_hi, scale_codes, mins, min_codes;
   W4A16Weights view;
 };
-
-std::vector<std::uint16_t> to_bits(const std::vector<float>& v, ScalarType type) {
-  std::vector<std::uint16_t> bits(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (type == ScalarType::kBF16) {
-      const __nv_bfloat16 b = __float2bfloat16_rn(v[i]);
-      std::memcpy(&bits[i], &b, 2);
-    } else {
-      const __half h = __float2half_rn(v[i]);
-      std::memcpy(&bits[i], &h, 2);
-    }
-  }
-  return bits;
-}
-
-std::vector<float> from_bits(const std::uint16_t* bits, std::size_t n, ScalarType type) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (type == ScalarType::kBF16) {
-      __nv_bfloat16 b;
-      std::memcpy(&b, &bits[i], 2);
-      v[i] = __bfloat162float(b);
-    } else {
-      __half h;
-      std::memcpy(&h, &bits[i], 2);
-      v[i] = __half2float(h);
-    }
-  }
-  return v;
-}
 
 enum class Way { kUnsplit, kSplit, kSplitInKernel };
 
@@ -127,35 +74,34 @@ std::vector<std::uint16_t> run_and_check(const HostW4A16& w, const quant::W4A16M
   const std::vector<float> bias =
       gpu_test::round_to(gpu_test::random_vector(static_cast<std::size_t>(matrix.rows), rng), type);
   const bool with_bias = m % 2 == 1;
-  const Buffer<std::uint16_t> dx(to_bits(x, type)), db(to_bits(bias, type));
+  const HostArray dx(x, type), db(bias, type);
   const std::size_t ws_bytes = w4a16_gemm_workspace_bytes(m, matrix.rows, matrix.cols);
-  const Buffer<float> workspace(ws_bytes / sizeof(float));
+  const HostBuffer workspace(ws_bytes);
   const std::int64_t counter_count = w4a16_gemm_counter_count(m, matrix.rows);
-  const Buffer<int> counters(std::vector<int>(static_cast<std::size_t>(counter_count), 0));
-  Buffer<std::uint16_t> dy(static_cast<std::size_t>(m * matrix.rows));
-  std::memset(dy.get(), 0xFF, dy.size * 2);  // NaN: every output must be written
+  const HostBuffer counters(std::vector<int>(static_cast<std::size_t>(counter_count), 0));
+  const HostBuffer dy(static_cast<std::size_t>(m * matrix.rows) * 2);  // poisoned: all written?
   const bool split = way != Way::kUnsplit;
-  const W4A16GemmParams p{.x = dx.get(),
+  const W4A16GemmParams p{.x = dx.data(),
                           .w = w.view,
-                          .bias = with_bias ? db.get() : nullptr,
-                          .y = dy.get(),
+                          .bias = with_bias ? db.data() : nullptr,
+                          .y = dy.as<void>(),
                           .m = m,
                           .dtype = type,
-                          .workspace = split ? workspace.get() : nullptr,
+                          .workspace = split ? workspace.as<float>() : nullptr,
                           .workspace_bytes = split ? ws_bytes : 0,
-                          .counters = way == Way::kSplitInKernel ? counters.get() : nullptr,
+                          .counters = way == Way::kSplitInKernel ? counters.as<int>() : nullptr,
                           .counters_count = way == Way::kSplitInKernel ? counter_count : 0};
   EXPECT_TRUE(w4a16_gemm_applies(p)) << what;
   const Status st = launch_w4a16_gemm(p, nullptr);
   EXPECT_TRUE(st.ok()) << what << ": " << st.to_string();
-  expect_matches_reference(from_bits(dy.get(), dy.size, type), x, matrix, dense,
+  expect_matches_reference(dy.to_floats(type), x, matrix, dense,
                            with_bias ? bias : std::vector<float>{}, m, type, what, mins);
   if (way == Way::kSplitInKernel) {
     for (std::int64_t i = 0; i < counter_count; ++i) {
-      EXPECT_EQ(counters.get()[i], 0) << what << ": counter " << i << " not left at zero";
+      EXPECT_EQ(counters.as<int>()[i], 0) << what << ": counter " << i << " not left at zero";
     }
   }
-  return std::vector<std::uint16_t>(dy.get(), dy.get() + dy.size);
+  return dy.to_vector<std::uint16_t>();
 }
 
 TEST(EmulatedW4A16Gemm, ZeroPointFormMatchesFloat64Reference) {

@@ -26,6 +26,7 @@
 #include "kernels/quant/fp8_quantize.h"
 #include "model/dequantize.h"
 #include "quant/float_codes.h"
+#include "tests/gpu/fp8_reference.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/quant/random_quant_blocks.h"
 
@@ -33,6 +34,15 @@ namespace pagoda::kernels {
 namespace {
 
 using cuda::ScalarType;
+using fp8_testing::CodeSet;
+using fp8_testing::exact_codes;
+using fp8_testing::exact_sums;
+using fp8_testing::finite_codes;
+using fp8_testing::HostFp8Rows;
+using fp8_testing::kSkinnyRows;
+using fp8_testing::name_of;
+using fp8_testing::quantize_on_host;
+using fp8_testing::skinny_output;
 using gpu_test::DeviceArray;
 using gpu_test::DeviceVector;
 
@@ -40,30 +50,6 @@ using gpu_test::DeviceVector;
 // (sum |x w| + |bias|) for the tensor cores' accumulation.
 double product_tolerance(ScalarType out_type, double ref, double magnitude) {
   return gpu_test::unit_roundoff(out_type) * std::abs(ref) + 0x1p-10 * magnitude + 1e-30;
-}
-
-struct HostFp8Rows {
-  std::vector<std::uint8_t> codes;
-  std::vector<float> scales;
-};
-
-// fp8_row_scale.cuh's rule on the host: the same fp32 operations, so the same bits.
-HostFp8Rows quantize_on_host(const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
-  HostFp8Rows out{std::vector<std::uint8_t>(x.size()),
-                  std::vector<float>(static_cast<std::size_t>(rows))};
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float amax = 0.0f;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      amax = std::max(amax, std::abs(x[static_cast<std::size_t>(r * cols + c)]));
-    }
-    const float inverse = amax > 0.0f ? quant::kFp8E4M3Max / amax : 0.0f;
-    out.scales[static_cast<std::size_t>(r)] = amax > 0.0f ? amax / quant::kFp8E4M3Max : 1.0f;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const auto i = static_cast<std::size_t>(r * cols + c);
-      out.codes[i] = quant::float_to_fp8_e4m3(x[i] * inverse);
-    }
-  }
-  return out;
 }
 
 TEST(GpuFp8, QuantizeRowsIsTheHostRuleBitForBit) {
@@ -183,12 +169,8 @@ TEST(GpuFp8, LinearMatchesFloat64OnTheDequantizedOperands) {
                                                 .dtype = out_type},
                                                nullptr)
                           .ok());
-          std::vector<std::uint8_t> w_codes(static_cast<std::size_t>(n * k));
-          for (std::uint8_t& c : w_codes) {
-            do {
-              c = static_cast<std::uint8_t>(rng());
-            } while ((c & 0x7F) == 0x7F);  // E4M3's NaN codes
-          }
+          const std::vector<std::uint8_t> w_codes =
+              finite_codes(static_cast<std::size_t>(n * k), rng);
           const std::vector<float> w_scales =
               gpu_test::random_vector(static_cast<std::size_t>(n), rng, 1.0f / 4096, 1.0f / 256);
           const std::vector<float> bias = gpu_test::round_to(
@@ -264,7 +246,7 @@ TEST(GpuFp8, LinearMatchesFloat64OnTheDequantizedOperands) {
 }
 
 // The layer the executor calls, from F8_S blocks: the same product as float64 on the weights the
-// CPU dequantizes and on x quantized by the host rule (quantize_on_host above).
+// CPU dequantizes and on x quantized by the host rule (fp8_reference.h).
 TEST(GpuFp8, LinearLayerFromCpuBlocks) {
   PAGODA_SKIP_WITHOUT_GPU();
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 tensor cores need sm_89 or later";
@@ -323,40 +305,6 @@ TEST(GpuFp8, LinearLayerFromCpuBlocks) {
 
 // --- The skinny kernel (fp8_skinny_gemm.h) ---
 
-// Codes whose products, and every partial sum of up to 4100 of them, are exact in fp32 in any
-// order: the integers -15..15, or the subnormals +-j 2^-9 (j = 0..7). The kernel's fp32 sums are
-// then the exact sums and its outputs the host's epilogue bit for bit, so a wrong column, tail,
-// row, channel or scale shows as a mismatch, not as a rounding. Subnormal codes exercise the f16
-// subnormals they become in the kernel.
-enum class CodeSet { kIntegers, kSubnormals };
-
-std::vector<std::uint8_t> exact_codes(std::size_t n, CodeSet set, std::mt19937& rng) {
-  std::vector<std::uint8_t> codes(n);
-  for (std::uint8_t& c : codes) {
-    if (set == CodeSet::kIntegers) {
-      c = quant::float_to_fp8_e4m3(static_cast<float>(static_cast<int>(rng() % 31) - 15));
-    } else {
-      c = static_cast<std::uint8_t>((rng() & 0x80u) | (rng() & 0x07u));  // exponent field 0
-    }
-  }
-  return codes;
-}
-
-// The kernel's epilogue on the host: ((sum * x_scale) * w_scale) + bias, each step rounded to
-// fp32 once (a product of two floats is exact in double).
-float host_epilogue(float sum, float x_scale, float w_scale, const float* bias) {
-  const auto mul = [](float a, float b) { return static_cast<float>(static_cast<double>(a) * b); };
-  const float out = mul(mul(sum, x_scale), w_scale);
-  return bias != nullptr ? out + *bias : out;
-}
-
-// One and two mma tiles of x, each full and partial.
-constexpr std::int64_t kSkinnyRows[] = {1, 2, 3, 7, 8, 9, kFp8SkinnyGemmMaxRows};
-
-const char* name_of(CodeSet set) {
-  return set == CodeSet::kIntegers ? "integers" : "subnormals";
-}
-
 // launch_fp8_skinny_gemm on [16, k] x codes from `x_set` and [n, k] weight codes from `w_set`, at
 // every m of kSkinnyRows, bf16 and f16 out, with and without bias, through both variants, against
 // the host's exact sums.
@@ -371,17 +319,7 @@ void expect_skinny_exact(std::int64_t n, std::int64_t k, CodeSet x_set, CodeSet 
       gpu_test::random_vector(at(kRows), rng, 1.0f / 512, 1.0f / 128);
   const std::vector<float> w_scales = gpu_test::random_vector(at(n), rng, 1.0f / 4096, 1.0f / 256);
   const std::vector<float> bias_values = gpu_test::random_vector(at(n), rng);
-  std::vector<double> xv(x.size()), wv(w.size());
-  for (std::size_t i = 0; i < x.size(); ++i) xv[i] = fp8_e4m3_to_float(x[i]);
-  for (std::size_t i = 0; i < w.size(); ++i) wv[i] = fp8_e4m3_to_float(w[i]);
-  std::vector<float> sums(at(kRows * n));  // exact: fewer than 2^24 units of the smallest product
-  for (std::int64_t i = 0; i < kRows; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      double sum = 0.0;
-      for (std::int64_t c = 0; c < k; ++c) sum += xv[at(i * k + c)] * wv[at(j * k + c)];
-      sums[at(i * n + j)] = static_cast<float>(sum);
-    }
-  }
+  const std::vector<float> sums = exact_sums(x, w, kRows, n, k);
   std::vector<std::uint8_t> x_padded(misalign, 0), w_padded(misalign, 0);
   x_padded.insert(x_padded.end(), x.begin(), x.end());
   w_padded.insert(w_padded.end(), w.begin(), w.end());
@@ -415,15 +353,8 @@ void expect_skinny_exact(std::int64_t n, std::int64_t k, CodeSet x_set, CodeSet 
                                                   nullptr);
           ASSERT_TRUE(s.ok()) << s.to_string();
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          std::vector<float> want(at(m * n));
-          for (std::int64_t i = 0; i < m; ++i) {
-            for (std::int64_t j = 0; j < n; ++j) {
-              want[at(i * n + j)] =
-                  host_epilogue(sums[at(i * n + j)], x_scales[at(i)], w_scales[at(j)],
-                                with_bias ? &bias[at(j)] : nullptr);
-            }
-          }
-          want = gpu_test::round_to(want, type);
+          const std::vector<float> want = skinny_output(
+              sums, x_scales, w_scales, with_bias ? bias : std::vector<float>{}, m, n, type);
           const std::vector<float> got = dy.download();
           int failures = 0;
           for (std::size_t e = 0; e < want.size() && failures < 5; ++e) {
@@ -481,19 +412,11 @@ TEST(GpuFp8, SkinnyGemmIsExactAtModelShapes) {
 TEST(GpuFp8, SkinnyGemmLoopsAgreeBitForBitOnRandomCodes) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(47);
-  const auto finite_codes = [&](std::size_t count) {
-    std::vector<std::uint8_t> codes(count);
-    for (std::uint8_t& c : codes) {
-      do c = static_cast<std::uint8_t>(rng());
-      while ((c & 0x7F) == 0x7F);  // no NaN codes
-    }
-    return codes;
-  };
   constexpr std::int64_t n = 40;
   for (const std::int64_t k : {16, 100, 1040, 2100, 4100, 14352}) {
     const std::size_t rows = kFp8SkinnyGemmMaxRows;
-    DeviceVector<std::uint8_t> dx(finite_codes(rows * static_cast<std::size_t>(k)));
-    DeviceVector<std::uint8_t> dw(finite_codes(static_cast<std::size_t>(n * k)));
+    DeviceVector<std::uint8_t> dx(finite_codes(rows * static_cast<std::size_t>(k), rng));
+    DeviceVector<std::uint8_t> dw(finite_codes(static_cast<std::size_t>(n * k), rng));
     DeviceVector<float> dxs(gpu_test::random_vector(rows, rng, 1.0f / 512, 1.0f / 128));
     DeviceVector<float> dws(
         gpu_test::random_vector(static_cast<std::size_t>(n), rng, 1.0f / 4096, 1.0f / 256));
@@ -548,12 +471,8 @@ TEST(GpuFp8, SkinnyGemmAndCublasLtAgreeThroughTheLayer) {
                         Case{112, 1040, {ScalarType::kBF16, ScalarType::kF16}, all_ms},
                         Case{6144, 4096, {ScalarType::kBF16}, {1, 16, 17}}}) {
     quant::Fp8ChannelMatrix host{.rows = c.n, .cols = c.k};
-    host.codes.resize(at(c.n * c.k));
-    for (std::uint8_t& code : host.codes) {
-      do {
-        code = static_cast<std::uint8_t>(rng());
-      } while ((code & 0x7F) == 0x7F);  // E4M3's NaN codes
-    }
+    const std::vector<std::uint8_t> codes = finite_codes(at(c.n * c.k), rng);
+    host.codes.assign(codes.begin(), codes.end());
     host.scales = gpu_test::random_vector(at(c.n), rng, 1.0f / 4096, 1.0f / 256);
     StatusOr<Fp8Linear> layer = Fp8Linear::upload(host);
     ASSERT_TRUE(layer.ok()) << layer.status().to_string();

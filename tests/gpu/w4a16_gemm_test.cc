@@ -28,6 +28,7 @@
 #include "quant/gguf_repack.h"
 #include "quant/w4a16_layout.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/w4a16_dequantize_reference.h"
 #include "tests/gpu/w4a16_reference.h"
 #include "tests/unit/backend/test_random.h"
 #include "tests/unit/quant/random_quant_blocks.h"
@@ -75,8 +76,11 @@ struct DeviceW4A16 {
   W4A16Weights view;
 };
 
+using w4a16_testing::column_permutation;
 using w4a16_testing::dense_weights;
 using w4a16_testing::expect_matches_reference;
+using w4a16_testing::gathered_columns;
+using w4a16_testing::gathered_rows;
 using w4a16_testing::min_terms;
 using w4a16_testing::random_matrix;
 using w4a16_testing::Shape;
@@ -405,22 +409,12 @@ TEST(GpuW4A16Gemm, TableRowsAndFp32Outputs) {
                 .ok());
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         const std::vector<float> got = out.download();
+        const std::vector<float> want = gathered_rows(exact, w.rows, w.cols, ids, scale, type);
         for (std::int64_t t = 0; t < n_ids; ++t) {
-          const std::int32_t id = ids[static_cast<std::size_t>(t)];
-          const bool valid = id >= 0 && id < w.rows;
-          std::vector<float> row(static_cast<std::size_t>(w.cols), 0.0f);
-          if (valid) {
-            const auto first = exact.begin() + static_cast<std::ptrdiff_t>(id * w.cols);
-            row = gpu_test::round_to(std::vector<float>(first, first + w.cols), type);
-            if (scale != 1.0f) {
-              for (float& v : row) v *= scale;  // fp32, as the kernel
-              row = gpu_test::round_to(row, type);
-            }
-          }
           for (std::int64_t c = 0; c < w.cols; ++c) {
-            ASSERT_EQ(got[static_cast<std::size_t>(t * w.cols + c)],
-                      row[static_cast<std::size_t>(c)])
-                << "token " << t << " (id " << id << ") col " << c;
+            const auto e = static_cast<std::size_t>(t * w.cols + c);
+            ASSERT_EQ(got[e], want[e])
+                << "token " << t << " (id " << ids[static_cast<std::size_t>(t)] << ") col " << c;
           }
         }
       }
@@ -463,8 +457,7 @@ TEST(GpuW4A16Gemm, GatherColumnsFollowsThePermutation) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(9);
   for (const auto& [m, k] : {std::pair<std::int64_t, std::int64_t>{5, 96}, {3, 300}, {65540, 40}}) {
-    std::vector<std::int32_t> perm(static_cast<std::size_t>(k));
-    for (std::int64_t j = 0; j < k; ++j) perm[static_cast<std::size_t>(j)] = (j * 37 + 11) % k;
+    const std::vector<std::int32_t> perm = column_permutation(k);
     const std::vector<float> x = gpu_test::round_to(
         gpu_test::random_vector(static_cast<std::size_t>(m * k), rng), ScalarType::kBF16);
     DeviceArray dx(x, ScalarType::kBF16), out(x.size(), ScalarType::kBF16);
@@ -475,10 +468,11 @@ TEST(GpuW4A16Gemm, GatherColumnsFollowsThePermutation) {
             .ok());
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> got = out.download();
+    const std::vector<float> want = gathered_columns(x, m, k, perm);
     for (std::int64_t i = 0; i < m; ++i) {
       for (std::int64_t j = 0; j < k; ++j) {
         ASSERT_EQ(got[static_cast<std::size_t>(i * k + j)],
-                  x[static_cast<std::size_t>(i * k + perm[static_cast<std::size_t>(j)])])
+                  want[static_cast<std::size_t>(i * k + j)])
             << "m " << m << " k " << k << " at " << i << ", " << j;
       }
     }
