@@ -293,37 +293,3 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::functi
 }
 
 }  // namespace pagoda::emulation
-
-// The CUDA runtime calls the emulated launchers make (no libcudart is linked).
-extern "C" {
-cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
-  return cudaSuccess;
-}
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
-  // An H100 SXM's figures, which the launchers' plans read.
-  switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *value = 132; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 227 << 10; break;
-    default: *value = 0; break;
-  }
-  return cudaSuccess;
-}
-cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int) {
-  return cudaSuccess;
-}
-cudaError_t cudaGetLastError() {
-  return cudaSuccess;
-}
-cudaError_t cudaPeekAtLastError() {
-  return cudaSuccess;
-}
-const char* cudaGetErrorString(cudaError_t) {
-  return "emulated";
-}
-const char* cudaGetErrorName(cudaError_t) {
-  return "emulated";
-}
-}

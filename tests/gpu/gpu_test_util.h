@@ -17,6 +17,21 @@
 
 namespace pagoda::gpu_test {
 
+/// True when a GPU test is compiled for the CPU emulation of the kernels (tests/emulated/), which
+/// runs it on host memory through an emulated runtime: its shapes shrink to what fibers run in
+/// seconds, and its hardware-only parts (cuBLASLt, graphs) are left out.
+#if defined(PAGODA_CUDA_EMULATION)
+inline constexpr bool kEmulated = true;
+#else
+inline constexpr bool kEmulated = false;
+#endif
+
+/// `hardware` on a GPU, `emulated` on the emulation.
+template <typename T>
+std::vector<T> pick(std::vector<T> hardware, std::vector<T> emulated) {
+  return kEmulated ? std::move(emulated) : std::move(hardware);
+}
+
 /// Every GPU test starts with this: without a device the test reports SKIPPED, never FAILED.
 #define PAGODA_SKIP_WITHOUT_GPU()                                                   \
   do {                                                                              \

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cuda/scalar_type.h"
+#include "quant/w4a16_layout.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace pagoda::kernels::w4a16_testing {
@@ -57,6 +58,19 @@ inline std::vector<float> gathered_columns(const std::vector<float>& x, std::int
     }
   }
   return out;
+}
+
+/// The tile layout's padding rows (rows .. padded_rows - 1) given NaN scales and mins: an output
+/// that reads one (a row past the matrix taken for a real one) is NaN, not a plausible zero.
+inline quant::W4A16Matrix with_poisoned_padding(quant::W4A16Matrix w) {
+  constexpr std::uint16_t kNaN = 0x7E00;
+  const auto padded = static_cast<std::size_t>(w.padded_rows());
+  for (std::vector<std::uint16_t>* v : {&w.scales, &w.mins}) {
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (static_cast<std::int64_t>(i % padded) >= w.rows) (*v)[i] = kNaN;
+    }
+  }
+  return w;
 }
 
 }  // namespace pagoda::kernels::w4a16_testing
