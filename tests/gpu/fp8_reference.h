@@ -126,4 +126,28 @@ inline std::vector<float> skinny_output(const std::vector<float>& sums,
 // One and two mma tiles of x, each full and partial.
 inline constexpr std::int64_t kSkinnyRows[] = {1, 2, 3, 7, 8, 9, kFp8SkinnyGemmMaxRows};
 
+// Codes below 2 in magnitude but for pairs of 448s whose products cancel (+448 * 448 at column a,
+// -448 * 448 at column b, in every row): while a warp's accumulator holds 448^2 the small terms
+// lose all but ~2^-6 of their value, so the sums' bits depend on which columns each warp adds in
+// which order, far above the output's rounding (random codes alone differ only in fp32's last
+// bits, which bf16 rounds away).
+inline void add_cancelling_pairs(std::vector<std::uint8_t>& x, std::vector<std::uint8_t>& w,
+                                 std::int64_t n, std::int64_t k) {
+  constexpr std::uint8_t k448 = 0x7E, kMinus448 = 0xFE;
+  for (std::uint8_t& c : x) c &= 0xBF;  // exponent field below 8: |v| < 2
+  for (std::uint8_t& c : w) c &= 0xBF;
+  const std::int64_t pairs[][2] = {{0, k - 1}, {k / 3, 2 * k / 3}};
+  for (const auto& [a, b] : pairs) {
+    if (a == b) continue;
+    for (std::size_t r = 0; r < x.size() / static_cast<std::size_t>(k); ++r) {
+      x[r * static_cast<std::size_t>(k) + static_cast<std::size_t>(a)] = k448;
+      x[r * static_cast<std::size_t>(k) + static_cast<std::size_t>(b)] = k448;
+    }
+    for (std::int64_t r = 0; r < n; ++r) {
+      w[static_cast<std::size_t>(r * k + a)] = k448;
+      w[static_cast<std::size_t>(r * k + b)] = kMinus448;
+    }
+  }
+}
+
 }  // namespace pagoda::kernels::fp8_testing
