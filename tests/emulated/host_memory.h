@@ -33,19 +33,9 @@ class HostBuffer {
   }
 
   void poison() { std::memset(data_.get(), 0xFF, bytes_); }
-  std::size_t bytes() const { return bytes_; }
   template <typename T>
   T* as() const {
     return reinterpret_cast<T*>(data_.get());
-  }
-  /// as<T>(), or null for an empty buffer: how an absent array reaches a kernel.
-  template <typename T>
-  T* or_null() const {
-    return bytes_ == 0 ? nullptr : as<T>();
-  }
-  template <typename T>
-  std::vector<T> to_vector() const {
-    return std::vector<T>(as<T>(), as<T>() + bytes_ / sizeof(T));
   }
   std::vector<float> to_floats(cuda::ScalarType type) const {
     std::vector<float> out(bytes_ / cuda::scalar_type_size(type));
@@ -59,20 +49,6 @@ class HostBuffer {
   };
   std::size_t bytes_;
   std::unique_ptr<unsigned char, Free> data_;
-};
-
-/// Floats held in a ScalarType: the GPU tests' DeviceArray on the host.
-class HostArray {
- public:
-  HostArray(std::size_t n, cuda::ScalarType type)
-      : type_(type), buffer_(n * cuda::scalar_type_size(type)) {}
-  HostArray(const std::vector<float>& v, cuda::ScalarType type) : type_(type), buffer_(v, type) {}
-  void* data() const { return buffer_.as<void>(); }
-  std::vector<float> values() const { return buffer_.to_floats(type_); }
-
- private:
-  cuda::ScalarType type_;
-  HostBuffer buffer_;
 };
 
 }  // namespace pagoda::emulated_test
