@@ -483,10 +483,9 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
       }
       const unsigned char* slots = at + slots_at;
       tile_group = group;
-      // A tile's 4 steps of x loaded up front: the shared-memory latency is paid once (for
-      // 4 x tiles that would take 64 more registers: there, step by step). With groups of whole
-      // tiles a group can begin or end only at the tile's edges, so the bookkeeping runs once
-      // per tile instead of once per step (a sixth of the instructions of an M = 1 tile).
+      // With groups of whole tiles a group can begin or end only at the tile's edges, so the
+      // bookkeeping runs once per tile instead of once per step (a sixth of the instructions of
+      // an M = 1 tile).
       const int c = x_at + local * kTileCols;
       const auto tile_steps = [&](auto per_step) {
         constexpr bool kPerStep = decltype(per_step)::value;
@@ -501,40 +500,24 @@ __global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kMTiles, kForm))
             end_step();
           }
         };
-        if constexpr (kMTiles <= 2) {
-          AFragments a[4];
+        // The tile's 4 steps of x loaded up front, so the shared-memory latency is paid once;
+        // for 4 x tiles that would take 64 more registers: there, step by step.
+        constexpr int kAhead = kMTiles <= 2 ? 4 : 1;
+        AFragments a[kAhead];
+        if constexpr (kAhead == 4) {
 #pragma unroll
           for (int q = 0; q < 4; ++q) load_a(a[q], c + 16 * q);
-          before(0);
-          step(words.x, words_hi[0], a[0]);
-          after(0);
-          before(1);
-          step(words.y, words_hi[1], a[1]);
-          after(1);
-          before(2);
-          step(words.z, words_hi[2], a[2]);
-          after(2);
-          before(3);
-          step(words.w, words_hi[3], a[3]);
-          after(3);
-        } else {
-          AFragments a;
-          load_a(a, c);
-          before(0);
-          step(words.x, words_hi[0], a);
-          after(0);
-          load_a(a, c + 16);
-          before(1);
-          step(words.y, words_hi[1], a);
-          after(1);
-          load_a(a, c + 32);
-          before(2);
-          step(words.z, words_hi[2], a);
-          after(2);
-          load_a(a, c + 48);
-          before(3);
-          step(words.w, words_hi[3], a);
-          after(3);
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if constexpr (kAhead == 1) load_a(a[0], c + 16 * q);
+          before(q);
+          const std::uint32_t word = q == 0   ? words.x
+                                     : q == 1 ? words.y
+                                     : q == 2 ? words.z
+                                              : words.w;
+          step(word, words_hi[q], a[kAhead == 4 ? q : 0]);
+          after(q);
         }
       };
       if (whole_tile_groups) {
