@@ -281,23 +281,32 @@ TEST(GpuW4A16Gemm, GgufFormDequantizeIsExactThenRoundedOnce) {
   }
 }
 
+// Token tables kept quantized: GGUF Q4_K, Q6_K, Q8_0 and Q4_1 of `rows` x 512, and a Q4_Z one
+// (37 x 640, groups of 128); their padding rows poisoned when asked.
+std::vector<std::pair<std::string, quant::W4A16Matrix>> token_tables(std::mt19937_64& rng,
+                                                                     std::int64_t rows,
+                                                                     bool poison_padding) {
+  const auto maybe_poisoned = [&](quant::W4A16Matrix w) {
+    return poison_padding ? w4a16_testing::with_poisoned_padding(std::move(w)) : w;
+  };
+  std::vector<std::pair<std::string, quant::W4A16Matrix>> tables;
+  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1}) {
+    const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, dtype, rows, 512);
+    StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(dtype, bytes.data(), rows, 512);
+    EXPECT_TRUE(w.ok()) << w.status().to_string();
+    if (w.ok()) tables.emplace_back(std::string(dtype_name(dtype)), maybe_poisoned(std::move(*w)));
+  }
+  tables.emplace_back("Q4_Z", maybe_poisoned(random_matrix(rng, Shape{37, 640, 128})));
+  return tables;
+}
+
 // A token table kept quantized: rows gathered by id are the dequantizer's rows bit for bit (times
 // a scale in fp32, rounded once), ids out of range give zero rows (id == rows among them, which
 // would read a poisoned padding row).
 TEST(GpuW4A16Gemm, GatherRowsAreTheDequantizersRows) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(14);
-  std::vector<std::pair<std::string, quant::W4A16Matrix>> tables;
-  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1}) {
-    const std::int64_t n = 40, k = 512;
-    const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, dtype, n, k);
-    StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(dtype, bytes.data(), n, k);
-    ASSERT_TRUE(w.ok()) << w.status().to_string();
-    tables.emplace_back(std::string(dtype_name(dtype)),
-                        w4a16_testing::with_poisoned_padding(std::move(*w)));
-  }
-  tables.emplace_back(
-      "Q4_Z", w4a16_testing::with_poisoned_padding(random_matrix(rng, Shape{37, 640, 128})));
+  const auto tables = token_tables(rng, 40, true);
   for (const auto& [name, w] : tables) {
     const DeviceW4A16 dw(w);
     const std::vector<float> exact = dense_weights(w);
@@ -440,18 +449,8 @@ TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
     const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, dtype, n, k);
     StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(dtype, bytes.data(), n, k);
     ASSERT_TRUE(w.ok()) << w.status().to_string();
+    expect_dequantize_exact(*w, std::string(dtype_name(dtype)));
     const std::vector<float> exact = dense_weights(*w);
-    const DeviceW4A16 dw(*w);
-    for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + gpu_test::name_of(type));
-      DeviceArray out(exact.size(), type);
-      out.poison();
-      ASSERT_TRUE(launch_w4a16_dequantize(dw.view, out.data(), type, nullptr).ok());
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const std::vector<float> got = out.download();
-      const std::vector<float> want = gpu_test::round_to(exact, type);
-      for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
-    }
     StatusOr<W4A16Linear> layer = W4A16Linear::upload(*w);
     ASSERT_TRUE(layer.ok()) << layer.status().to_string();
     EXPECT_EQ(layer->wide_codes(), quant::gguf_repack_hi_bits(dtype) > 0);
@@ -489,15 +488,7 @@ TEST(GpuW4A16Gemm, TableLayerWritesFp32Outputs) {
   ASSERT_TRUE(blas.ok());
   std::mt19937_64 rng(14);
   std::mt19937 rng32(15);
-  std::vector<std::pair<std::string, quant::W4A16Matrix>> tables;
-  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1}) {
-    const std::int64_t n = 72, k = 512;
-    const std::vector<std::uint8_t> bytes = cpu::testing::random_weights(rng, dtype, n, k);
-    StatusOr<quant::W4A16Matrix> w = quant::repack_gguf(dtype, bytes.data(), n, k);
-    ASSERT_TRUE(w.ok()) << w.status().to_string();
-    tables.emplace_back(std::string(dtype_name(dtype)), std::move(*w));
-  }
-  tables.emplace_back("Q4_Z", random_matrix(rng, Shape{37, 640, 128}));
+  const auto tables = token_tables(rng, 72, false);
   for (const auto& [name, w] : tables) {
     SCOPED_TRACE(name);
     const std::vector<float> exact = dense_weights(w);
