@@ -193,12 +193,34 @@ void grpc_begin_drain(GrpcServerHandle*) {}
 void grpc_stop(GrpcServerHandle*) {}
 #endif
 
-// Waits up to `timeout` for SIGTERM or SIGINT (blocked in every thread); the signal or 0.
+// SIGTERM or SIGINT taken by a thread that does not block them: the threads a library starts
+// before main blocks them (OpenBLAS's pool does) would otherwise let the kernel deliver one
+// there with its default action, killing the server mid-drain. The handler only records it.
+std::atomic<int> g_caught_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler stores to it");
+void note_caught_signal(int signal) {
+  g_caught_signal.store(signal, std::memory_order_relaxed);
+}
+
+// Handles SIGTERM and SIGINT with note_caught_signal, then blocks them in this thread and in every
+// thread it starts, for wait_for_signal.
+void take_over_stop_signals(const sigset_t& signals) {
+  struct sigaction action {};
+  action.sa_handler = note_caught_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+// Waits up to `timeout` for SIGTERM or SIGINT; the signal or 0. Blocked where the server starts
+// threads, they come through sigtimedwait, or through the handler in a thread started before.
 int wait_for_signal(const sigset_t& signals, std::chrono::milliseconds timeout) {
   timespec wait{.tv_sec = static_cast<time_t>(timeout.count() / 1000),
                 .tv_nsec = static_cast<long>(timeout.count() % 1000) * 1'000'000};
   const int signal = sigtimedwait(&signals, nullptr, &wait);
-  return signal > 0 ? signal : 0;
+  if (signal > 0) return signal;
+  return g_caught_signal.exchange(0, std::memory_order_relaxed);
 }
 
 // Stop accepting, let accepted requests finish within the grace period, abort the rest (their
@@ -364,12 +386,13 @@ int ServeCommand::run(const char* argv0) {
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
-  // Every thread started from here on inherits the mask; only sigtimedwait sees the signals.
+  // Every thread started from here on inherits the mask; sigtimedwait (or, in a thread started
+  // before, the handler) sees the signals.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  take_over_stop_signals(signals);
   raise_open_file_limit();
 
   // Declared first so it is destroyed last: the server's connections reference the engine.
