@@ -1,5 +1,5 @@
-// The FP8 kernels' host oracles, shared by the GPU test (tests/gpu/fp8_gemm_test.cc) and the CPU
-// emulation's (tests/emulated/fp8_emulated_test.cc): the per-row activation quantizer's rule
+// The FP8 kernels' host oracles for tests/gpu/fp8_gemm_test.cc (on a GPU, and on the CPU
+// emulation as emulated_fp8_test): the per-row activation quantizer's rule
 // (fp8_row_scale.cuh) on the host, and the skinny GEMM's exactly summable codes, exact sums and
 // epilogue, which make its outputs predictable bit for bit.
 #pragma once

@@ -1,7 +1,7 @@
-// The W4A16 dequantizer's and gathers' oracles (kernels/gemm/w4a16_dequantize.cu), shared by the
-// GPU test (tests/gpu/w4a16_gemm_test.cc) and the CPU emulation's
-// (tests/emulated/w4a16_dequantize_emulated_test.cc). The dequantized weights themselves are
-// w4a16_testing::dense_weights (tests/gpu/w4a16_reference.h) rounded once to the dtype.
+// The W4A16 dequantizer's and gathers' oracles (kernels/gemm/w4a16_dequantize.cu) for
+// tests/gpu/w4a16_gemm_test.cc (on a GPU, and on the CPU emulation as emulated_w4a16_gemm_test).
+// The dequantized weights themselves are w4a16_testing::dense_weights (tests/gpu/w4a16_reference.h)
+// rounded once to the dtype.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-// The W4A16 GEMM's oracle, shared by the GPU test (tests/gpu/w4a16_gemm_test.cc) and the CPU
-// emulation's (tests/emulated/): random matrices in the GPU layout, their weights read back
+// The W4A16 GEMM's oracle for tests/gpu/w4a16_gemm_test.cc (on a GPU, and on the CPU emulation
+// as emulated_w4a16_gemm_test): random matrices in the GPU layout, their weights read back
 // exactly, and the float64 product with the error bound the kernel's roundings allow.
 #pragma once
 
