@@ -84,6 +84,7 @@ __device__ __forceinline__ void cp_async_wait_at_most(int pending) {
 #define PAGODA_DYNAMIC_SHARED_ALIGNED(name, alignment) PAGODA_DYNAMIC_SHARED(name)
 #else
 #define PAGODA_DYNAMIC_SHARED_ALIGNED(name, alignment) \
-  extern __shared__ __align__(alignment) unsigned char name[]
+  extern __shared__ __align__(alignment)               \
+  unsigned char name[]
 #endif
 #endif

@@ -1,6 +1,4 @@
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <string>
 #include <type_traits>
 
@@ -10,52 +8,15 @@
 #include "kernels/common/mma.cuh"
 #include "kernels/common/pdl.cuh"
 #include "kernels/gemm/w4a16_gemm.h"
+#include "kernels/gemm/w4a16_gemm_plan.h"
+#include "kernels/gemm/w4a16_gemm_shape.h"
 #include "quant/w4a16_layout.h"
 
 namespace pagoda::kernels {
 
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-constexpr int kTileRows = static_cast<int>(quant::kW4A16TileRows);
-constexpr int kTileCols = static_cast<int>(quant::kW4A16TileCols);
-constexpr int kTileVectors = 32;     // 16-byte vectors per tile: one per lane
-constexpr int kStages = 8;           // tiles of a warp's ring of weights in shared memory
-constexpr int kMinTilesPerWarp = 4;  // below this a K split costs more than it hides
-// The weight forms: GPTQ / AWQ / Q4_0's zero points, or the GGUF form with 4-, 5-, 6- or 8-bit
-// codes (quant/w4a16_layout.h).
-enum class Form { kZeroPoint, kGguf4, kGguf5, kGguf6, kGguf8 };
-// Code bits above the low nibble, in packed_hi.
-__host__ __device__ constexpr int hi_bits_of(Form f) {
-  return f == Form::kGguf5 ? 1 : f == Form::kGguf6 ? 2 : f == Form::kGguf8 ? 4 : 0;
-}
-// Group metadata travels in the ring beside its tile: per group the tile touches, one slot of
-// the warp's 16 rows. A 64-column tile touches at most 2 groups of 32 or more columns and 4 of
-// 16 (the GGUF form's Q6_K). A zero-point slot: 16 fp16 scales, then 16 zeros; a GGUF slot:
-// 16 fp16 S, 16 fp16 B, 16 sc, 16 mc. Each slot is copied in 16-byte pieces, one lane each.
-__host__ __device__ constexpr int group_slots(int group_size) {
-  return group_size == 16 ? 4 : 2;
-}
-__host__ __device__ constexpr int slot_bytes(Form f) {
-  return f == Form::kZeroPoint ? 48 : 96;
-}
-__host__ __device__ constexpr int tile_stage_bytes(Form f) {
-  return kTileVectors * (16 + 4 * hi_bits_of(f));
-}
-// Bytes of one stage of a warp's ring: the tile's 32 16-byte vectors, each lane's high bits,
-// then the group slots.
-__host__ __device__ constexpr int stage_bytes(Form f, int group_size) {
-  return tile_stage_bytes(f) + group_slots(group_size) * slot_bytes(f);
-}
-// CTAs an SM holds at once, by x tiles per CTA: the launch bounds cap the registers to fit them
-// (what hides the weights' latency is warps in flight). The GGUF form holds more per thread (the
-// min terms, x's group sums, the high bits), so fewer.
-constexpr int min_ctas_per_sm(int m_tiles, Form f) {
-  if (f != Form::kZeroPoint) return m_tiles == 1 ? 5 : m_tiles == 2 ? 3 : 2;
-  return m_tiles == 1 ? 7 : m_tiles == 2 ? 4 : 3;
-}
-constexpr int kSmemPerSm = 227 << 10;
+using namespace w4a16;
 
 // Codes {q_lo, q_hi} OR'ed into a 16-bit float pair whose exponent makes the mantissa's low bits
 // the integer: bf16 128 + q (mantissa step 1 at 128..255), f16 1024 + q. Subtracting
@@ -101,14 +62,6 @@ struct Nibbles<__half> {
     return *reinterpret_cast<const std::uint32_t*>(&r);
   }
 };
-
-// x's rows of a CTA live in shared memory for its whole K range, each row padded by 16 bytes so
-// the 8 rows of an A fragment fall in different banks.
-constexpr int kXPad = 8;  // elements
-// Buffers of x chunks: two (the next chunk copied during this one) past 16 rows.
-__host__ __device__ constexpr int x_buffers(int m_tiles) {
-  return m_tiles >= 2 ? 2 : 1;
-}
 
 // The weights' device arrays (W4A16Weights, typed); the GGUF form's are null in the zero-point
 // form and the other way round.
@@ -596,104 +549,6 @@ __global__ void w4a16_reduce_kernel(const float* __restrict__ partial, int split
   store_output<T>(y, y_fp32, i, sum);
 }
 
-int sm_count() {
-  // One entry per device ordinal: the attribute never changes, and the launch path must not
-  // make a runtime query per matmul.
-  static std::array<std::atomic<int>, 64> cached{};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 132;
-  int sms = cached[static_cast<std::size_t>(device)].load(std::memory_order_relaxed);
-  if (sms == 0) {
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        sms <= 0) {
-      return 132;
-    }
-    cached[static_cast<std::size_t>(device)].store(sms, std::memory_order_relaxed);
-  }
-  return sms;
-}
-
-struct Plan {
-  Form form = Form::kZeroPoint;
-  int group_size = 32;
-  int m_tiles = 1;   // 16-row tiles of x per CTA: 1, 2 or 4
-  int m_blocks = 1;  // CTAs along m
-  int n_tiles = 0;   // 16-row weight tiles
-  int k_tiles = 0;   // 64-column weight tiles
-  int splits = 1;    // CTAs along K
-  int tiles_per_split = 0;
-  int x_rows = 0;       // rows of x a CTA stages (at most 16 * m_tiles)
-  int most_chunk = 0;   // tiles of x that fit kXBufferBytes
-  int chunk_tiles = 0;  // tiles per chunk of a CTA's K range
-};
-
-// A buffer of x stays within this: one of 32 KB up to 16 rows (with the 19 KB zero-point ring, 4
-// CTAs of 16 rows fit an SM), two of 24 KB past them (3 CTAs of 64 rows, 2 tiles per chunk).
-constexpr int x_buffer_bytes(int m_tiles) {
-  return x_buffers(m_tiles) == 2 ? 24 << 10 : 32 << 10;
-}
-// 19 KB, up to 44 KB with the high bits and 16-column groups.
-constexpr int ring_bytes(Form f, int group_size) {
-  return kWarps * kStages * stage_bytes(f, group_size);
-}
-
-// The CTA's chunk buffers of x, then each warp's ring of weight tiles.
-std::size_t smem_bytes(const Plan& p) {
-  return static_cast<std::size_t>(x_buffers(p.m_tiles)) * p.x_rows *
-             (p.chunk_tiles * kTileCols + kXPad) * 2 +
-         ring_bytes(p.form, p.group_size);
-}
-
-void set_splits(Plan& p, int splits) {
-  p.splits = std::max(1, splits);
-  p.tiles_per_split = (p.k_tiles + p.splits - 1) / p.splits;
-  p.splits = (p.k_tiles + p.tiles_per_split - 1) / p.tiles_per_split;
-  // Equal chunks: 70 tiles in 48-tile chunks would leave one of 22.
-  const int chunks = (p.tiles_per_split + p.most_chunk - 1) / p.most_chunk;
-  p.chunk_tiles = (p.tiles_per_split + chunks - 1) / chunks;
-}
-
-// When the weight has too few row tiles to fill the GPU, K splits over as many CTAs as fill one
-// wave (whole waves: a second, partial wave would leave most SMs idle), without leaving a warp
-// fewer than kMinTilesPerWarp tiles; a CTA walks its K range in chunks of x that
-// fit a buffer.
-Plan plan_for(std::int64_t m, std::int64_t n, std::int64_t k, Form form, std::int64_t group_size) {
-  Plan p;
-  p.form = form;
-  p.group_size = static_cast<int>(std::min<std::int64_t>(group_size, 1 << 24));
-  p.m_tiles = m <= 16 ? 1 : m <= 32 ? 2 : 4;
-  p.m_blocks = static_cast<int>((m + 16 * p.m_tiles - 1) / (16 * p.m_tiles));
-  p.n_tiles = static_cast<int>((n + kTileRows - 1) / kTileRows);
-  p.k_tiles = static_cast<int>((k + kTileCols - 1) / kTileCols);
-  p.x_rows = static_cast<int>(std::min<std::int64_t>(m, 16 * p.m_tiles));
-  p.most_chunk = std::max(1, (x_buffer_bytes(p.m_tiles) / (2 * p.x_rows) - kXPad) / kTileCols);
-  const int ctas = (p.n_tiles + kWarps - 1) / kWarps * p.m_blocks;
-  const int most = std::max(1, p.k_tiles / kMinTilesPerWarp);
-  set_splits(p, 1);
-  // How many CTAs an SM holds depends on the chunk of x, which the split shrinks: twice is enough.
-  for (int pass = 0; pass < 2; ++pass) {
-    const int per_sm =
-        std::max<int>(1, std::min<int>(min_ctas_per_sm(p.m_tiles, p.form),
-                                       static_cast<int>(kSmemPerSm / (smem_bytes(p) + 1024))));
-    set_splits(p, std::min(std::max(1, per_sm * sm_count() / ctas), most));
-  }
-  return p;
-}
-
-std::size_t partial_bytes(const Plan& p, std::int64_t m, std::int64_t n) {
-  return p.splits > 1 ? static_cast<std::size_t>(p.splits) * m * n * sizeof(float) : 0;
-}
-
-Form form_of(const W4A16Weights& w) {
-  if (w.scale_codes == nullptr) return Form::kZeroPoint;
-  switch (w.hi_bits) {
-    case 1: return Form::kGguf5;
-    case 2: return Form::kGguf6;
-    case 4: return Form::kGguf8;
-    default: return Form::kGguf4;
-  }
-}
-
 template <typename T, int kMTiles, Form kForm>
 Status launch_tiles(const W4A16GemmParams& p, const Plan& plan, float* partial, int* counters,
                     cudaStream_t stream) {
@@ -771,23 +626,6 @@ bool is_16_bit(cuda::ScalarType t) {
 }
 
 }  // namespace
-
-std::int64_t w4a16_gemm_counter_count(std::int64_t max_m, std::int64_t n) {
-  const std::int64_t n_ctas = ((n + kTileRows - 1) / kTileRows + kWarps - 1) / kWarps;
-  return n_ctas * ((max_m + 15) / 16);
-}
-
-std::size_t w4a16_gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k) {
-  // The most any form's plan takes: the splits depend on the ring and the chunk of x together,
-  // so no one form splits K the most for every shape.
-  std::size_t most = partial_bytes(plan_for(m, n, k, Form::kZeroPoint, 32), m, n);
-  for (const Form f : {Form::kGguf4, Form::kGguf5, Form::kGguf6, Form::kGguf8}) {
-    for (const int group_size : {16, 32}) {
-      most = std::max(most, partial_bytes(plan_for(m, n, k, f, group_size), m, n));
-    }
-  }
-  return most;
-}
 
 bool w4a16_gemm_applies(const W4A16GemmParams& p) {
   const auto aligned = [](const void* ptr, std::uintptr_t to) {
