@@ -92,41 +92,29 @@ void fiber_main() {
   yield_to_scheduler();
 }
 
-// Releases the CTA barrier when every live thread waits at it, and each warp barrier when every
-// live lane of the warp waits at it. True when something was released.
-bool release_barriers(Cta& cta) {
-  bool released = false;
-  bool all_at_cta = true, any_at_cta = false;
-  for (const Fiber& f : cta.fibers) {
+// Releases the barrier `w` of fibers [begin, end) (the CTA, or one warp) when every live one waits
+// at it. True when it did.
+bool release(Cta& cta, std::size_t begin, std::size_t end, Wait w) {
+  bool any = false;
+  for (std::size_t i = begin; i < end; ++i) {
+    const Fiber& f = cta.fibers[i];
     if (f.done) continue;
-    if (f.waiting == Wait::kCta) {
-      any_at_cta = true;
-    } else {
-      all_at_cta = false;
-    }
+    if (f.waiting != w) return false;
+    any = true;
   }
-  if (any_at_cta && all_at_cta) {
-    for (Fiber& f : cta.fibers) f.waiting = Wait::kNone;
-    released = true;
+  if (!any) return false;
+  for (std::size_t i = begin; i < end; ++i) {
+    if (cta.fibers[i].waiting == w) cta.fibers[i].waiting = Wait::kNone;
   }
-  const std::size_t warps = (cta.fibers.size() + 31) / 32;
-  for (std::size_t w = 0; w < warps; ++w) {
-    bool all = true, any = false;
-    for (std::size_t l = w * 32; l < std::min(cta.fibers.size(), (w + 1) * 32); ++l) {
-      const Fiber& f = cta.fibers[l];
-      if (f.done) continue;
-      if (f.waiting == Wait::kWarp) {
-        any = true;
-      } else {
-        all = false;
-      }
-    }
-    if (any && all) {
-      for (std::size_t l = w * 32; l < std::min(cta.fibers.size(), (w + 1) * 32); ++l) {
-        if (cta.fibers[l].waiting == Wait::kWarp) cta.fibers[l].waiting = Wait::kNone;
-      }
-      released = true;
-    }
+  return true;
+}
+
+// Releases the CTA barrier and each warp's. True when something was released.
+bool release_barriers(Cta& cta) {
+  const std::size_t threads = cta.fibers.size();
+  bool released = release(cta, 0, threads, Wait::kCta);
+  for (std::size_t w = 0; w < threads; w += 32) {
+    released |= release(cta, w, std::min(threads, w + 32), Wait::kWarp);
   }
   return released;
 }
