@@ -16,8 +16,8 @@ namespace pagoda::kernels {
 #if defined(PAGODA_CUDA_EMULATION)
 template <typename... Params, typename... Args>
 Status launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
-                     cudaStream_t, std::string_view name, Args&&... args) {
-  emulation::launch(kernel, grid, block, shared_bytes, std::forward<Args>(args)...);
+                     cudaStream_t stream, std::string_view name, Args&&... args) {
+  emulation::launch(kernel, grid, block, shared_bytes, stream, std::forward<Args>(args)...);
   return cuda::check_launch(name);
 }
 #else

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -77,12 +78,19 @@ void* shared_pointer(std::uint32_t address);
 /// dynamic shared memory.
 void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& cta);
 
+/// Work for `stream`: run now, or recorded into the graph the stream is capturing
+/// (cuda_runtime_emulation.cc) and run at each replay.
+void submit(cudaStream_t stream, std::function<void()> work);
+
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
-            Args&&... args) {
-  // The arguments converted once, as a launch copies them into the kernel's parameter space.
-  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  run_grid(grid, block, shared_bytes, [&] { std::apply(kernel, params); });
+            cudaStream_t stream, Args&&... args) {
+  // The arguments converted once, as a launch copies them into the kernel's parameter space (a
+  // graph keeps that copy and replays it).
+  auto params = std::make_shared<std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
+  submit(stream, [=] {
+    run_grid(grid, block, shared_bytes, [&] { std::apply(kernel, *params); });
+  });
 }
 
 }  // namespace pagoda::emulation

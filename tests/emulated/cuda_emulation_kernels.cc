@@ -88,30 +88,30 @@ __global__ void copy_then_read_kernel(const std::uint32_t* src, std::uint32_t* o
 void emulated_mma(bool bf16, const std::uint16_t* a, const std::uint16_t* b, const float* c,
                   float* d) {
   if (bf16) {
-    emulation::launch(mma_kernel<__nv_bfloat16>, dim3(1), dim3(32), 0, a, b, c, d);
+    emulation::launch(mma_kernel<__nv_bfloat16>, dim3(1), dim3(32), 0, nullptr, a, b, c, d);
   } else {
-    emulation::launch(mma_kernel<__half>, dim3(1), dim3(32), 0, a, b, c, d);
+    emulation::launch(mma_kernel<__half>, dim3(1), dim3(32), 0, nullptr, a, b, c, d);
   }
 }
 
 void emulated_ldmatrix(bool trans, const std::uint16_t* tile, std::uint32_t* out) {
   if (trans) {
-    emulation::launch(ldmatrix_kernel<true>, dim3(1), dim3(32), 512, tile, out);
+    emulation::launch(ldmatrix_kernel<true>, dim3(1), dim3(32), 512, nullptr, tile, out);
   } else {
-    emulation::launch(ldmatrix_kernel<false>, dim3(1), dim3(32), 512, tile, out);
+    emulation::launch(ldmatrix_kernel<false>, dim3(1), dim3(32), 512, nullptr, tile, out);
   }
 }
 
 void emulated_shuffles(int* out) {
-  emulation::launch(shuffle_kernel, dim3(1), dim3(64), 0, out);
+  emulation::launch(shuffle_kernel, dim3(1), dim3(64), 0, nullptr, out);
 }
 
 void emulated_copy_then_read(bool synced, int blocks, const std::uint32_t* src,
                              std::uint32_t* out) {
   if (synced) {
-    emulation::launch(copy_then_read_kernel<true>, dim3(blocks), dim3(32), 16, src, out);
+    emulation::launch(copy_then_read_kernel<true>, dim3(blocks), dim3(32), 16, nullptr, src, out);
   } else {
-    emulation::launch(copy_then_read_kernel<false>, dim3(blocks), dim3(32), 16, src, out);
+    emulation::launch(copy_then_read_kernel<false>, dim3(blocks), dim3(32), 16, nullptr, src, out);
   }
 }
 
