@@ -28,7 +28,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git unzip python3 python3-venv python3-pip
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libboost1.74-dev libpcre2-dev libcli11-dev libyaml-cpp-dev libxxhash-dev libopenblas-dev libutf8proc-dev
+  libboost1.74-dev libboost-context1.74-dev libpcre2-dev libcli11-dev libyaml-cpp-dev libxxhash-dev libopenblas-dev libutf8proc-dev
   prometheus  # promtool: the e2e suite checks /metrics with `promtool check metrics`
   docker-compose  # `docker-compose config` validates docker/*.yml in the e2e suite (no daemon needed)
 )

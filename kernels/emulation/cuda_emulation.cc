@@ -1,9 +1,10 @@
-// The CPU emulation's scheduler and runtime (cuda_emulation.h): fibers (ucontext) for a CTA's
-// threads, run round-robin until each blocks at a barrier or exits; the CUDA runtime calls that
-// emulated kernel sources and their launchers make.
+// The CPU emulation's scheduler (cuda_emulation.h): fibers (Boost.Context, which switches without
+// the signal-mask syscalls of ucontext) for a CTA's threads, run in a shuffled round until each
+// blocks at a barrier or exits.
 #include "kernels/emulation/cuda_emulation.h"
 
-#include <ucontext.h>
+#include <boost/context/fiber.hpp>
+#include <boost/context/preallocated.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +19,23 @@ namespace pagoda::emulation {
 
 namespace {
 
+namespace context = boost::context;
+
 constexpr std::size_t kStackBytes = 256 << 10;
+
+// Fiber stacks, kept for the process (per OS thread) and never cleared: a launch of 1024 threads
+// would otherwise allocate and zero 256 MB.
+unsigned char* fiber_stack(std::size_t i) {
+  thread_local std::vector<std::unique_ptr<unsigned char[]>> stacks;
+  while (stacks.size() <= i) stacks.emplace_back(new unsigned char[kStackBytes]);
+  return stacks[i].get();
+}
+
+// The stack a fiber runs on is fiber_stack's: nothing to allocate or free.
+struct BorrowedStack {
+  context::stack_context allocate() { std::abort(); }
+  void deallocate(context::stack_context&) noexcept {}
+};
 
 struct Copy {
   unsigned char* dst;
@@ -31,8 +48,8 @@ enum class Wait { kNone, kCta, kWarp };
 
 struct Fiber {
   uint3 index{};
-  ucontext_t context{};
-  std::unique_ptr<unsigned char[]> stack;
+  context::fiber suspended;  // the thread where it blocked, while the scheduler runs
+  unsigned char* stack = nullptr;
   bool done = false;
   Wait waiting = Wait::kNone;
   std::vector<Copy> open;                 // cp.async copies not yet committed
@@ -47,7 +64,7 @@ struct Cta {
   std::size_t shared_bytes = 0;
   std::vector<Fiber> fibers;
   int current = -1;
-  ucontext_t scheduler{};
+  context::fiber scheduler;  // the scheduler where it switched to the running thread
   const std::function<void()>* body = nullptr;
   // Per warp: the lanes' deposits of the last exchange.
   std::vector<std::vector<unsigned char>> exchange;
@@ -57,7 +74,7 @@ struct Cta {
   std::mt19937 chance{20261128};
 };
 
-Cta* g_cta = nullptr;
+thread_local Cta* g_cta = nullptr;
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "cuda emulation: %s\n", what);
@@ -75,21 +92,17 @@ int warp_of(const Fiber& f) {
   return linear / 32;
 }
 
-void yield_to_scheduler() {
-  Fiber& f = me();
-  swapcontext(&f.context, &g_cta->scheduler);
-}
-
 void block_on(Wait w) {
   me().waiting = w;
-  yield_to_scheduler();
+  g_cta->scheduler = std::move(g_cta->scheduler).resume();
 }
 
-void fiber_main() {
+context::fiber fiber_main(context::fiber&& scheduler) {
+  g_cta->scheduler = std::move(scheduler);
   (*g_cta->body)();
   me().done = true;
   // The copies a thread never waited for are dropped with it: nothing can read them.
-  yield_to_scheduler();
+  return std::move(g_cta->scheduler);
 }
 
 // Releases the barrier `w` of fibers [begin, end) (the CTA, or one warp) when every live one waits
@@ -126,11 +139,11 @@ void run_cta(Cta& cta) {
     f.waiting = Wait::kNone;
     f.open.clear();
     f.pending.clear();
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.get();
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = nullptr;
-    makecontext(&f.context, fiber_main, 0);
+    context::stack_context stack;
+    stack.size = kStackBytes;
+    stack.sp = f.stack + kStackBytes;
+    f.suspended = context::fiber(std::allocator_arg, context::preallocated(stack.sp, stack.size, stack),
+                                 BorrowedStack{}, fiber_main);
   }
   std::vector<std::size_t> order(cta.fibers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -143,7 +156,7 @@ void run_cta(Cta& cta) {
       live = true;
       if (f.waiting != Wait::kNone) continue;
       cta.current = static_cast<int>(i);
-      swapcontext(&cta.scheduler, &f.context);
+      f.suspended = std::move(f.suspended).resume();
       cta.current = -1;
       ran = true;
     }
@@ -252,7 +265,7 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::functi
   const std::size_t threads = static_cast<std::size_t>(block.x) * block.y * block.z;
   cta.fibers.resize(threads);
   for (std::size_t i = 0; i < threads; ++i) {
-    cta.fibers[i].stack = std::make_unique<unsigned char[]>(kStackBytes);
+    cta.fibers[i].stack = fiber_stack(i);
     cta.fibers[i].index =
         make_uint3(static_cast<unsigned>(i % block.x), static_cast<unsigned>(i / block.x % block.y),
                    static_cast<unsigned>(i / (block.x * block.y)));
