@@ -31,9 +31,9 @@ inline bool pdl_enabled() {
 }
 template <typename... Params, typename... Args>
 Status launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
-                  cudaStream_t stream, std::string_view, Args&&... args) {
+                  cudaStream_t stream, std::string_view name, Args&&... args) {
   emulation::launch(kernel, grid, block, shared_bytes, stream, std::forward<Args>(args)...);
-  return Status::ok_status();
+  return cuda::check_launch(name);
 }
 #else
 __device__ __forceinline__ void pdl_wait() {

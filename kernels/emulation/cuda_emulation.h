@@ -82,9 +82,15 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::functi
 /// (cuda_runtime_emulation.cc) and run at each replay.
 void submit(cudaStream_t stream, std::function<void()> work);
 
+/// Whether a GPU would start this launch: the block and grid within the device's limits, and the
+/// dynamic shared memory within 48 KB or what cudaFuncSetAttribute allowed `kernel`. If not, the
+/// error is the next cudaGetLastError's, as a launch's is.
+bool launch_allowed(const void* kernel, dim3 grid, dim3 block, std::size_t shared_bytes);
+
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
             cudaStream_t stream, Args&&... args) {
+  if (!launch_allowed(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes)) return;
   // The arguments converted once, as a launch copies them into the kernel's parameter space (a
   // graph keeps that copy and replays it).
   auto params = std::make_shared<std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
@@ -104,8 +110,8 @@ inline void __syncwarp(unsigned = 0xffffffffu) {
 inline void __threadfence() {}
 // The runtime's template form, which nvcc's implicit cuda_runtime.h declares.
 template <typename T>
-cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int) {
-  return cudaSuccess;
+cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
+  return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), attr, value);
 }
 template <typename T>
 T atomicAdd(T* address, T value) {
