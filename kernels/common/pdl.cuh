@@ -26,8 +26,15 @@ namespace pagoda::kernels {
 // The emulation runs one kernel at a time: every launch is already after the one before it.
 inline void pdl_wait() {}
 inline void pdl_launch_dependents() {}
+inline bool& pdl_switch() {
+  static bool on = true;
+  return on;
+}
 inline bool pdl_enabled() {
-  return true;
+  return pdl_switch();
+}
+inline void set_pdl_enabled(bool enabled) {
+  pdl_switch() = enabled;
 }
 template <typename... Params, typename... Args>
 Status launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,

@@ -313,6 +313,18 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
   if (dst_pageable && stream != nullptr && stream->capture == nullptr) drain_all(stream);
   return cudaSuccess;
 }
+cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dst_pitch, const void* src,
+                              std::size_t src_pitch, std::size_t width, std::size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream) {
+  if (width > dst_pitch || width > src_pitch) return fail(cudaErrorInvalidPitchValue);
+  for (std::size_t row = 0; row < height; ++row) {
+    const cudaError_t e =
+        cudaMemcpyAsync(static_cast<unsigned char*>(dst) + row * dst_pitch,
+                        static_cast<const unsigned char*>(src) + row * src_pitch, width, kind, stream);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
 cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
   std::lock_guard lock(g_device);
   if (refused_in_capture()) return cudaErrorStreamCaptureImplicit;
