@@ -162,7 +162,6 @@ TEST(GpuW4A16Gemm, MatchesFloat64ReferenceAtAwkwardSizes) {
   }
 }
 
-#if !defined(PAGODA_CUDA_EMULATION)  // cuBLASLt: hardware only
 // The layer the executor calls: both sides of the kernel / dequantize + cuBLASLt dispatch, with an
 // act-order permutation (y = x[:, perm] W_stored^T) and without.
 TEST(GpuW4A16Gemm, LinearLayerDispatchAndActOrder) {
@@ -223,7 +222,6 @@ TEST(GpuW4A16Gemm, LinearLayerDispatchAndActOrder) {
     }
   }
 }
-#endif
 
 // The large-m path's weights: d (q - z) rounded once to the dtype, bit for bit what the host
 // rounds, for every element (padding excluded).
@@ -434,7 +432,6 @@ TEST(GpuW4A16Gemm, GgufFormMatchesFloat64Reference) {
   }
 }
 
-#if !defined(PAGODA_CUDA_EMULATION)  // cuBLASLt: hardware only
 // The GGUF form's large-m path: the dequantized weights are the CPU's values rounded once, and
 // the layer past kW4A16KernelMaxRows multiplies them (cuBLASLt).
 TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
@@ -476,9 +473,7 @@ TEST(GpuW4A16Gemm, GgufFormDequantizeAndLayerDispatch) {
     }
   }
 }
-#endif
 
-#if !defined(PAGODA_CUDA_EMULATION)  // cuBLASLt: hardware only
 // A token table kept quantized (the LM head of a GGUF model; its gathered rows are
 // GatherRowsAreTheDequantizersRows'): the layer writes fp32 outputs (the logits) without the final
 // rounding, by the kernel (m <= kW4A16KernelMaxRows) and by dequantize + cuBLASLt.
@@ -523,7 +518,6 @@ TEST(GpuW4A16Gemm, TableLayerWritesFp32Outputs) {
     }
   }
 }
-#endif
 
 // Widths past one 256-thread block and not a multiple of it, and more rows than a grid's y
 // dimension holds (the kernel loops over them).
