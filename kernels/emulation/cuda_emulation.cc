@@ -24,12 +24,15 @@ namespace context = boost::context;
 constexpr std::size_t kStackBytes = 256 << 10;
 
 // Fiber stacks, kept for the process (per OS thread) and never cleared: a launch of 1024 threads
-// would otherwise allocate and zero 256 MB.
+// would otherwise allocate and zero 256 MB. Each stack's top is moved by a different number of
+// cache lines, so that the stacks' hot tops do not all fall into the same cache sets.
+constexpr std::size_t kStackColors = 61;
 unsigned char* fiber_stack(std::size_t i) {
   thread_local std::vector<std::unique_ptr<unsigned char[]>> stacks;
   while (stacks.size() <= i) stacks.emplace_back(new unsigned char[kStackBytes]);
-  return stacks[i].get();
+  return stacks[i].get() + kStackBytes - 64 * (i % kStackColors);
 }
+constexpr std::size_t kUsableStackBytes = kStackBytes - 64 * kStackColors;
 
 // The stack a fiber runs on is fiber_stack's: nothing to allocate or free.
 struct BorrowedStack {
@@ -48,8 +51,11 @@ enum class Wait { kNone, kCta, kWarp };
 
 struct Fiber {
   uint3 index{};
+  int lane = 0;
+  int warp = 0;
+  unsigned exchanges = 0;  // warp exchanges so far (which of the two buffers is next)
   context::fiber suspended;  // the thread where it blocked, while the scheduler runs
-  unsigned char* stack = nullptr;
+  unsigned char* stack_top = nullptr;
   bool done = false;
   Wait waiting = Wait::kNone;
   std::vector<Copy> open;                 // cp.async copies not yet committed
@@ -66,12 +72,13 @@ struct Cta {
   int current = -1;
   context::fiber scheduler;  // the scheduler where it switched to the running thread
   const std::function<void()>* body = nullptr;
-  // Per warp: the lanes' deposits of the last exchange.
-  std::vector<std::vector<unsigned char>> exchange;
+  // Per warp, two buffers of the lanes' deposits, used by turns: a lane can deposit into one only
+  // after every lane of its warp has met at the exchange before, so after all have read this one.
+  std::vector<std::vector<unsigned char>> exchange[2];
   // Drives the two choices a GPU leaves open, so that a kernel relying on one of them fails:
   // the order the threads run in between barriers, and when a cp.async lands (at its issue or
   // as late as its wait).
-  std::mt19937 chance{20261128};
+  std::minstd_rand chance{20261128};
 };
 
 thread_local Cta* g_cta = nullptr;
@@ -86,11 +93,6 @@ Fiber& me() {
   return g_cta->fibers[static_cast<std::size_t>(g_cta->current)];
 }
 
-int warp_of(const Fiber& f) {
-  const int linear =
-      static_cast<int>(f.index.x + g_cta->block.x * (f.index.y + g_cta->block.y * f.index.z));
-  return linear / 32;
-}
 
 void block_on(Wait w) {
   me().waiting = w;
@@ -139,9 +141,10 @@ void run_cta(Cta& cta) {
     f.waiting = Wait::kNone;
     f.open.clear();
     f.pending.clear();
+    f.exchanges = 0;
     context::stack_context stack;
-    stack.size = kStackBytes;
-    stack.sp = f.stack + kStackBytes;
+    stack.size = kUsableStackBytes;
+    stack.sp = f.stack_top;
     f.suspended = context::fiber(std::allocator_arg, context::preallocated(stack.sp, stack.size, stack),
                                  BorrowedStack{}, fiber_main);
   }
@@ -191,18 +194,15 @@ void sync_warp() {
 }
 
 int lane_id() {
-  return static_cast<int>(&me() - g_cta->fibers.data()) % 32;
+  return me().lane;
 }
 
 const unsigned char* warp_exchange(const void* mine, std::size_t bytes) {
   Fiber& f = me();
-  const int warp = warp_of(f);
-  const int lane = lane_id();
-  std::vector<unsigned char>& buffer = g_cta->exchange[static_cast<std::size_t>(warp)];
-  // Every lane must be done reading the last exchange before any overwrites it.
-  sync_warp();
+  std::vector<unsigned char>& buffer =
+      g_cta->exchange[f.exchanges++ % 2][static_cast<std::size_t>(f.warp)];
   if (buffer.size() < 32 * bytes) buffer.resize(32 * bytes);
-  std::memcpy(buffer.data() + static_cast<std::size_t>(lane) * bytes, mine, bytes);
+  std::memcpy(buffer.data() + static_cast<std::size_t>(f.lane) * bytes, mine, bytes);
   sync_warp();
   return buffer.data();
 }
@@ -265,12 +265,14 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::functi
   const std::size_t threads = static_cast<std::size_t>(block.x) * block.y * block.z;
   cta.fibers.resize(threads);
   for (std::size_t i = 0; i < threads; ++i) {
-    cta.fibers[i].stack = fiber_stack(i);
+    cta.fibers[i].stack_top = fiber_stack(i);
+    cta.fibers[i].lane = static_cast<int>(i % 32);
+    cta.fibers[i].warp = static_cast<int>(i / 32);
     cta.fibers[i].index =
         make_uint3(static_cast<unsigned>(i % block.x), static_cast<unsigned>(i / block.x % block.y),
                    static_cast<unsigned>(i / (block.x * block.y)));
   }
-  cta.exchange.resize((threads + 31) / 32);
+  for (auto& buffers : cta.exchange) buffers.resize((threads + 31) / 32);
   // 1024-byte aligned, the most any kernel asks of its dynamic shared memory.
   cta.shared.assign(shared_bytes + 1024, 0);
   const auto base = reinterpret_cast<std::uintptr_t>(cta.shared.data());

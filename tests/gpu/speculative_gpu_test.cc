@@ -55,11 +55,15 @@ void PrintTo(const Subject& subject, std::ostream* out) {
 
 std::vector<Subject> subjects() {
   const std::string forward = test_data_dir() + "/forward/";
-  return {{"smollm2", kModelPath, true, 0.3},
-          // A random model does not copy its prompt: n-gram drafts are rarely right, so only
-          // the identity is asked of them.
-          {"tiny_qwen3", forward + "tiny_qwen3", false, 0.0},
-          {"tiny_gemma3", forward + "tiny_gemma3", false, 0.0}};
+  std::vector<Subject> all = {{"smollm2", kModelPath, true, 0.3},
+                              // A random model does not copy its prompt: n-gram drafts are rarely
+                              // right, so only the identity is asked of them.
+                              {"tiny_qwen3", forward + "tiny_qwen3", false, 0.0},
+                              {"tiny_gemma3", forward + "tiny_gemma3", false, 0.0}};
+  // The CPU emulation takes minutes per test on the default model's 30 layers: the tiny ones
+  // there.
+  if (gpu_test::kEmulated) all.erase(all.begin());
+  return all;
 }
 
 const char* const kPassages[] = {
@@ -256,7 +260,9 @@ TEST_P(SpeculativeGpuIdentity, DraftModelGreedyMatchesPlainDecoding) {
 INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGpuIdentity, ::testing::ValuesIn(subjects()),
                          [](const auto& info) { return info.param.name; });
 
-// The budget and start-up tests on the default model.
+// The budget and start-up tests on the default model, on a GPU: the emulation's device is too
+// small beside its weights for the budget's proportions, and its start-up takes a minute there.
+#if !defined(PAGODA_CUDA_EMULATION)
 class SpeculativeGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -305,6 +311,8 @@ TEST_F(SpeculativeGpuTest, StartupReportCountsTheDraftAndTheGraphs) {
   EXPECT_GT(startup.graphs->count, 0);
   EXPECT_EQ(startup.graphs->max_num_seqs, 8);
 }
+
+#endif  // !defined(PAGODA_CUDA_EMULATION)
 
 }  // namespace
 }  // namespace pagoda::engine
