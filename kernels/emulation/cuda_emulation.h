@@ -17,9 +17,12 @@
 #include <vector_types.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <tuple>
@@ -132,6 +135,18 @@ T __ldg(const T* p) {
   return *p;
 }
 
+namespace pagoda::emulation {
+// The warp collectives below exchange all 32 lanes' values: a partial mask, which on a GPU leaves
+// the other lanes out, is not emulated and stops the run.
+inline void expect_full_mask(unsigned mask) {
+  if (mask != 0xffffffffu) {
+    std::fprintf(stderr, "cuda emulation: warp collective with mask %#x (only full masks)\n",
+                 mask);
+    std::abort();
+  }
+}
+}  // namespace pagoda::emulation
+
 // Warp shuffles: every lane of the warp takes part (the kernels pass full masks).
 template <typename T>
 T emulated_shuffle(T v, int source, int width) {
@@ -141,15 +156,18 @@ T emulated_shuffle(T v, int source, int width) {
   return all[base + ((source % width) + width) % width];
 }
 template <typename T>
-T __shfl_sync(unsigned, T v, int source, int width = 32) {
+T __shfl_sync(unsigned mask, T v, int source, int width = 32) {
+  ::pagoda::emulation::expect_full_mask(mask);
   return emulated_shuffle(v, source, width);
 }
 template <typename T>
-T __shfl_xor_sync(unsigned, T v, int lane_mask, int width = 32) {
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  ::pagoda::emulation::expect_full_mask(mask);
   return emulated_shuffle(v, (::pagoda::emulation::lane_id() % width) ^ lane_mask, width);
 }
 template <typename T>
-T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  ::pagoda::emulation::expect_full_mask(mask);
   const int in_segment = ::pagoda::emulation::lane_id() % width + static_cast<int>(delta);
   const T got = emulated_shuffle(
       v, in_segment < width ? in_segment : in_segment - static_cast<int>(delta), width);
@@ -177,11 +195,31 @@ inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
 }
 
 // Warp votes: every lane of the warp takes part (the kernels pass full masks).
-inline int __any_sync(unsigned, int predicate) {
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  ::pagoda::emulation::expect_full_mask(mask);
   const int mine = predicate != 0 ? 1 : 0;
   const auto* all =
       reinterpret_cast<const int*>(::pagoda::emulation::warp_exchange(&mine, sizeof(int)));
-  return std::any_of(all, all + 32, [](int p) { return p != 0; }) ? 1 : 0;
+  unsigned bits = 0;
+  for (int lane = 0; lane < 32; ++lane) bits |= static_cast<unsigned>(all[lane]) << lane;
+  return bits;
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return __ballot_sync(mask, predicate) != 0u ? 1 : 0;
+}
+
+// Bit counts: __ffs is 1 + the lowest set bit's index (0 for 0), __clz the leading zeros (32 for 0).
+inline int __ffs(int x) {
+  return x == 0 ? 0 : std::countr_zero(static_cast<unsigned>(x)) + 1;
+}
+inline int __clz(int x) {
+  return std::countl_zero(static_cast<unsigned>(x));
+}
+inline unsigned __float_as_uint(float x) {
+  return std::bit_cast<unsigned>(x);
+}
+inline float __uint_as_float(unsigned x) {
+  return std::bit_cast<float>(x);
 }
 
 // fp32 arithmetic with the rounding named (round to nearest even), never contracted into an FMA:
@@ -192,6 +230,10 @@ inline float __fmul_rn(float a, float b) {
 }
 inline float __fadd_rn(float a, float b) {
   volatile float r = a + b;
+  return r;
+}
+inline float __fsub_rn(float a, float b) {
+  volatile float r = a - b;
   return r;
 }
 inline float __fdiv_rn(float a, float b) {

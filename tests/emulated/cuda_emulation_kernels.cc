@@ -7,6 +7,7 @@
 #include "kernels/common/async_copy.cuh"
 #include "kernels/common/mma.cuh"
 #include "kernels/common/pdl.cuh"
+#include "kernels/emulation/cub_emulation.h"
 
 namespace pagoda::emulated_test {
 
@@ -67,6 +68,33 @@ __global__ void shuffle_kernel(int* out) {
   o[3] = __shfl_down_sync(0xffffffffu, v, 3);
 }
 
+__global__ void votes_kernel(unsigned* out) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const unsigned ballot = __ballot_sync(0xffffffffu, (7 * lane + warp) % 5 == 2);
+  unsigned* o = out + (warp * 32 + lane) * 4;
+  o[0] = ballot;
+  o[1] = static_cast<unsigned>(__ffs(static_cast<int>(ballot)));
+  o[2] = static_cast<unsigned>(__clz(static_cast<int>(ballot)));
+  o[3] = static_cast<unsigned>(__any_sync(0xffffffffu, lane == 3 * warp));
+}
+
+__global__ void block_scan_kernel(const int* in, int* exclusive, int* total) {
+  using BlockScan = cub::BlockScan<int, 128>;
+  __shared__ typename BlockScan::TempStorage storage;
+  const int t = static_cast<int>(threadIdx.x);
+  for (int round = 0; round < 2; ++round) {
+    int aggregate = 0;
+    BlockScan(storage).ExclusiveSum(in[round * 128 + t], exclusive[round * 128 + t], aggregate);
+    if (t == 0) total[round] = aggregate;
+    __syncthreads();  // the storage is reused
+  }
+}
+
+__global__ void partial_mask_kernel(int* out) {
+  out[threadIdx.x] = __shfl_sync(0x0000ffffu, static_cast<int>(threadIdx.x), 0);
+}
+
 // Lane 0 copies 16 bytes into shared memory by cp.async; lane 31 reads them back, after the copy's
 // wait and a __syncwarp (kSynced), or with neither (a race the emulation must be able to show).
 template <bool kSynced>
@@ -104,6 +132,18 @@ void emulated_ldmatrix(bool trans, const std::uint16_t* tile, std::uint32_t* out
 
 void emulated_shuffles(int* out) {
   emulation::launch(shuffle_kernel, dim3(1), dim3(64), 0, nullptr, out);
+}
+
+void emulated_votes(unsigned* out) {
+  emulation::launch(votes_kernel, dim3(1), dim3(64), 0, nullptr, out);
+}
+
+void emulated_block_scan(const int* in, int* exclusive, int* total) {
+  emulation::launch(block_scan_kernel, dim3(1), dim3(128), 0, nullptr, in, exclusive, total);
+}
+
+void emulated_partial_mask_shuffle(int* out) {
+  emulation::launch(partial_mask_kernel, dim3(1), dim3(32), 0, nullptr, out);
 }
 
 void emulated_copy_then_read(bool synced, int blocks, const std::uint32_t* src,

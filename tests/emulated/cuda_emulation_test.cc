@@ -89,6 +89,46 @@ TEST(CudaEmulation, ShufflesReadTheLanesTheyName) {
   }
 }
 
+TEST(CudaEmulation, VotesAndBitCountsSeeTheWholeWarp) {
+  std::vector<unsigned> out(64 * 4);
+  emulated_votes(out.data());
+  for (int warp = 0; warp < 2; ++warp) {
+    unsigned ballot = 0;
+    for (int lane = 0; lane < 32; ++lane) ballot |= ((7 * lane + warp) % 5 == 2 ? 1u : 0u) << lane;
+    ASSERT_NE(ballot, 0u);
+    int lowest = 0, leading = 0;
+    while ((ballot >> lowest & 1u) == 0u) ++lowest;
+    while ((ballot << leading & 0x80000000u) == 0u) ++leading;
+    for (int lane = 0; lane < 32; ++lane) {
+      const unsigned* o = out.data() + (warp * 32 + lane) * 4;
+      EXPECT_EQ(o[0], ballot) << "warp " << warp << " lane " << lane;
+      EXPECT_EQ(o[1], static_cast<unsigned>(lowest + 1));
+      EXPECT_EQ(o[2], static_cast<unsigned>(leading));
+      EXPECT_EQ(o[3], 1u);  // lane 0 of warp 0, lane 3 of warp 1
+    }
+  }
+}
+
+TEST(CudaEmulation, BlockScanIsExclusiveWithTheBlocksTotal) {
+  std::mt19937 rng(3);
+  std::vector<int> in(256), exclusive(256, -1), total(2, -1);
+  for (int& x : in) x = static_cast<int>(rng() % 5);
+  emulated_block_scan(in.data(), exclusive.data(), total.data());
+  for (int round = 0; round < 2; ++round) {
+    int sum = 0;
+    for (int t = 0; t < 128; ++t) {
+      EXPECT_EQ(exclusive[round * 128 + t], sum) << "round " << round << " thread " << t;
+      sum += in[round * 128 + t];
+    }
+    EXPECT_EQ(total[round], sum) << "round " << round;
+  }
+}
+
+TEST(CudaEmulationDeathTest, APartialMaskStopsTheRun) {
+  std::vector<int> out(32);
+  EXPECT_DEATH(emulated_partial_mask_shuffle(out.data()), "only full masks");
+}
+
 // A read of another lane's cp.async with neither the wait nor a barrier between: across CTAs the
 // emulation must show it both ways (the copy seen and not), while the synced kernel always sees it.
 TEST(CudaEmulation, AnUnsyncedReadOfACopyIsCaught) {
