@@ -22,7 +22,9 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/attention/paged_attention.h"
 #include "kernels/attention/soft_cap.cuh"
+#include "kernels/common/async_copy.cuh"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace pagoda::kernels::prefill {
 
@@ -54,7 +56,7 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kKStride = kHeadDim + 1;
   constexpr int kPStride = kBlockN + 1;
   constexpr int kDimsPerThread = kHeadDim / 4;
-  extern __shared__ float shared[];
+  PAGODA_DYNAMIC_SHARED_AS(float, shared);
   float* q_tile = shared;                       // [kBlockM][kQStride]
   float* k_tile = q_tile + kBlockM * kQStride;  // [kBlockN][kKStride]
   float* v_tile = k_tile + kBlockN * kKStride;  // [kBlockN][kHeadDim]
@@ -206,14 +208,13 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
   PAGODA_RETURN_IF_ERROR(
       (cuda::opt_in_shared_memory<paged_prefill_kernel<T, C, kHeadDim>, kShared>()));
   const SoftCap cap = soft_cap_in_units(p.logit_softcap, kLog2e);  // q is pre-scaled
-  kernel<<<grid, kThreads, kShared, stream>>>(
-      static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
-      static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
-      p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
-      static_cast<int>(p.cache.num_kv_heads), static_cast<int>(p.cache.block_size),
-      p.softmax_scale * kLog2e, cap.cap, cap.inv_cap, static_cast<int>(p.sliding_window),
-      p.cache.k_scale, p.cache.v_scale, p.skip_single_query);
-  return cuda::check_launch("paged_prefill_kernel");
+  return launch_kernel(
+      kernel, grid, kThreads, kShared, stream, "paged_prefill_kernel", static_cast<const T*>(p.q),
+      p.q_row_stride, static_cast<T*>(p.out), static_cast<const C*>(p.cache.k),
+      static_cast<const C*>(p.cache.v), p.query_start_loc, p.seq_lens, p.block_tables,
+      p.max_blocks_per_seq, static_cast<int>(p.num_heads), static_cast<int>(p.cache.num_kv_heads),
+      static_cast<int>(p.cache.block_size), p.softmax_scale * kLog2e, cap.cap, cap.inv_cap,
+      static_cast<int>(p.sliding_window), p.cache.k_scale, p.cache.v_scale, p.skip_single_query);
 }
 
 /// The launcher's entry for one dtype T and cache element C (T, or __nv_fp8_e4m3 for 16-bit T);

@@ -37,6 +37,7 @@
 #include "kernels/attention/paged_attention.h"
 #include "kernels/attention/soft_cap.cuh"
 #include "kernels/common/async_copy.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/common/mma.cuh"
 
 namespace pagoda::kernels::prefill_mma {
@@ -111,7 +112,7 @@ __global__ void __launch_bounds__(kThreads, (Tile<kHeadDim, kMTiles, kBlockN>::k
   constexpr bool kFp8 = !std::is_same_v<C, T>;
   constexpr std::uint32_t kCodeTileBytes = kBlockN * kHeadDim;  // an FP8 K (V) tile's codes
 
-  extern __shared__ __align__(128) unsigned char shared[];
+  PAGODA_DYNAMIC_SHARED_ALIGNED(shared, 128);
   const std::uint32_t base = smem_u32(shared);
   // 16-bit cache: [Q] [K stage 0, 1] [V stage 0, 1]; with Q in registers, Q is staged in K
   // stage 1. FP8: [Q] [K] [V] [codes stage 0: K, V] [codes stage 1: K, V]; with Q in registers,
@@ -519,14 +520,14 @@ Status launch_instance(const PagedAttentionParams& p, std::int64_t max_query_len
         "and kMma16 have it)");
   }
   const SoftCap cap = soft_cap_in_units(p.logit_softcap, 1.0f / p.softmax_scale);  // raw q.k
-  kernel<<<grid, kThreads, kShared, stream>>>(
-      static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
-      static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v), p.query_start_loc,
-      p.seq_lens, p.block_tables, p.max_blocks_per_seq, static_cast<int>(p.num_heads),
-      static_cast<int>(p.cache.num_kv_heads), block_size, block_shift, p.softmax_scale * kLog2e,
-      cap.cap, cap.inv_cap, static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale,
-      p.skip_single_query, static_cast<int>(p.sliding_window));
-  return cuda::check_launch("paged_prefill_mma_kernel");
+  return launch_kernel(kernel, grid, kThreads, kShared, stream, "paged_prefill_mma_kernel",
+                       static_cast<const T*>(p.q), p.q_row_stride, static_cast<T*>(p.out),
+                       static_cast<const C*>(p.cache.k), static_cast<const C*>(p.cache.v),
+                       p.query_start_loc, p.seq_lens, p.block_tables, p.max_blocks_per_seq,
+                       static_cast<int>(p.num_heads), static_cast<int>(p.cache.num_kv_heads),
+                       block_size, block_shift, p.softmax_scale * kLog2e, cap.cap, cap.inv_cap,
+                       static_cast<int>(q_tiles), p.cache.k_scale, p.cache.v_scale,
+                       p.skip_single_query, static_cast<int>(p.sliding_window));
 }
 
 /// The entry for one dtype T (bf16 or f16) and cache element C (T or __nv_fp8_e4m3);

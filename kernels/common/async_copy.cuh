@@ -88,3 +88,13 @@ __device__ __forceinline__ void cp_async_wait_at_most(int pending) {
   unsigned char name[]
 #endif
 #endif
+
+// The dynamic shared memory as an array of `type` (PAGODA_DYNAMIC_SHARED's bytes, typed).
+#ifndef PAGODA_DYNAMIC_SHARED_AS
+#if defined(PAGODA_CUDA_EMULATION)
+#define PAGODA_DYNAMIC_SHARED_AS(type, name) \
+  type* name = reinterpret_cast<type*>(::pagoda::emulation::dynamic_shared())
+#else
+#define PAGODA_DYNAMIC_SHARED_AS(type, name) extern __shared__ type name[]
+#endif
+#endif

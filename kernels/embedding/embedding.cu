@@ -2,6 +2,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/embedding/embedding.h"
 
 namespace pagoda::kernels {
@@ -48,14 +49,9 @@ Status launch_embedding(const EmbeddingParams& p, cudaStream_t stream) {
     const auto* table = static_cast<const T*>(p.table);
     auto* out = static_cast<T*>(p.out);
     const dim3 grid(static_cast<unsigned>(p.num_tokens));
-    if (vector) {
-      embedding_kernel<T, true>
-          <<<grid, 128, 0, stream>>>(table, p.ids, out, p.num_table_rows, p.hidden);
-    } else {
-      embedding_kernel<T, false>
-          <<<grid, 128, 0, stream>>>(table, p.ids, out, p.num_table_rows, p.hidden);
-    }
-    return cuda::check_launch("embedding_kernel");
+    return launch_kernel(vector ? embedding_kernel<T, true> : embedding_kernel<T, false>, grid, 128,
+                         0, stream, "embedding_kernel", table, p.ids, out, p.num_table_rows,
+                         p.hidden);
   });
 }
 

@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/embedding/previous_tokens.h"
 
 namespace pagoda::kernels {
@@ -23,9 +24,9 @@ Status launch_gather_previous_tokens(const GatherPreviousTokensParams& p, cudaSt
   PAGODA_KERNEL_REQUIRE(p.token_ids != nullptr && p.pairs != nullptr && p.previous != nullptr, kOp);
   constexpr int kThreads = 256;
   const auto blocks = static_cast<unsigned>((p.num_pairs + kThreads - 1) / kThreads);
-  gather_previous_tokens_kernel<<<blocks, kThreads, 0, stream>>>(p.token_ids, p.pairs, p.previous,
-                                                                 p.num_pairs);
-  return cuda::check_launch("gather_previous_tokens_kernel");
+  return launch_kernel(gather_previous_tokens_kernel, blocks, kThreads, 0, stream,
+                       "gather_previous_tokens_kernel", p.token_ids, p.pairs, p.previous,
+                       p.num_pairs);
 }
 
 }  // namespace pagoda::kernels

@@ -2,6 +2,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/embedding/scaled_embedding.h"
 
 namespace pagoda::kernels {
@@ -33,10 +34,9 @@ Status launch_scaled_embedding(const EmbeddingParams& p, float scale, cudaStream
   if (p.num_tokens == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(p.table != nullptr && p.ids != nullptr && p.out != nullptr, kOp);
   return dispatch_scalar_type(p.dtype, [&]<typename T>() -> Status {
-    scaled_embedding_kernel<T><<<static_cast<unsigned>(p.num_tokens), 128, 0, stream>>>(
-        static_cast<const T*>(p.table), p.ids, static_cast<T*>(p.out), p.num_table_rows, p.hidden,
-        scale);
-    return cuda::check_launch("scaled_embedding_kernel");
+    return launch_kernel(scaled_embedding_kernel<T>, static_cast<unsigned>(p.num_tokens), 128, 0,
+                         stream, "scaled_embedding_kernel", static_cast<const T*>(p.table), p.ids,
+                         static_cast<T*>(p.out), p.num_table_rows, p.hidden, scale);
   });
 }
 

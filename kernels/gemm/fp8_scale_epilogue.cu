@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/gemm/fp8_scale_epilogue.h"
 
 namespace pagoda::kernels {
@@ -45,10 +46,10 @@ Status launch_typed(const Fp8ScaleEpilogueParams& p, cudaStream_t stream) {
   const int quads = static_cast<int>((p.n + kPerThread - 1) / kPerThread);
   const dim3 grid(static_cast<unsigned>((quads + kThreads - 1) / kThreads),
                   static_cast<unsigned>(p.m));
-  fp8_scale_epilogue_kernel<T>
-      <<<grid, kThreads, 0, stream>>>(p.sums, p.x_scales, p.w_scales, static_cast<const T*>(p.bias),
-                                      static_cast<T*>(p.y), static_cast<int>(p.n), quads);
-  return cuda::check_launch("fp8_scale_epilogue_kernel");
+  return launch_kernel(fp8_scale_epilogue_kernel<T>, grid, kThreads, 0, stream,
+                       "fp8_scale_epilogue_kernel", p.sums, p.x_scales, p.w_scales,
+                       static_cast<const T*>(p.bias), static_cast<T*>(p.y), static_cast<int>(p.n),
+                       quads);
 }
 
 }  // namespace

@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeArgs<
     // large angles. 64 per token at d128, shared by all its q and k heads.
     sincosf(__fmul_rn(position, a.inv_freq[i]), &sin_table[local][i], &cos_table[local][i]);
   }
-  if (threadIdx.x < num_local) {
+  if (threadIdx.x < static_cast<unsigned>(num_local)) {
     const std::int64_t slot = a.slot_mapping[first_token + threadIdx.x];
     const std::int64_t block = slot / a.block_size;
     const std::int64_t offset = slot - block * a.block_size;

@@ -2,6 +2,7 @@
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/sampling/logits_processing.h"
 
 namespace pagoda::kernels {
@@ -137,10 +138,10 @@ Status launch_process_logits(const ProcessLogitsParams& p, cudaStream_t stream) 
                             p.slots.slots != nullptr,
                         kOp);
   const dim3 dense_grid(blocks_for(p.vocab_size, kDenseTile), static_cast<unsigned>(p.num_rows));
-  process_dense_kernel<<<dense_grid, kDenseThreads, 0, stream>>>(p);
-  PAGODA_RETURN_IF_ERROR(cuda::check_launch("process_dense_kernel"));
-  process_sparse_kernel<<<static_cast<unsigned>(p.num_rows), kSparseThreads, 0, stream>>>(p);
-  return cuda::check_launch("process_sparse_kernel");
+  PAGODA_RETURN_IF_ERROR(launch_kernel(process_dense_kernel, dense_grid, kDenseThreads, 0, stream,
+                                       "process_dense_kernel", p));
+  return launch_kernel(process_sparse_kernel, static_cast<unsigned>(p.num_rows), kSparseThreads, 0,
+                       stream, "process_sparse_kernel", p);
 }
 
 Status launch_count_tokens(const CountTokensParams& p, cudaStream_t stream) {
@@ -148,8 +149,8 @@ Status launch_count_tokens(const CountTokensParams& p, cudaStream_t stream) {
   PAGODA_KERNEL_REQUIRE(p.num_rows >= 0 && p.vocab_size > 0, kOp);
   if (p.num_rows == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(p.rows != nullptr && p.tokens != nullptr && p.slots.slots != nullptr, kOp);
-  count_tokens_kernel<<<blocks_for(p.num_rows, kCountThreads), kCountThreads, 0, stream>>>(p);
-  return cuda::check_launch("count_tokens_kernel");
+  return launch_kernel(count_tokens_kernel, blocks_for(p.num_rows, kCountThreads), kCountThreads, 0,
+                       stream, "count_tokens_kernel", p);
 }
 
 Status launch_add_token_counts(const AddTokenCountsParams& p, cudaStream_t stream) {
@@ -157,8 +158,8 @@ Status launch_add_token_counts(const AddTokenCountsParams& p, cudaStream_t strea
   PAGODA_KERNEL_REQUIRE(p.num_tokens >= 0 && p.vocab_size > 0, kOp);
   if (p.num_tokens == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(p.counts != nullptr && p.tokens != nullptr, kOp);
-  add_token_counts_kernel<<<blocks_for(p.num_tokens, kCountThreads), kCountThreads, 0, stream>>>(p);
-  return cuda::check_launch("add_token_counts_kernel");
+  return launch_kernel(add_token_counts_kernel, blocks_for(p.num_tokens, kCountThreads),
+                       kCountThreads, 0, stream, "add_token_counts_kernel", p);
 }
 
 }  // namespace pagoda::kernels

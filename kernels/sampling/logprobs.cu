@@ -1,9 +1,15 @@
-#include <cub/block/block_scan.cuh>
 #include <string>
+
+#if defined(PAGODA_CUDA_EMULATION)
+#include "kernels/emulation/cub_emulation.h"
+#else
+#include <cub/block/block_scan.cuh>
+#endif
 
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/block_reduce.cuh"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/sampling/logprobs.h"
 #include "kernels/sampling/sampling_common.cuh"
 
@@ -208,8 +214,8 @@ Status launch_compute_logprobs(const LogprobsParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return Status::ok_status();
   PAGODA_KERNEL_REQUIRE(
       p.logits != nullptr && p.rows != nullptr && p.tokens != nullptr && p.out != nullptr, kOp);
-  logprobs_kernel<<<static_cast<unsigned>(p.num_rows), kThreads, 0, stream>>>(p);
-  return cuda::check_launch("logprobs_kernel");
+  return launch_kernel(logprobs_kernel, static_cast<unsigned>(p.num_rows), kThreads, 0, stream,
+                       "logprobs_kernel", p);
 }
 
 }  // namespace pagoda::kernels

@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "kernels/common/block_reduce.cuh"
 #include "kernels/common/device_types.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/sampling/sampling.h"
 #include "kernels/sampling/sampling_common.cuh"
 #include "sampling/random_draw.h"
@@ -284,8 +285,8 @@ Status launch_sample_tokens(const SampleTokensParams& p, cudaStream_t stream) {
   PAGODA_KERNEL_REQUIRE(
       p.logits != nullptr && p.processed != nullptr && p.rows != nullptr && p.out_tokens != nullptr,
       kOp);
-  sample_tokens_kernel<<<static_cast<unsigned>(p.num_rows), kThreads, 0, stream>>>(p);
-  return cuda::check_launch("sample_tokens_kernel");
+  return launch_kernel(sample_tokens_kernel, static_cast<unsigned>(p.num_rows), kThreads, 0, stream,
+                       "sample_tokens_kernel", p);
 }
 
 }  // namespace pagoda::kernels

@@ -4,6 +4,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/random_fill.h"
 #include "backend/random_fill_draw.h"
+#include "kernels/common/launch.cuh"
 
 namespace pagoda::cuda {
 
@@ -39,9 +40,9 @@ Status fill(void* dst, std::int64_t n, float low, float high, std::uint64_t seed
             cudaStream_t stream) {
   constexpr int kThreads = 256;
   const std::int64_t blocks = std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65536);
-  fill_uniform_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      static_cast<T*>(dst), n, low, high - low, seed);
-  return check_launch("fill_uniform_kernel");
+  return kernels::launch_kernel(fill_uniform_kernel<T>, static_cast<unsigned>(blocks), kThreads, 0,
+                                stream, "fill_uniform_kernel", static_cast<T*>(dst), n, low,
+                                high - low, seed);
 }
 
 }  // namespace
