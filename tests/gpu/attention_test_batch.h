@@ -20,6 +20,20 @@ namespace pagoda::gpu_test {
 
 using cuda::ScalarType;
 
+/// The cases a test runs in `type`, one of the dtypes it loops over: all of them on a GPU; on
+/// the emulation case i only in types[i % N], so that every dtype's kernel instances still run,
+/// in 1/N of the time.
+template <std::size_t N>
+std::vector<AttentionCase> cases_in(const ScalarType (&types)[N], ScalarType type,
+                                    const std::vector<AttentionCase>& cases) {
+  if (!kEmulated) return cases;
+  std::vector<AttentionCase> mine;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (types[i % N] == type) mine.push_back(cases[i]);
+  }
+  return mine;
+}
+
 // The shared batch (HostAttentionBatch) in device memory, and runs of the prefill and decode
 // kernels on it with NaN-poisoned outputs.
 class AttentionBatch {
@@ -64,17 +78,25 @@ class AttentionBatch {
     return s;
   }
 
-  /// Poisons the output, runs the decode kernel with `plan`, returns its status and the output.
+  /// Poisons the output, runs the decode kernel with `plan` (over the sequences
+  /// `decode_seq_ids` only, when given, as a mixed step's decode does), returns its status and
+  /// the output.
   Status run_decode(const kernels::DecodeSplitPlan& plan, std::vector<float>* out,
-                    kernels::DecodeKernel kernel = kernels::DecodeKernel::kAuto) {
+                    kernels::DecodeKernel kernel = kernels::DecodeKernel::kAuto,
+                    const std::vector<std::int32_t>& decode_seq_ids = {}) {
+    kernels::PagedAttentionParams p = params();
+    std::optional<DeviceVector<std::int32_t>> d_ids;
+    if (!decode_seq_ids.empty()) {
+      d_ids.emplace(decode_seq_ids);
+      p.num_seqs = static_cast<std::int64_t>(decode_seq_ids.size());
+      p.decode_seq_ids = d_ids->data();
+    }
     const std::int64_t floats = std::max<std::int64_t>(
-        kernels::decode_workspace_floats(static_cast<std::int64_t>(c_.seqs.size()), c_.num_heads,
-                                         c_.head_dim, plan),
-        1);
+        kernels::decode_workspace_floats(p.num_seqs, c_.num_heads, c_.head_dim, plan), 1);
     DeviceVector<float> partial_out(static_cast<std::size_t>(floats));
     DeviceVector<float> partial_lse(static_cast<std::size_t>(floats / c_.head_dim + 1));
     d_out_->poison();
-    const Status s = kernels::launch_paged_decode_attention(params(), plan,
+    const Status s = kernels::launch_paged_decode_attention(p, plan,
                                                             {.partial_out = partial_out.data(),
                                                              .partial_lse = partial_lse.data(),
                                                              .capacity_floats = floats},

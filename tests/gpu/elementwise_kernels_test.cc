@@ -1,5 +1,7 @@
-// Embedding, RMSNorm (+ residual), SiLU-times-up and RoPE + KV-cache append against the CPU
-// backend, in fp32, fp16 and bf16, on random inputs at awkward sizes with poisoned outputs.
+// Embedding, RMSNorm (+ residual), SiLU-times-up, RoPE + KV-cache append, the dummy weights'
+// uniform fill, the overlapped steps' token gather and the FP8 GEMM's scale epilogue against the
+// CPU backend or the host's arithmetic, in fp32, fp16 and bf16, on random inputs at awkward sizes
+// with poisoned outputs.
 //
 // Tolerances: inputs are rounded to the dtype first, so kernel and reference see the same
 // values; what differs is fp32 arithmetic order (~1e-6 relative) and the kernel's final rounding
@@ -14,9 +16,13 @@
 #include "backend/cpu/kv_cache_view.h"
 #include "backend/cpu/rms_norm.h"
 #include "backend/cpu/rope.h"
+#include "backend/cuda/random_fill.h"
+#include "backend/random_fill_draw.h"
 #include "kernels/activation/gelu_tanh_mul.h"
 #include "kernels/activation/silu_mul.h"
 #include "kernels/embedding/embedding.h"
+#include "kernels/embedding/previous_tokens.h"
+#include "kernels/gemm/fp8_scale_epilogue.h"
 #include "kernels/norm/head_rms_norm.h"
 #include "kernels/norm/rms_norm.h"
 #include "kernels/quant/fp8_quantize.h"
@@ -61,6 +67,98 @@ TEST(GpuEmbedding, GathersRowsExactly) {
         want.insert(want.end(), table.begin() + id * hidden, table.begin() + (id + 1) * hidden);
       }
       EXPECT_EQ(d_out.download(), want) << gpu_test::name_of(type) << " hidden " << hidden;
+    }
+  }
+}
+
+// The dummy weights' draw: every element the host's random_fill_value rounded to the dtype, bit for
+// bit (the CPU executor draws its dummy weights with it), and nothing written past n.
+TEST(GpuRandomFill, IsTheHostsDrawRoundedOnce) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  for (ScalarType type : gpu_test::kAllTypes) {
+    const std::int64_t n = 1000;
+    const std::uint64_t seed = 77;
+    DeviceArray d_out(static_cast<std::size_t>(n + 5), type);
+    d_out.poison();
+    ASSERT_TRUE(cuda::fill_uniform(d_out.data(), n, type, -0.5f, 2.0f, seed, nullptr).ok());
+    std::vector<float> want(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      want[i] = random_fill_value(seed, static_cast<std::uint64_t>(i), -0.5f, 2.5f);
+    }
+    want = gpu_test::round_to(want, type);
+    const std::vector<float> got = d_out.download();
+    EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + n), want) << gpu_test::name_of(type);
+    for (std::int64_t i = n; i < n + 5; ++i) EXPECT_TRUE(std::isnan(got[i])) << i;
+  }
+}
+
+// An overlapped step's inputs from the step before: each pair's token row takes the previous
+// step's sampled id of its row; the other rows keep theirs. More pairs than a block's threads.
+TEST(GpuGatherPreviousTokens, CopiesEachPairsSampledToken) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(12);
+  const int num_tokens = 400, num_previous = 50, num_pairs = 300;
+  std::vector<std::int32_t> token_ids(num_tokens), previous(num_previous), rows(num_tokens);
+  std::iota(token_ids.begin(), token_ids.end(), 1000);
+  std::iota(previous.begin(), previous.end(), 5000);
+  std::iota(rows.begin(), rows.end(), 0);
+  std::shuffle(rows.begin(), rows.end(), rng);
+  std::vector<std::int32_t> pairs;
+  std::vector<std::int32_t> want = token_ids;
+  for (int i = 0; i < num_pairs; ++i) {
+    const auto from = static_cast<std::int32_t>(rng() % num_previous);
+    pairs.insert(pairs.end(), {rows[i], from});
+    want[rows[i]] = previous[from];
+  }
+  DeviceVector<std::int32_t> d_tokens(token_ids), d_pairs(pairs), d_previous(previous);
+  ASSERT_TRUE(kernels::launch_gather_previous_tokens({.token_ids = d_tokens.data(),
+                                                      .pairs = d_pairs.data(),
+                                                      .previous = d_previous.data(),
+                                                      .num_pairs = num_pairs},
+                                                     nullptr)
+                  .ok());
+  EXPECT_EQ(d_tokens.download(), want);
+}
+
+// y = sums x the row's scale x the column's scale (+ bias), rounded once: on the float4 path (n a
+// multiple of 4, past one block of columns) and the scalar one.
+TEST(GpuFp8ScaleEpilogue, ScalesEachRowAndColumn) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(13);
+  for (ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
+    for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{3, 4100}, {5, 1001}}) {
+      for (bool with_bias : {false, true}) {
+        const std::string what = std::string(gpu_test::name_of(type)) + " " + std::to_string(m) +
+                                 "x" + std::to_string(n) + (with_bias ? " bias" : "");
+        const auto sums = gpu_test::random_vector(static_cast<std::size_t>(m * n), rng, -300, 300);
+        const auto x_scales = gpu_test::random_vector(static_cast<std::size_t>(m), rng, 0.01f, 1);
+        const auto w_scales = gpu_test::random_vector(static_cast<std::size_t>(n), rng, 0.01f, 1);
+        const auto bias = gpu_test::round_to(
+            gpu_test::random_vector(static_cast<std::size_t>(n), rng, -2, 2), type);
+        DeviceVector<float> d_sums(sums), d_x_scales(x_scales), d_w_scales(w_scales);
+        DeviceArray d_bias(bias, type), d_y(static_cast<std::size_t>(m * n), type);
+        d_y.poison();
+        ASSERT_TRUE(kernels::launch_fp8_scale_epilogue({.sums = d_sums.data(),
+                                                        .x_scales = d_x_scales.data(),
+                                                        .w_scales = d_w_scales.data(),
+                                                        .bias = with_bias ? d_bias.data() : nullptr,
+                                                        .y = d_y.data(),
+                                                        .m = m,
+                                                        .n = n,
+                                                        .dtype = type},
+                                                       nullptr)
+                        .ok());
+        std::vector<float> want(static_cast<std::size_t>(m * n));
+        for (std::int64_t i = 0; i < m; ++i) {
+          for (std::int64_t j = 0; j < n; ++j) {
+            want[i * n + j] =
+                sums[i * n + j] * x_scales[i] * w_scales[j] + (with_bias ? bias[j] : 0);
+          }
+        }
+        // One rounding to the dtype; fp32 order (an FMA for the bias) within 1e-6.
+        gpu_test::expect_close(d_y.download(), gpu_test::round_to(want, type),
+                               gpu_test::unit_roundoff(type) + 1e-6, what);
+      }
     }
   }
 }

@@ -28,17 +28,27 @@ double attention_tolerance(ScalarType type) {
 TEST(GpuGemma3Attention, PrefillWithHeadDim256AndWindowsMatchesCpu) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(29);
-  const std::vector<AttentionCase> cases = {
-      // Gemma 3 270M: 4 q heads on 1 KV head, head_dim 256; full and 512-token window.
-      {{{1, 1}, {17, 17}}, 256, 4, 1, 16},
-      {{{700, 700}}, 256, 4, 1, 16, 512},
-      {{{64, 1300}, {1, 600}}, 256, 4, 1, 16, 512},  // a late chunk: the window starts mid-cache
-      {{{40, 40}, {33, 90}}, 256, 8, 1, 64, 7},      // group 8, window shorter than a key tile
-      {{{100, 100}}, 64, 8, 2, 16, 1},               // window 1: each query sees itself only
-      {{{513, 513}, {3, 40}}, 128, 16, 2, 16, 33},
-  };
+  // The emulation's: the same features at fewer heads, queries and keys (windows of 128).
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          // Gemma 3 270M: 4 q heads on 1 KV head, head_dim 256; full and 512-token window.
+          {{{1, 1}, {17, 17}}, 256, 4, 1, 16},
+          {{{700, 700}}, 256, 4, 1, 16, 512},
+          {{{64, 1300}, {1, 600}}, 256, 4, 1, 16, 512},  // a late chunk: window from mid-cache
+          {{{40, 40}, {33, 90}}, 256, 8, 1, 64, 7},      // group 8, window shorter than a key tile
+          {{{100, 100}}, 64, 8, 2, 16, 1},               // window 1: each query sees itself only
+          {{{513, 513}, {3, 40}}, 128, 16, 2, 16, 33},
+      },
+      {
+          {{{1, 1}, {17, 17}}, 256, 4, 1, 16},
+          {{{300, 300}}, 256, 2, 1, 16, 128},
+          {{{64, 500}, {1, 300}}, 256, 2, 1, 16, 128},
+          {{{40, 40}, {33, 90}}, 256, 8, 1, 64, 7},
+          {{{100, 100}}, 64, 8, 2, 16, 1},
+          {{{150, 150}, {3, 40}}, 128, 4, 2, 16, 33},
+      });
   for (ScalarType type : gpu_test::kAllTypes) {
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       AttentionBatch batch(c, type, rng);
       std::vector<float> out;
       for (auto kernel : {kernels::PrefillKernel::kAuto, kernels::PrefillKernel::kReference}) {
@@ -69,16 +79,25 @@ TEST(GpuGemma3Attention, MmaPrefillRefusesWhatItCannotRun) {
 TEST(GpuGemma3Attention, DecodeWithHeadDim256AndWindowsMatchesCpu) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(31);
-  const std::vector<AttentionCase> cases = {
-      {{{1, 1}, {1, 17}, {1, 700}}, 256, 4, 1, 16},
-      {{{1, 1300}, {1, 513}, {1, 5}}, 256, 4, 1, 16, 512},
-      {{{1, 900}, {1, 30}}, 256, 8, 2, 64, 100},
-      {{{1, 300}}, 256, 1, 1, 16, 1},
-      {{{1, 4097}, {1, 17}}, 128, 32, 8, 16, 1024},
-      {{{1, 600}, {1, 64}}, 64, 8, 1, 16, 64},
-  };
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          {{{1, 1}, {1, 17}, {1, 700}}, 256, 4, 1, 16},
+          {{{1, 1300}, {1, 513}, {1, 5}}, 256, 4, 1, 16, 512},
+          {{{1, 900}, {1, 30}}, 256, 8, 2, 64, 100},
+          {{{1, 300}}, 256, 1, 1, 16, 1},
+          {{{1, 4097}, {1, 17}}, 128, 32, 8, 16, 1024},
+          {{{1, 600}, {1, 64}}, 64, 8, 1, 16, 64},
+      },
+      {
+          {{{1, 1}, {1, 17}, {1, 300}}, 256, 4, 1, 16},
+          {{{1, 600}, {1, 200}, {1, 5}}, 256, 4, 1, 16, 128},
+          {{{1, 400}, {1, 30}}, 256, 4, 2, 64, 100},
+          {{{1, 300}}, 256, 1, 1, 16, 1},
+          {{{1, 700}, {1, 17}}, 128, 8, 2, 16, 256},
+          {{{1, 600}, {1, 64}}, 64, 8, 1, 16, 64},
+      });
   for (ScalarType type : gpu_test::kAllTypes) {
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       AttentionBatch batch(c, type, rng);
       const std::string what = gpu_test::describe(c, type);
       const auto longest = static_cast<int>(batch.max_seq_len());

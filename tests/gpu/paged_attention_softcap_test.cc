@@ -44,16 +44,25 @@ TEST(GpuPagedAttentionSoftCap, TheCapChangesTheOracle) {
 TEST(GpuPagedAttentionSoftCap, PrefillKernelsMatchCpuOracle) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(90);
-  const std::vector<AttentionCase> cases = {
-      {{{1, 1}, {17, 17}, {1, 40}, {5, 100}}, 64, 8, 1, 64, 0, 1.5f},
-      {{{15, 15}, {64, 200}}, 128, 8, 2, 16, 0, 2.0f},
-      {{{513, 513}, {3, 16}}, 128, 32, 8, 16, 0, 2.0f},  // 512+ queries: kAuto's long-prompt tile
-      {{{600, 600}}, 64, 8, 2, 64, 0, 30.0f},
-      {{{40, 300}, {70, 70}}, 256, 4, 1, 16, 12, 2.5f},  // Gemma 3: head_dim 256, a window
-  };
+  // The emulation's: the same features at fewer heads, queries and keys.
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          {{{1, 1}, {17, 17}, {1, 40}, {5, 100}}, 64, 8, 1, 64, 0, 1.5f},
+          {{{15, 15}, {64, 200}}, 128, 8, 2, 16, 0, 2.0f},
+          {{{513, 513}, {3, 16}}, 128, 32, 8, 16, 0, 2.0f},  // 512+ queries: kAuto's long tile
+          {{{600, 600}}, 64, 8, 2, 64, 0, 30.0f},
+          {{{40, 300}, {70, 70}}, 256, 4, 1, 16, 12, 2.5f},  // Gemma 3: head_dim 256, a window
+      },
+      {
+          {{{150, 150}}, 64, 4, 2, 64, 0, 30.0f},
+          {{{1, 1}, {17, 17}, {1, 40}, {5, 100}}, 64, 8, 1, 64, 0, 1.5f},
+          {{{513, 513}}, 128, 1, 1, 16, 0, 2.0f},
+          {{{15, 15}, {64, 200}}, 128, 4, 2, 16, 0, 2.0f},
+          {{{40, 200}, {70, 70}}, 256, 2, 1, 16, 12, 2.5f},
+      });
   for (ScalarType type : gpu_test::kAllTypes) {
     const double u = gpu_test::unit_roundoff(type);
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       AttentionBatch batch(c, type, rng);
       const std::string what = gpu_test::describe(c, type);
       std::vector<PrefillKernel> kernels = {PrefillKernel::kAuto, PrefillKernel::kReference};
@@ -86,16 +95,24 @@ TEST(GpuPagedAttentionSoftCap, PrefillKernelsMatchCpuOracle) {
 TEST(GpuPagedAttentionSoftCap, DecodeKernelsMatchCpuOracle) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(91);
-  const std::vector<AttentionCase> cases = {
-      {{{1, 1}, {1, 17}, {1, 600}}, 128, 32, 8, 16, 0, 1.5f},
-      {{{1, 1000}, {1, 33}, {1, 16}}, 128, 32, 8, 24, 0, 2.0f},  // pages 16-key tiles straddle
-      {{{1, 4097}}, 64, 8, 1, 64, 0, 30.0f},
-      {{{1, 513}, {1, 2}}, 128, 16, 1, 16, 0, 3.0f},    // group 16: two chunks of 8 q heads
-      {{{1, 700}, {1, 40}}, 256, 8, 2, 16, 100, 2.5f},  // Gemma 3: head_dim 256, a window
-  };
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          {{{1, 1}, {1, 17}, {1, 600}}, 128, 32, 8, 16, 0, 1.5f},
+          {{{1, 1000}, {1, 33}, {1, 16}}, 128, 32, 8, 24, 0, 2.0f},  // pages 16-key tiles straddle
+          {{{1, 4097}}, 64, 8, 1, 64, 0, 30.0f},
+          {{{1, 513}, {1, 2}}, 128, 16, 1, 16, 0, 3.0f},    // group 16: two chunks of 8 q heads
+          {{{1, 700}, {1, 40}}, 256, 8, 2, 16, 100, 2.5f},  // Gemma 3: head_dim 256, a window
+      },
+      {
+          {{{1, 700}}, 64, 8, 1, 64, 0, 30.0f},
+          {{{1, 1}, {1, 17}, {1, 200}}, 128, 8, 2, 16, 0, 1.5f},
+          {{{1, 130}, {1, 2}}, 128, 16, 1, 16, 0, 3.0f},
+          {{{1, 230}, {1, 40}}, 256, 4, 1, 16, 100, 2.5f},
+          {{{1, 300}, {1, 33}, {1, 16}}, 128, 8, 1, 24, 0, 2.0f},
+      });
   for (ScalarType type : gpu_test::kAllTypes) {
     const double u = gpu_test::unit_roundoff(type);
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       AttentionBatch batch(c, type, rng);
       const std::string what = gpu_test::describe(c, type);
       const auto longest = static_cast<int>(batch.max_seq_len());
@@ -133,13 +150,18 @@ TEST(GpuPagedAttentionSoftCap, DecodeKernelsMatchCpuOracle) {
 TEST(GpuPagedAttentionSoftCap, MixedBatchMatchesCpuOracle) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(92);
-  const std::vector<AttentionCase> cases = {
-      {{{1, 500}, {37, 37}, {1, 33}, {300, 1000}, {1, 1}}, 128, 32, 8, 16, 0, 2.0f},
-      {{{1, 700}, {20, 120}, {1, 40}}, 256, 8, 2, 16, 100, 2.5f},
-  };
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          {{{1, 500}, {37, 37}, {1, 33}, {300, 1000}, {1, 1}}, 128, 32, 8, 16, 0, 2.0f},
+          {{{1, 700}, {20, 120}, {1, 40}}, 256, 8, 2, 16, 100, 2.5f},
+      },
+      {
+          {{{1, 230}, {20, 120}, {1, 40}}, 256, 4, 1, 16, 100, 2.5f},
+          {{{1, 200}, {37, 37}, {1, 33}, {70, 300}, {1, 1}}, 128, 8, 2, 16, 0, 2.0f},
+      });
   for (ScalarType type : gpu_test::kAllTypes) {
     const double u = gpu_test::unit_roundoff(type);
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       AttentionBatch batch(c, type, rng);
       const std::string what = gpu_test::describe(c, type) + " mixed";
       for (const int partition : {100000, 128}) {
@@ -163,7 +185,9 @@ TEST(GpuPagedAttentionSoftCap, Fp8CacheMatchesCpuOracle) {
   for (const ScalarType type : {ScalarType::kBF16, ScalarType::kF16}) {
     const double u = gpu_test::unit_roundoff(type);
     {
-      const AttentionCase c{{{1, 17}, {1, 600}}, 128, 32, 8, 16, 0, 2.0f};
+      const AttentionCase c = gpu_test::kEmulated
+                                  ? AttentionCase{{{1, 17}, {1, 200}}, 128, 8, 2, 16, 0, 2.0f}
+                                  : AttentionCase{{{1, 17}, {1, 600}}, 128, 32, 8, 16, 0, 2.0f};
       AttentionBatch batch(c, type, rng, 0, scales);
       const std::string what = gpu_test::describe(c, type) + " fp8";
       // The tensor-core kernels fold k_scale into the cap's units and round P: 3u.
@@ -179,7 +203,9 @@ TEST(GpuPagedAttentionSoftCap, Fp8CacheMatchesCpuOracle) {
       }
     }
     {
-      const AttentionCase c{{{17, 17}, {64, 300}}, 128, 8, 2, 16, 0, 2.0f};
+      const AttentionCase c = gpu_test::kEmulated
+                                  ? AttentionCase{{{17, 17}, {64, 200}}, 128, 4, 2, 16, 0, 2.0f}
+                                  : AttentionCase{{{17, 17}, {64, 300}}, 128, 8, 2, 16, 0, 2.0f};
       AttentionBatch batch(c, type, rng, 0, scales);
       const std::string what = gpu_test::describe(c, type) + " fp8";
       for (const PrefillKernel kernel :

@@ -9,6 +9,8 @@
 // prefill and decode kernels round P once more (3u + 2e-5).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -42,8 +44,10 @@ class AttentionFixture {
   // Both decode kernels against the oracle, and against each other bit for bit: they differ
   // only in how K/V bytes reach the registers, not in any arithmetic.
   void check_decode(const kernels::DecodeSplitPlan& plan, const std::string& what) {
-    const std::string label = what + " decode splits " + std::to_string(plan.num_splits) + " x " +
-                              std::to_string(plan.partition_size);
+    const std::string label =
+        what + " decode splits " + std::to_string(plan.num_splits) + " x " +
+        (plan.device_partition_size != nullptr ? "(from device memory)"
+                                               : std::to_string(plan.partition_size));
     std::vector<float> registers;
     std::vector<float> pipelined;
     for (const auto& [kernel, out] : {std::pair{kernels::DecodeKernel::kRegisters, &registers},
@@ -97,17 +101,27 @@ class AttentionFixture {
 TEST(GpuPagedAttention, PrefillMatchesCpuOracle) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(10);
-  const std::vector<AttentionCase> cases = {
-      {{{1, 1}}, 64, 4, 4, 16},
-      {{{15, 15}, {16, 16}, {17, 17}}, 128, 8, 2, 16},
-      {{{17, 17}, {1, 40}, {5, 100}}, 64, 8, 1, 64},
-      {{{511, 511}}, 128, 32, 8, 16},
-      {{{513, 513}, {3, 16}}, 64, 28, 4, 64},
-      {{{64, 4097}}, 128, 8, 1, 16},  // a late chunk of a long prompt (chunked prefill)
-      {{{32, 4097}, {16, 4097}}, 64, 16, 2, 64},
-  };
+  // The emulation's: the same features at fewer heads and keys.
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          {{{1, 1}}, 64, 4, 4, 16},
+          {{{15, 15}, {16, 16}, {17, 17}}, 128, 8, 2, 16},
+          {{{17, 17}, {1, 40}, {5, 100}}, 64, 8, 1, 64},
+          {{{511, 511}}, 128, 32, 8, 16},
+          {{{513, 513}, {3, 16}}, 64, 28, 4, 64},
+          {{{64, 4097}}, 128, 8, 1, 16},  // a late chunk of a long prompt (chunked prefill)
+          {{{32, 4097}, {16, 4097}}, 64, 16, 2, 64},
+      },
+      {
+          {{{1, 1}}, 64, 4, 4, 16},
+          {{{15, 15}, {16, 16}, {17, 17}}, 128, 8, 2, 16},
+          {{{17, 17}, {1, 40}, {5, 100}}, 64, 8, 1, 64},
+          {{{64, 700}}, 128, 8, 1, 16},
+          {{{513, 513}, {3, 16}}, 64, 4, 1, 64},
+          {{{32, 300}, {16, 200}}, 64, 8, 1, 64},
+      });
   for (ScalarType type : gpu_test::kAllTypes) {
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       AttentionFixture fixture(c, type, rng);
       fixture.check_prefill(gpu_test::describe(c, type));
     }
@@ -117,24 +131,43 @@ TEST(GpuPagedAttention, PrefillMatchesCpuOracle) {
 TEST(GpuPagedAttention, DecodeMatchesCpuOracleWithOneAndManySplits) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(11);
-  const std::vector<AttentionCase> cases = {
-      {{{1, 1}, {1, 15}, {1, 16}, {1, 17}}, 128, 32, 8, 16},
-      {{{1, 511}, {1, 513}, {1, 1}}, 64, 8, 8, 16},
-      {{{1, 4097}}, 128, 28, 4, 64},
-      {{{1, 4097}, {1, 17}, {1, 600}}, 64, 32, 4, 64},
-      {{{1, 513}, {1, 2}}, 128, 16, 1, 16},  // group 16: two chunks of 8 q heads per KV head
-      {{{1, 1000}, {1, 33}, {1, 16}}, 128, 32, 8, 24},  // pages that 16-key tiles straddle
-      {{{1, 700}, {1, 40}}, 128, 8, 2, 16, 100},        // a sliding window of 100
-      {{{1, 301}}, 64, 12, 2, 64, 37},                  // group 6, window not a multiple of 16
-  };
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          {{{1, 1}, {1, 15}, {1, 16}, {1, 17}}, 128, 32, 8, 16},
+          {{{1, 511}, {1, 513}, {1, 1}}, 64, 8, 8, 16},
+          {{{1, 4097}}, 128, 28, 4, 64},
+          {{{1, 4097}, {1, 17}, {1, 600}}, 64, 32, 4, 64},
+          {{{1, 513}, {1, 2}}, 128, 16, 1, 16},  // group 16: two chunks of 8 q heads per KV head
+          {{{1, 1000}, {1, 33}, {1, 16}}, 128, 32, 8, 24},  // pages that 16-key tiles straddle
+          {{{1, 700}, {1, 40}}, 128, 8, 2, 16, 100},        // a sliding window of 100
+          {{{1, 301}}, 64, 12, 2, 64, 37},                  // group 6, window not a multiple of 16
+      },
+      {
+          {{{1, 1}, {1, 15}, {1, 16}, {1, 17}}, 128, 8, 2, 16},
+          {{{1, 130}, {1, 1}}, 64, 2, 2, 16},
+          {{{1, 1000}}, 128, 7, 1, 64},
+          {{{1, 600}, {1, 17}}, 64, 8, 1, 64},
+          {{{1, 130}, {1, 2}}, 128, 16, 1, 16},
+          {{{1, 300}, {1, 33}, {1, 16}}, 128, 4, 1, 24},
+          {{{1, 301}}, 64, 6, 1, 64, 37},
+          {{{1, 230}, {1, 40}}, 128, 4, 1, 16, 100},
+      });
   for (ScalarType type : gpu_test::kAllTypes) {
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       AttentionFixture fixture(c, type, rng);
       const std::string what = gpu_test::describe(c, type);
       const auto longest = static_cast<int>(fixture.max_seq_len());
       fixture.check_decode({.num_splits = 1, .partition_size = longest}, what);
       fixture.check_decode({.num_splits = (longest + 15) / 16, .partition_size = 16}, what);
       fixture.check_decode({.num_splits = (longest + 99) / 100, .partition_size = 100}, what);
+      // The planner's whole-tile partitions; and a CUDA graph's fixed grid: more splits than the
+      // partition needs, the partition read from device memory (the step's metadata).
+      fixture.check_decode(kernels::decode_plan_with_splits(longest, 8), what);
+      const gpu_test::DeviceVector<std::int32_t> partition(std::vector<std::int32_t>{64});
+      fixture.check_decode({.num_splits = (longest + 63) / 64 + 2,
+                            .partition_size = 1,
+                            .device_partition_size = partition.data()},
+                           what);
       // The decode kernel agrees with the prefill kernel on the same batch as well.
       fixture.check_prefill(what);
     }
@@ -146,16 +179,22 @@ TEST(GpuPagedAttention, DecodeMatchesCpuOracleWithOneAndManySplits) {
 TEST(GpuPagedAttention, MixedBatchSplitsBetweenTheDecodeAndPrefillKernels) {
   PAGODA_SKIP_WITHOUT_GPU();
   std::mt19937 rng(12);
-  const std::vector<AttentionCase> cases = {
-      {{{1, 500}, {37, 37}, {1, 33}, {300, 1000}, {1, 1}}, 128, 32, 8, 16},
-      {{{64, 64}, {1, 4097}, {1, 17}}, 64, 8, 1, 64},
-      {{{1, 700}, {20, 120}, {1, 40}}, 128, 8, 2, 16, 100},  // a sliding window
-  };
+  const std::vector<AttentionCase> cases = gpu_test::pick<AttentionCase>(
+      {
+          {{{1, 500}, {37, 37}, {1, 33}, {300, 1000}, {1, 1}}, 128, 32, 8, 16},
+          {{{64, 64}, {1, 4097}, {1, 17}}, 64, 8, 1, 64},
+          {{{1, 700}, {20, 120}, {1, 40}}, 128, 8, 2, 16, 100},  // a sliding window
+      },
+      {
+          {{{64, 64}, {1, 400}, {1, 17}}, 64, 8, 1, 64},
+          {{{1, 200}, {37, 37}, {1, 33}, {70, 200}, {1, 1}}, 128, 4, 1, 16},
+          {{{1, 230}, {20, 120}, {1, 40}}, 128, 4, 1, 16, 100},
+      });
   using kernels::DecodeKernel;
   using kernels::PrefillKernel;
   for (ScalarType type : gpu_test::kAllTypes) {
     const double u = gpu_test::unit_roundoff(type);
-    for (const AttentionCase& c : cases) {
+    for (const AttentionCase& c : gpu_test::cases_in(gpu_test::kAllTypes, type, cases)) {
       gpu_test::AttentionBatch batch(c, type, rng);
       const std::string what = gpu_test::describe(c, type) + " mixed";
       for (const DecodeKernel decode :
@@ -170,6 +209,45 @@ TEST(GpuPagedAttention, MixedBatchSplitsBetweenTheDecodeAndPrefillKernels) {
               what + " decode kernel " + std::to_string(static_cast<int>(decode)) + " partition " +
                   std::to_string(partition));
         }
+      }
+    }
+  }
+}
+
+// A mixed step's decode subset (decode_seq_ids) alone: only its sequences' rows are written, each
+// against the oracle, with the partials laid out by place in the subset.
+TEST(GpuPagedAttention, DecodeSubsetWritesOnlyItsSequences) {
+  PAGODA_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(13);
+  const AttentionCase c{{{1, 500}, {1, 33}, {1, 1}, {1, 90}}, 128, 8, 2, 16};
+  const ScalarType type = ScalarType::kBF16;
+  AttentionBatch batch(c, type, rng);
+  const std::vector<std::int32_t> subset = {3, 0};
+  const std::int64_t row = c.num_heads * c.head_dim;
+  using kernels::DecodeKernel;
+  for (const DecodeKernel kernel :
+       {DecodeKernel::kRegisters, DecodeKernel::kPipelined, DecodeKernel::kTensorCores}) {
+    const double tolerance =
+        (kernel == DecodeKernel::kTensorCores ? 3.0 : 2.0) * gpu_test::unit_roundoff(type) + 2e-5;
+    for (const kernels::DecodeSplitPlan plan :
+         {kernels::DecodeSplitPlan{.num_splits = 1, .partition_size = 500},
+          kernels::decode_plan_with_splits(500, 4),
+          kernels::DecodeSplitPlan{.num_splits = 5, .partition_size = 100}}) {
+      const std::string label = "decode kernel " + std::to_string(static_cast<int>(kernel)) +
+                                " splits " + std::to_string(plan.num_splits);
+      std::vector<float> out;
+      const Status s = batch.run_decode(plan, &out, kernel, subset);
+      ASSERT_TRUE(s.ok()) << label << ": " << s.to_string();
+      for (std::int32_t seq = 0; seq < static_cast<std::int32_t>(c.seqs.size()); ++seq) {
+        const std::vector<float> got(out.begin() + seq * row, out.begin() + (seq + 1) * row);
+        if (std::find(subset.begin(), subset.end(), seq) == subset.end()) {
+          EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return std::isnan(x); }))
+              << label << ": seq " << seq << " is not in the subset but was written";
+          continue;
+        }
+        const std::vector<float> want(batch.want().begin() + seq * row,
+                                      batch.want().begin() + (seq + 1) * row);
+        gpu_test::expect_close(got, want, tolerance, label + " seq " + std::to_string(seq));
       }
     }
   }
