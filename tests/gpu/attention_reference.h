@@ -1,7 +1,7 @@
-// The attention tests' oracle, shared by the GPU tests (attention_test_batch.h uploads it) and the
-// CPU emulation's (tests/emulated/): a random batch of sequences over a paged KV cache with
-// shuffled block tables, in both pool layouts (CPU [block, offset, kv_head, d], GPU [block,
-// kv_head, offset, d]), and the CPU oracle's answer (cpu::paged_attention_reference, in double).
+// The attention tests' oracle (attention_test_batch.h uploads it; the tests run on hardware and on
+// the CPU emulation): a random batch of sequences over a paged KV cache with shuffled block
+// tables, in both pool layouts (CPU [block, offset, kv_head, d], GPU [block, kv_head, offset, d]),
+// and the CPU oracle's answer (cpu::paged_attention_reference, in double).
 #pragma once
 
 #include <gtest/gtest.h>
