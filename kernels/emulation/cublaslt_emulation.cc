@@ -4,7 +4,7 @@
 // and no libcublasLt is linked.
 //
 // The product is exact, then rounded once: the operands are widened to double once per call, their
-// products are exact there and summed in double, alpha, the scales, beta C and the bias are applied
+// products are exact there and summed in double (OpenBLAS's dgemm), alpha, the scales, beta C and the bias are applied
 // in double, and the result is rounded once to D's type. A GPU sums in fp32 (FP8 tensor cores in a
 // narrower accumulator promoted every few k-steps), so its last bits differ, within the bounds the
 // GPU tests state.
@@ -29,6 +29,7 @@
 // operands, bias and device scales are read when the work runs (at a sync, or a graph's replay).
 #include "kernels/emulation/cublaslt_emulation.h"
 
+#include <cblas.h>
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -298,25 +299,33 @@ struct Product {
   double beta;
 };
 
-// D = alpha scale_a scale_b op(A) op(B) + beta C + bias, blocked so each op(A) element is widened
-// once and kRows x kCols sums stay in L1:
-//
-//   op(A) rows i0 .. i0+kRows, widened k-major: a[q * kRows + r] = op(A)(i0 + r, q)
-//   op(B) widened column by column:              b[j * k + q]     = op(B)(q, j)
-//   sums[c * kRows + r] = sum_q a[q * kRows + r] * b[(j0 + c) * k + q]   (r contiguous: SIMD)
+// D = alpha scale_a scale_b op(A) op(B) + beta C + bias: the operands widened to double once,
+// their product by OpenBLAS's dgemm (column-major, as cuBLASLt's), the epilogue in double.
 void run(const Product& x) {
-  constexpr std::int64_t kRows = 64, kCols = 4, kChunk = 16;
   const Problem& p = x.p;
   const Desc& s = p.desc;
   const std::int64_t m = p.m(), n = p.n(), k = p.k();
   if (m == 0 || n == 0) return;
 
-  std::vector<double> b(static_cast<std::size_t>(n * k));
-  const bool b_n = s.trans_b == CUBLAS_OP_N;
+  // op(A) as m x k and op(B) as k x n, both column-major with no padding.
+  std::vector<double> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+  const bool a_n = s.trans_a == CUBLAS_OP_N, b_n = s.trans_b == CUBLAS_OP_N;
+  for (std::int64_t q = 0; q < k; ++q) {
+    widen(p.a.type, x.a, a_n ? q * p.a.ld : q, a_n ? 1 : p.a.ld, m,
+          &a[static_cast<std::size_t>(q * m)], 1);
+  }
   for (std::int64_t j = 0; j < n; ++j) {
     widen(p.b.type, x.b, b_n ? j * p.b.ld : j, b_n ? 1 : p.b.ld, k,
           &b[static_cast<std::size_t>(j * k)], 1);
   }
+  std::vector<double> sums(static_cast<std::size_t>(m * n), 0.0);
+  if (k > 0) {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a.data(),
+                static_cast<blasint>(m), b.data(), static_cast<blasint>(k), 0.0, sums.data(),
+                static_cast<blasint>(m));
+  }
+
   // Per-row (alpha, A's scale) and per-column (B's scale) factors, and the bias, in D's rows.
   std::vector<double> row_factor(static_cast<std::size_t>(m), x.alpha);
   std::vector<double> col_factor(static_cast<std::size_t>(n), 1.0);
@@ -334,43 +343,13 @@ void run(const Product& x) {
     const cudaDataType_t type = p.fp8() && p.d.type == CUDA_R_32F ? CUDA_R_16BF : p.d.type;
     widen(type, s.bias, 0, 1, m, bias.data(), 1);
   }
-
-  std::vector<double> a(static_cast<std::size_t>(kRows * k));
-  std::array<double, kRows * kCols> sums;
-  for (std::int64_t i0 = 0; i0 < m; i0 += kRows) {
-    const std::int64_t rows = std::min(kRows, m - i0);
-    // In kChunk-column slices, so the slice being transposed stays in L1.
-    const bool a_n = s.trans_a == CUBLAS_OP_N;
-    for (std::int64_t q0 = 0; q0 < k; q0 += kChunk) {
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t i = i0 + r;
-        widen(p.a.type, x.a, a_n ? i + q0 * p.a.ld : q0 + i * p.a.ld, a_n ? p.a.ld : 1,
-              std::min(kChunk, k - q0), &a[static_cast<std::size_t>(q0 * kRows + r)], kRows);
-      }
-    }
-    for (std::int64_t j0 = 0; j0 < n; j0 += kCols) {
-      const std::int64_t cols = std::min(kCols, n - j0);
-      sums.fill(0.0);
-      for (std::int64_t q = 0; q < k; ++q) {
-        const double* a_q = &a[static_cast<std::size_t>(q * kRows)];
-        for (std::int64_t c = 0; c < cols; ++c) {
-          const double b_qj = b[static_cast<std::size_t>((j0 + c) * k + q)];
-          double* out = &sums[static_cast<std::size_t>(c * kRows)];
-          for (std::int64_t r = 0; r < rows; ++r) out[r] += a_q[r] * b_qj;
-        }
-      }
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const std::int64_t j = j0 + c;
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const std::int64_t i = i0 + r;
-          double v = sums[static_cast<std::size_t>(c * kRows + r)] *
-                     row_factor[static_cast<std::size_t>(i)] *
-                     col_factor[static_cast<std::size_t>(j)];
-          // beta = 0 reads no C: D may hold anything (NaN) before.
-          if (x.beta != 0.0) v += x.beta * load(p.c.type, x.c, i + j * p.c.ld);
-          store(p.d.type, x.d, i + j * p.d.ld, v + bias[static_cast<std::size_t>(i)]);
-        }
-      }
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      double v = sums[static_cast<std::size_t>(i + j * m)] *
+                 row_factor[static_cast<std::size_t>(i)] * col_factor[static_cast<std::size_t>(j)];
+      // beta = 0 reads no C: D may hold anything (NaN) before.
+      if (x.beta != 0.0) v += x.beta * load(p.c.type, x.c, i + j * p.c.ld);
+      store(p.d.type, x.d, i + j * p.d.ld, v + bias[static_cast<std::size_t>(i)]);
     }
   }
 }

@@ -1,2 +1,0 @@
-// The 16-bit skinny GEMM's kernel source, compiled as host C++ for the CPU emulation.
-#include "kernels/gemm/skinny_gemm.cu"
