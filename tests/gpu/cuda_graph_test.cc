@@ -158,9 +158,20 @@ TEST(GpuCudaModelExecutor, OverlappedStepsMatchExecute) {
                                .temperature = s == 0 ? 0.0f : 0.8f,
                                .top_k = s == 2 ? 20 : 0,
                                .seed = 100 + s,
-                               .position = step});
+                               .position = step,
+                               .num_logprobs = 3});
     }
     return sampling;
+  };
+  // The logprobs too: a random model's tokens barely depend on its attention, so only the
+  // distribution shows a step run on another step's positions or cache slots.
+  const auto logprobs_of = [](const StepOutput& out) {
+    std::vector<std::vector<std::pair<std::int32_t, float>>> all;
+    for (const SampledLogprobs& l : out.logprobs) {
+      all.push_back(l.top);
+      all.back().emplace_back(l.token_id, l.logprob);
+    }
+    return all;
   };
   std::vector<SequenceState> seqs_a(num_seqs), seqs_b(num_seqs);
   for (std::int64_t s = 0; s < num_seqs; ++s) {
@@ -185,8 +196,12 @@ TEST(GpuCudaModelExecutor, OverlappedStepsMatchExecute) {
   ASSERT_EQ(out_a.token_ids, out_b.token_ids);
   const int steps = 8;
   std::vector<std::vector<std::int32_t>> want(steps + 1), got(steps + 1);
+  std::vector<std::vector<std::vector<std::pair<std::int32_t, float>>>> want_logprobs(steps + 1),
+      got_logprobs(steps + 1);
   want[0] = out_a.token_ids;
   got[0] = out_b.token_ids;
+  want_logprobs[0] = logprobs_of(out_a);
+  got_logprobs[0] = logprobs_of(out_b);
   // A: one step at a time, fed its own tokens.
   for (int step = 1; step <= steps; ++step) {
     std::vector<std::vector<std::int32_t>> tokens(num_seqs);
@@ -195,6 +210,7 @@ TEST(GpuCudaModelExecutor, OverlappedStepsMatchExecute) {
         (*a)->execute(make_batch(seqs_a, tokens, block_size, max_blocks), rows_for(step, 3), out_a)
             .ok());
     want[step] = out_a.token_ids;
+    want_logprobs[step] = logprobs_of(out_a);
   }
   // B: launch step N+1 before collecting step N; its inputs are in flight.
   const auto launch = [&](int step) {
@@ -209,12 +225,16 @@ TEST(GpuCudaModelExecutor, OverlappedStepsMatchExecute) {
     launch(step);
     ASSERT_TRUE((*b)->collect_step(out_b).ok());
     got[step - 1] = out_b.token_ids;
+    got_logprobs[step - 1] = logprobs_of(out_b);
   }
   ASSERT_TRUE((*b)->collect_step(out_b).ok());
   got[steps] = out_b.token_ids;
+  got_logprobs[steps] = logprobs_of(out_b);
   EXPECT_EQ((*b)->collect_step(out_b).code(), StatusCode::kFailedPrecondition);
   for (int step = 0; step <= steps; ++step) {
     EXPECT_EQ(got[step], want[step]) << "step " << step;
+    // The same kernels on the same inputs: the same bits.
+    EXPECT_EQ(got_logprobs[step], want_logprobs[step]) << "step " << step;
   }
   // A previous row past the previous step's rows is refused before anything runs.
   std::vector<std::vector<std::int32_t>> tokens(num_seqs, {ForwardBatch::kTokenInFlight});
