@@ -17,9 +17,9 @@
 
 namespace pagoda::gpu_test {
 
-/// True when a GPU test is compiled for the CPU emulation of the kernels (tests/emulated/), which
-/// runs it on host memory through an emulated runtime: its shapes shrink to what fibers run in
-/// seconds, and its hardware-only parts (cuBLASLt, graphs) are left out.
+/// True when a GPU test is compiled for the CPU emulation of the CUDA side (tests/emulated/), which
+/// runs it on host memory through an emulated runtime and cuBLASLt: its shapes shrink to what
+/// fibers run in seconds.
 #if defined(PAGODA_CUDA_EMULATION)
 inline constexpr bool kEmulated = true;
 #else
