@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -34,9 +35,8 @@ inline void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t 
   const auto value = [](std::uint32_t word, int half) {
     const auto bits = static_cast<unsigned short>(word >> (16 * half));
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      __nv_bfloat16_raw raw;
-      raw.x = bits;
-      return static_cast<double>(__bfloat162float(__nv_bfloat16(raw)));
+      // A bfloat16 is the top half of the float it widens to.
+      return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16));
     } else {
       __half_raw raw;
       raw.x = bits;
