@@ -280,17 +280,20 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::functi
   cta.shared_bytes = shared_bytes;
   Cta* outer = g_cta;
   g_cta = &cta;
-  for (unsigned z = 0; z < grid.z; ++z) {
-    for (unsigned y = 0; y < grid.y; ++y) {
-      for (unsigned x = 0; x < grid.x; ++x) {
-        cta.block_index = make_uint3(x, y, z);
-        // Garbage, not zeros: a kernel must not read shared memory it did not write.
-        for (std::size_t i = 0; i < cta.shared.size(); ++i) {
-          cta.shared[i] = static_cast<unsigned char>(0xA5 ^ (i * 131));
-        }
-        run_cta(cta);
-      }
+  // The CTAs in an order drawn by chance: a GPU runs them in any order, and side by side, so a
+  // CTA that reads what another CTA of the launch writes fails here as it may there.
+  std::vector<std::size_t> ctas(static_cast<std::size_t>(grid.x) * grid.y * grid.z);
+  std::iota(ctas.begin(), ctas.end(), std::size_t{0});
+  std::shuffle(ctas.begin(), ctas.end(), cta.chance);
+  for (const std::size_t n : ctas) {
+    cta.block_index = make_uint3(static_cast<unsigned>(n % grid.x),
+                                 static_cast<unsigned>(n / grid.x % grid.y),
+                                 static_cast<unsigned>(n / (std::size_t{grid.x} * grid.y)));
+    // Garbage, not zeros: a kernel must not read shared memory it did not write.
+    for (std::size_t i = 0; i < cta.shared.size(); ++i) {
+      cta.shared[i] = static_cast<unsigned char>(0xA5 ^ (i * 131));
     }
+    run_cta(cta);
   }
   g_cta = outer;
 }

@@ -146,6 +146,21 @@ void emulated_partial_mask_shuffle(int* out) {
   emulation::launch(partial_mask_kernel, dim3(1), dim3(32), 0, nullptr, out);
 }
 
+namespace {
+// CTA i marks itself done, then reads whether its partner i ^ 1 has: a race between CTAs.
+__global__ void partner_done_kernel(int* done, int* seen) {
+  const int i = static_cast<int>(blockIdx.x);
+  if (threadIdx.x == 0) {
+    done[i] = 1;
+    seen[i] = done[i ^ 1];
+  }
+}
+}  // namespace
+
+void emulated_partner_done(int blocks, int* done, int* seen) {
+  emulation::launch(partner_done_kernel, dim3(blocks), dim3(32), 0, nullptr, done, seen);
+}
+
 void emulated_copy_then_read(bool synced, int blocks, const std::uint32_t* src,
                              std::uint32_t* out) {
   if (synced) {

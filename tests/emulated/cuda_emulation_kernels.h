@@ -21,6 +21,9 @@ void emulated_votes(unsigned* out);
 void emulated_block_scan(const int* in, int* exclusive, int* total);
 /// A shuffle with half the warp in its mask, which the emulation refuses.
 void emulated_partial_mask_shuffle(int* out);
+/// `blocks` (even) CTAs of one warp, all `done` zero before: CTA i sets done[i], then
+/// seen[i] = done[i ^ 1].
+void emulated_partner_done(int blocks, int* done, int* seen);
 /// `blocks` CTAs of one warp; out[block] = what lane 31 read of lane 0's cp.async of src[0].
 void emulated_copy_then_read(bool synced, int blocks, const std::uint32_t* src, std::uint32_t* out);
 

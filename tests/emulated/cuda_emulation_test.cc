@@ -144,5 +144,21 @@ TEST(CudaEmulation, AnUnsyncedReadOfACopyIsCaught) {
   EXPECT_LT(seen, kBlocks) << "the race was never shown";
 }
 
+// CTAs run in an order drawn by chance: in one launch, some CTAs run before their partner and
+// some after, so a kernel that reads another CTA's writes shows the race (in grid order, every
+// even CTA would run first).
+TEST(CudaEmulation, CtasRunInAnOrderDrawnByChance) {
+  constexpr int kBlocks = 64;
+  std::vector<int> done(kBlocks, 0), seen(kBlocks, -1);
+  emulated_partner_done(kBlocks, done.data(), seen.data());
+  int even_after = 0, odd_after = 0;
+  for (int i = 0; i < kBlocks; ++i) {
+    EXPECT_EQ(seen[i] + seen[i ^ 1], 1) << i;  // of two partners, exactly one ran first
+    (i % 2 == 0 ? even_after : odd_after) += seen[i];
+  }
+  EXPECT_GT(even_after, 0) << "no even CTA ran after its partner";
+  EXPECT_GT(odd_after, 0) << "no odd CTA ran after its partner";
+}
+
 }  // namespace
 }  // namespace pagoda::emulated_test
