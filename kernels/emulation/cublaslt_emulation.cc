@@ -4,10 +4,10 @@
 // and no libcublasLt is linked.
 //
 // The product is exact, then rounded once: the operands are widened to double once per call, their
-// products are exact there and summed in double (OpenBLAS's dgemm), alpha, the scales, beta C and the bias are applied
-// in double, and the result is rounded once to D's type. A GPU sums in fp32 (FP8 tensor cores in a
-// narrower accumulator promoted every few k-steps), so its last bits differ, within the bounds the
-// GPU tests state.
+// products are exact there and summed in double (OpenBLAS's dgemm), alpha, the scales, beta C and
+// the bias are applied in double, and the result is rounded once to D's type. A GPU sums in fp32
+// (FP8 tensor cores in a narrower accumulator promoted every few k-steps), so its last bits differ,
+// within the bounds the GPU tests state.
 //
 // It refuses what CUDA 13's cuBLASLt on Hopper refuses, as its documentation and our GPU runs
 // have it, so what runs here runs there:

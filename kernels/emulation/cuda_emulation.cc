@@ -5,7 +5,6 @@
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/preallocated.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,7 +52,7 @@ struct Fiber {
   uint3 index{};
   int lane = 0;
   int warp = 0;
-  unsigned exchanges = 0;  // warp exchanges so far (which of the two buffers is next)
+  unsigned exchanges = 0;    // warp exchanges so far (which of the two buffers is next)
   context::fiber suspended;  // the thread where it blocked, while the scheduler runs
   unsigned char* stack_top = nullptr;
   bool done = false;
@@ -92,7 +91,6 @@ Fiber& me() {
   if (g_cta == nullptr || g_cta->current < 0) fail("device code called outside a launch");
   return g_cta->fibers[static_cast<std::size_t>(g_cta->current)];
 }
-
 
 void block_on(Wait w) {
   me().waiting = w;
@@ -145,8 +143,9 @@ void run_cta(Cta& cta) {
     context::stack_context stack;
     stack.size = kUsableStackBytes;
     stack.sp = f.stack_top;
-    f.suspended = context::fiber(std::allocator_arg, context::preallocated(stack.sp, stack.size, stack),
-                                 BorrowedStack{}, fiber_main);
+    f.suspended =
+        context::fiber(std::allocator_arg, context::preallocated(stack.sp, stack.size, stack),
+                       BorrowedStack{}, fiber_main);
   }
   std::vector<std::size_t> order(cta.fibers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -286,9 +285,9 @@ void run_grid(dim3 grid, dim3 block, std::size_t shared_bytes, const std::functi
   std::iota(ctas.begin(), ctas.end(), std::size_t{0});
   std::shuffle(ctas.begin(), ctas.end(), cta.chance);
   for (const std::size_t n : ctas) {
-    cta.block_index = make_uint3(static_cast<unsigned>(n % grid.x),
-                                 static_cast<unsigned>(n / grid.x % grid.y),
-                                 static_cast<unsigned>(n / (std::size_t{grid.x} * grid.y)));
+    cta.block_index =
+        make_uint3(static_cast<unsigned>(n % grid.x), static_cast<unsigned>(n / grid.x % grid.y),
+                   static_cast<unsigned>(n / (std::size_t{grid.x} * grid.y)));
     // Garbage, not zeros: a kernel must not read shared memory it did not write.
     for (std::size_t i = 0; i < cta.shared.size(); ++i) {
       cta.shared[i] = static_cast<unsigned char>(0xA5 ^ (i * 131));

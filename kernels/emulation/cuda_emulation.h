@@ -97,9 +97,8 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared
   // The arguments converted once, as a launch copies them into the kernel's parameter space (a
   // graph keeps that copy and replays it).
   auto params = std::make_shared<std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
-  submit(stream, [=] {
-    run_grid(grid, block, shared_bytes, [&] { std::apply(kernel, *params); });
-  });
+  submit(stream,
+         [=] { run_grid(grid, block, shared_bytes, [&] { std::apply(kernel, *params); }); });
 }
 
 }  // namespace pagoda::emulation
@@ -140,8 +139,7 @@ namespace pagoda::emulation {
 // the other lanes out, is not emulated and stops the run.
 inline void expect_full_mask(unsigned mask) {
   if (mask != 0xffffffffu) {
-    std::fprintf(stderr, "cuda emulation: warp collective with mask %#x (only full masks)\n",
-                 mask);
+    std::fprintf(stderr, "cuda emulation: warp collective with mask %#x (only full masks)\n", mask);
     std::abort();
   }
 }
@@ -208,7 +206,8 @@ inline int __any_sync(unsigned mask, int predicate) {
   return __ballot_sync(mask, predicate) != 0u ? 1 : 0;
 }
 
-// Bit counts: __ffs is 1 + the lowest set bit's index (0 for 0), __clz the leading zeros (32 for 0).
+// Bit counts: __ffs is 1 + the lowest set bit's index (0 for 0), __clz the leading zeros (32 for
+// 0).
 inline int __ffs(int x) {
   return x == 0 ? 0 : std::countr_zero(static_cast<unsigned>(x)) + 1;
 }

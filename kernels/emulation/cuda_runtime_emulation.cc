@@ -318,9 +318,9 @@ cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dst_pitch, const void* src,
                               cudaMemcpyKind kind, cudaStream_t stream) {
   if (width > dst_pitch || width > src_pitch) return fail(cudaErrorInvalidPitchValue);
   for (std::size_t row = 0; row < height; ++row) {
-    const cudaError_t e =
-        cudaMemcpyAsync(static_cast<unsigned char*>(dst) + row * dst_pitch,
-                        static_cast<const unsigned char*>(src) + row * src_pitch, width, kind, stream);
+    const cudaError_t e = cudaMemcpyAsync(static_cast<unsigned char*>(dst) + row * dst_pitch,
+                                          static_cast<const unsigned char*>(src) + row * src_pitch,
+                                          width, kind, stream);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
