@@ -14,7 +14,8 @@
 #
 # Environment: CONFIG (configs/models/llama-3.1-8b.json), NUM_PROMPTS (512), CONCURRENCY (256),
 # INPUT_LEN (1000), OUTPUT_LEN (1000), MAX_MODEL_LEN (4096), PORT (8123), READY_TIMEOUT (300 s),
-# SPEC_PROMPTS (32), SERVE_ARGS (extra flags for every serve), SKIP_SPEC (1: no speculation runs),
+# SPEC_PROMPTS (32), SERVE_ARGS (extra flags for every serve), TOKEN_ID_RANGE ("1000 40000": the
+# random prompts' ids, inside the tokenizer's vocabulary), SKIP_SPEC (1: no speculation runs),
 # SKIP_SERVE (1: only the speculation runs),
 # SKIP_SYNC (1: only the --async-scheduling pass), QUANTIZATION (none; fp8 or int4: the dummy
 # weights quantized at load into FP8 W8A8 / W4A16 layers), KV_CACHE_DTYPE (auto; fp8: e4m3
@@ -41,6 +42,7 @@ PORT=${PORT:-8123}
 READY_TIMEOUT=${READY_TIMEOUT:-300}
 SPEC_PROMPTS=${SPEC_PROMPTS:-32}
 SERVE_ARGS=${SERVE_ARGS:-}
+TOKEN_ID_RANGE=${TOKEN_ID_RANGE:-1000 40000}
 if [[ "${FP8:-0}" == 1 ]]; then
   QUANTIZATION=${QUANTIZATION:-fp8}
   KV_CACHE_DTYPE=${KV_CACHE_DTYPE:-fp8}
@@ -95,9 +97,10 @@ serve_run() {
   say "$name: ready in $(python3 -c "print(f'{$t1 - $t0:.2f}')") s (launch to /health)"
   grep -iE '^startup|^weights|graphs|kv cache' "$log" | head -6 | sed "s/^/$name: /" |
     tee -a "$SUMMARY"
+  # shellcheck disable=SC2086  # TOKEN_ID_RANGE is two words
   python3 "$ROOT/bench/serve/serve_bench.py" --base-url "http://127.0.0.1:$PORT" \
     --num-prompts "$NUM_PROMPTS" --concurrency "$CONCURRENCY" --input-len "$INPUT_LEN" \
-    --output-len "$OUTPUT_LEN" --ignore-eos --warmup 4 --token-id-range 1000 40000 \
+    --output-len "$OUTPUT_LEN" --ignore-eos --warmup 4 --token-id-range $TOKEN_ID_RANGE \
     --result-json "$LOGS/$name.json" >"$LOGS/$name.bench.txt" 2>"$LOGS/$name.bench.err"
   local rc=$?
   cat "$LOGS/$name.bench.txt"

@@ -123,9 +123,9 @@ class PagodaServer:
             raise AssertionError(f"pagoda serve did not exit within {timeout}s after {sig!r}")
 
 
-def launch_server(pagoda_bin, *args, wait_ready=True, timeout=60):
-    """Starts `pagoda serve --port 0 ARGS...`, reads the bound port from its log, and (unless
-    wait_ready is false) waits for /health to answer 200."""
+def launch_server(pagoda_bin, *args, wait_ready=True, timeout=60, env=None):
+    """Starts `pagoda serve --port 0 ARGS...` (in environment `env`, default this one's), reads the
+    bound port from its log, and (unless wait_ready is false) waits for /health to answer 200."""
     log = tempfile.NamedTemporaryFile(prefix="pagoda-serve-", suffix=".log", delete=False)
     args = [str(a) for a in args]
     # Each server gets its own gRPC port (the default 50051 would collide between servers),
@@ -134,7 +134,7 @@ def launch_server(pagoda_bin, *args, wait_ready=True, timeout=60):
         args += ["--grpc-port", str(free_port())]
     grpc_port = int(args[args.index("--grpc-port") + 1]) if "--grpc-port" in args else 0
     proc = subprocess.Popen([str(pagoda_bin), "serve", "--port", "0", *args],
-                            stdout=log, stderr=subprocess.STDOUT)
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + timeout
     port = None
     while port is None:
