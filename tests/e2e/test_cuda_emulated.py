@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -269,3 +270,17 @@ def test_gpu_serve_bench_script_runs_on_the_emulation(emulated_bin, config_path,
         assert steps > 0 and "GPU idle nan" not in result[0], summary
         assert (out / "serve_bench.tgz").stat().st_size > 0
 
+
+
+def test_structured_outputs_reach_the_device_sampler(emulated_bin, model_dir, tmp_path):
+    # scripts/gpu_structured_check.py: choice, regex and JSON schema, alone and 16 at once, on
+    # random weights, whose unconstrained output is noise: every answer that parses shows the
+    # token mask was applied by the CUDA executor's sampler. Then SIGTERM must exit 0.
+    env = {**EMULATED_ENV, "PATH": f"{emulated_bin.parent}:{os.environ['PATH']}",
+           "PORT": str(free_port()), "OUT": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_structured_check.py"),
+                           str(model_dir / "tiny-llama-hd64.json"), str(model_dir)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdicts = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+    assert verdicts.count("PASS") == 8 and "FAIL" not in verdicts, proc.stdout
