@@ -21,9 +21,8 @@ struct Fp8Cache {
   DeviceBuffer k, v;
   Fp8Cache(const DeviceBuffer& k16, const DeviceBuffer& v16, std::int64_t elems)
       : k(alloc(static_cast<std::size_t>(elems))), v(alloc(static_cast<std::size_t>(elems))) {
-    e4m3_codes_of_bf16(k16.data(), k.as<std::uint8_t>(), elems);
-    e4m3_codes_of_bf16(v16.data(), v.as<std::uint8_t>(), elems);
-    check(cuda::check_launch("e4m3_codes_kernel"), "fp8 cache");
+    check(e4m3_codes_of_bf16(k16.data(), k.as<std::uint8_t>(), elems), "fp8 cache");
+    check(e4m3_codes_of_bf16(v16.data(), v.as<std::uint8_t>(), elems), "fp8 cache");
     check(cuda::cuda_status(cudaDeviceSynchronize(), "e4m3 codes"), "fp8 cache");
   }
 };

@@ -2,6 +2,7 @@
 #include <cuda_fp8.h>
 
 #include "bench/cuda/fp8_cache_codes.h"
+#include "kernels/common/launch.cuh"
 
 namespace pagoda::bench {
 
@@ -17,8 +18,10 @@ __global__ void e4m3_codes_kernel(const __nv_bfloat16* __restrict__ values,
 
 }  // namespace
 
-void e4m3_codes_of_bf16(const void* values, std::uint8_t* codes, std::int64_t n) {
-  e4m3_codes_kernel<<<1024, 256>>>(static_cast<const __nv_bfloat16*>(values), codes, n);
+Status e4m3_codes_of_bf16(const void* values, std::uint8_t* codes, std::int64_t n) {
+  return kernels::launch_kernel(e4m3_codes_kernel, dim3(1024), dim3(256), 0, nullptr,
+                                "e4m3_codes_kernel", static_cast<const __nv_bfloat16*>(values),
+                                codes, n);
 }
 
 }  // namespace pagoda::bench

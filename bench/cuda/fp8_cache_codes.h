@@ -6,10 +6,12 @@
 
 #include <cstdint>
 
+#include "pagoda/status.h"
+
 namespace pagoda::bench {
 
 /// codes[i] = e4m3(values[i]) (round to nearest, saturating to +-448), values bf16 on the device;
 /// on the legacy default stream.
-void e4m3_codes_of_bf16(const void* values, std::uint8_t* codes, std::int64_t n);
+Status e4m3_codes_of_bf16(const void* values, std::uint8_t* codes, std::int64_t n);
 
 }  // namespace pagoda::bench

@@ -284,3 +284,28 @@ def test_structured_outputs_reach_the_device_sampler(emulated_bin, model_dir, tm
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdicts = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
     assert verdicts.count("PASS") == 8 and "FAIL" not in verdicts, proc.stdout
+
+
+@pytest.mark.parametrize("flags, env", [
+    ([], {}),
+    (["--quantization", "fp8", "--kv-cache-dtype", "fp8"], {}),
+    (["--quantization", "fp8"], {"PAGODA_FP8_SKINNY": "pipelined"}),
+    (["--quantization", "int4"], {}),
+], ids=["bf16", "fp8-w-fp8-kv", "fp8-w-pipelined-skinny", "int4-w"])
+def test_gpu_bench_model_runs_on_the_emulation(emulated_bin, config_path, flags, env):
+    # `gpu_bench model` as scripts/gpu_session.sh's model steps run it (the same weight and cache
+    # forms and switches), on the tiny config: every executor variant it times (eager, PDL,
+    # graphs, each decode-attention kernel, the mixed step split and unsplit) must run through.
+    proc = subprocess.run([str(emulated_bin.parent / "gpu_bench"), "model", "--config",
+                           str(config_path), "--batch", "2", "--context", "16", "--steps", "2",
+                           *flags], env={**EMULATED_ENV, **env}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    labels = "\n".join(results)
+    for want in ("startup: 3 decode graphs up to b3", "(execute, CUDA graphs + PDL)",
+                 "tensor-core attn", "tensor-core direct attn", "mixed step b2: unsplit / split",
+                 "d2h bytes per decode step, execute() b2"):
+        assert want in labels, labels
+    # The mixed steps took the executor's split attention path every time.
+    assert "split attention path" not in proc.stderr, proc.stderr
