@@ -60,7 +60,8 @@ bundle() {
   local bins=("$BUILD_DIR/gpu_bench")
   # GPU_CHECK_BINARIES="gpu_bench gpu_paged_attention_test ...": only these (each test binary
   # links every kernel, so the whole set plus the tree can pass the device tool's 64 MiB carry).
-  local wanted=(${GPU_CHECK_BINARIES:-})
+  local wanted=()
+  read -r -a wanted <<<"${GPU_CHECK_BINARIES:-}"
   local tests=("${TESTS[@]}")
   if ((${#wanted[@]} > 0)); then
     bins=()
@@ -124,7 +125,9 @@ unpack() {
     rm -rf "$UNPACKED" && mkdir -p "$UNPACKED" && xz -dc "$BUNDLE/bundle.tar.xz" | tar -C "$UNPACKED" -xf - ||
       { echo "cannot unpack $BUNDLE/bundle.tar.xz" >&2; return 1; }
   fi
-  export LD_LIBRARY_PATH="$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local cuda_libraries
+  cuda_libraries=$(cuda_library_path)
+  export LD_LIBRARY_PATH="$cuda_libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$UNPACKED/bin:$PATH"
   [[ -d "$UNPACKED/python" ]] && export PYTHONPATH="$UNPACKED/python${PYTHONPATH:+:$PYTHONPATH}"
   # The binaries run away from the source tree they were built in: point the real-model test at

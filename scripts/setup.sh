@@ -31,6 +31,7 @@ APT_PACKAGES=(
   libboost1.74-dev libboost-context1.74-dev libpcre2-dev libcli11-dev libyaml-cpp-dev libxxhash-dev libopenblas-dev libutf8proc-dev
   prometheus  # promtool: the e2e suite checks /metrics with `promtool check metrics`
   docker-compose  # `docker-compose config` validates docker/*.yml in the e2e suite (no daemon needed)
+  shellcheck  # the e2e suite lints every shell script (the GPU scripts run only on a lent GPU)
 )
 
 install_apt() {

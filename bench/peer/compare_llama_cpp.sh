@@ -215,11 +215,12 @@ if [ -z "${PAGODA_REV:-}" ]; then
   git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || PAGODA_REV="$PAGODA_REV + uncommitted changes"
 fi
 export RESULTS DOC VERSION LLAMA_COMMIT LOAD_START LOAD_END PAGODA_REV ROUNDS SECTION TITLE
-export DATE="$(date -u +'%Y-%m-%d %H:%M UTC')" META="$WORK/llama.meta.json" EXTRA_JSON
-export MACHINE_JSON="$(python3 "$HERE/machine.py")" PAGODA_REL="$(rel "$PAGODA")" LLAMA_ISA
+DATE=$(date -u +'%Y-%m-%d %H:%M UTC') MACHINE_JSON=$(python3 "$HERE/machine.py")
+PAGODA_REL=$(rel "$PAGODA") LLAMA_BENCH_REL=$(rel "$LLAMA_BENCH")
+export DATE META="$WORK/llama.meta.json" EXTRA_JSON MACHINE_JSON PAGODA_REL LLAMA_ISA
 # PEER_CMD: the command a driver (compare_1b.sh) wants the doc to show instead of this one.
 export CMD="${PEER_CMD:-bench/peer/compare_llama_cpp.sh${ARGS_FOR_DOC:+ $ARGS_FOR_DOC}}"
-export FLAGS="${LLAMA_CMAKE_FLAGS[*]}" LLAMA_BENCH_REL="$(rel "$LLAMA_BENCH")"
+export FLAGS="${LLAMA_CMAKE_FLAGS[*]}" LLAMA_BENCH_REL
 RESULTS="$KEEP/results.tsv" META="$KEEP/llama.meta.json"
 # Everything the report reads, kept so `report.py --from DIR` can rewrite the section later.
 python3 -c 'import json, os, sys; json.dump({k: os.environ.get(k) for k in sys.argv[2:]}, open(sys.argv[1], "w"), indent=1)' \

@@ -175,10 +175,11 @@ if [ -z "${PAGODA_REV:-}" ]; then
   git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || PAGODA_REV="$PAGODA_REV + uncommitted changes"
 fi
 export RESULTS_DIR="$WORK" DOC VERSION LOAD_START LOAD_END PAGODA_REV ROUNDS THREADS SECTION TITLE
-export MACHINE_JSON="$("$PYTHON" "$HERE/machine.py")"
-export LLAMA_COMMIT="$(cat "$SRC/.pagoda-llama-cpp-commit" 2>/dev/null || echo unknown)"
-export CPU_MODEL="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-export NPROC="$(nproc)" DATE="$(date -u +'%Y-%m-%d %H:%M UTC')" MAX_LEN INPUT_LEN OUTPUT_LEN
+MACHINE_JSON=$("$PYTHON" "$HERE/machine.py")
+LLAMA_COMMIT=$(cat "$SRC/.pagoda-llama-cpp-commit" 2>/dev/null || echo unknown)
+CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+NPROC=$(nproc) DATE=$(date -u +'%Y-%m-%d %H:%M UTC')
+export MACHINE_JSON LLAMA_COMMIT CPU_MODEL NPROC DATE MAX_LEN INPUT_LEN OUTPUT_LEN
 export MODEL_REL="${MODEL#$ROOT/}" PAGODA_REL="${PAGODA#$ROOT/}" PER_SLOT
 export LLAMA_SERVER_REL="${LLAMA_SERVER#$ROOT/} ($LLAMA_ISA build)"
 # PEER_CMD: the command a driver (compare_1b.sh) wants the doc to show instead of this one.
