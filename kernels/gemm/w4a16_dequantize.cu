@@ -1,7 +1,7 @@
 // The W4A16 matrix element by element (w4a16_gemm.h's launch_w4a16_dequantize,
 // launch_w4a16_gather_rows, launch_gather_columns): the large-m path's dequantized weight, a
-// quantized token table's rows, act-order's gathered x. The dequantizer's threads write 8
-// columns each (one 16-byte store, one group); the gathers, one element each.
+// quantized token table's rows, act-order's gathered x. The dequantizer's and the row gather's
+// threads write 8 columns each (one group); the column gather's, one element each.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -86,23 +86,32 @@ __global__ void w4a16_dequantize_kernel(const W4A16Weights w, T* __restrict__ ou
 }
 
 // out[t] = row ids[t] as launch_w4a16_dequantize writes it (then times `scale`, in fp32 and
-// rounded once, when `scaled`); ids out of range give zero rows.
+// rounded once, when `scaled`); ids out of range give zero rows. grid.x covers a row's
+// kChunk-column chunks, grid.y the ids (a grid-stride loop past 65535 of them): a thread's chunk
+// lies in one group, found once, so no element divides by a runtime value.
 template <typename T>
 __global__ void w4a16_gather_rows_kernel(const W4A16Weights w, const std::int32_t* __restrict__ ids,
                                          std::int64_t num_ids, bool scaled, float scale,
                                          T* __restrict__ out, std::int64_t k_tiles,
                                          std::int64_t padded_rows) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= num_ids * w.cols) return;
-  const std::int32_t id = ids[i / w.cols];
-  if (id < 0 || id >= w.rows) {
-    out[i] = from_float<T>(0.0f);
-    return;
+  const std::int64_t col =
+      (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kChunk;
+  if (col >= w.cols) return;
+  const std::int64_t group = col / w.group_size;
+  for (std::int64_t i = blockIdx.y; i < num_ids; i += gridDim.y) {
+    const std::int32_t id = ids[i];
+    T* row_out = out + i * w.cols + col;
+    if (id < 0 || id >= w.rows) {
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) row_out[j] = from_float<T>(0.0f);
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) {
+      const T v = from_float<T>(dequantize_element(w, id, col + j, group, k_tiles, padded_rows));
+      row_out[j] = scaled ? from_float<T>(to_float(v) * scale) : v;
+    }
   }
-  const std::int64_t col = i % w.cols;
-  const T v =
-      from_float<T>(dequantize_element(w, id, col, col / w.group_size, k_tiles, padded_rows));
-  out[i] = scaled ? from_float<T>(to_float(v) * scale) : v;
 }
 
 // grid.x covers a row's columns, grid.y the rows (a grid-stride loop past 65535 of them): no
@@ -166,16 +175,20 @@ Status launch_w4a16_gather_rows(const W4A16Weights& w, const std::int32_t* ids,
   }
   if (num_ids == 0) return Status::ok_status();
   if (ids == nullptr || out == nullptr) return invalid_argument("w4a16 gather rows: null pointer");
-  const unsigned blocks = blocks_for(num_ids * w.cols, 256);
+  if (w.group_size % kChunk != 0) {
+    return invalid_argument("w4a16 gather rows: groups must be whole 8-column chunks");
+  }
+  const dim3 grid(blocks_for(w.cols / kChunk, 256),
+                  static_cast<unsigned>(std::min<std::int64_t>(num_ids, 65535)));
   const bool scaled = scale != 1.0f;
   constexpr const char* kName = "w4a16_gather_rows_kernel";
   if (dtype == cuda::ScalarType::kBF16) {
-    return launch_kernel(w4a16_gather_rows_kernel<__nv_bfloat16>, dim3(blocks), dim3(256), 0,
-                         stream, kName, w, ids, num_ids, scaled, scale,
-                         static_cast<__nv_bfloat16*>(out), k_tiles_of(w), padded_rows_of(w));
+    return launch_kernel(w4a16_gather_rows_kernel<__nv_bfloat16>, grid, dim3(256), 0, stream, kName,
+                         w, ids, num_ids, scaled, scale, static_cast<__nv_bfloat16*>(out),
+                         k_tiles_of(w), padded_rows_of(w));
   }
-  return launch_kernel(w4a16_gather_rows_kernel<__half>, dim3(blocks), dim3(256), 0, stream, kName,
-                       w, ids, num_ids, scaled, scale, static_cast<__half*>(out), k_tiles_of(w),
+  return launch_kernel(w4a16_gather_rows_kernel<__half>, grid, dim3(256), 0, stream, kName, w, ids,
+                       num_ids, scaled, scale, static_cast<__half*>(out), k_tiles_of(w),
                        padded_rows_of(w));
 }
 
