@@ -10,7 +10,8 @@
 # TOKENIZER: a GGUF or HF tokenizer folder for the dummy model (--tokenizer); MODEL: a real model
 # for the speculation runs (default: TOKENIZER, e.g. the default SmolLM2 GGUF). Needs `pagoda` on
 # PATH and python3 (standard library only). Logs and JSON reports go to $OUT/serve_bench/ when $OUT
-# is set, else a temporary folder; a short summary is printed last.
+# is set, else a temporary folder; a short summary is printed last. Exits 1 when a serve run or a
+# speculation run failed.
 #
 # Environment: CONFIG (configs/models/llama-3.1-8b.json), NUM_PROMPTS (512), CONCURRENCY (256),
 # INPUT_LEN (1000), OUTPUT_LEN (1000), MAX_MODEL_LEN (4096), PORT (8123), READY_TIMEOUT (300 s),
@@ -122,12 +123,14 @@ EOF
 }
 
 say "== gpu_serve_bench $(date -u +%Y-%m-%dT%H:%M:%SZ): $(basename "$CONFIG") dummy, --quantization $QUANTIZATION, --kv-cache-dtype $KV_CACHE_DTYPE, $NUM_PROMPTS prompts x ($INPUT_LEN in + $OUTPUT_LEN out), concurrency $CONCURRENCY"
+# The exit status: 1 when a serve run or a speculation run failed, so callers' rc says so.
+failed=0
 if [[ "${SKIP_SERVE:-0}" != 1 ]]; then
-  [[ "${SKIP_SYNC:-0}" == 1 ]] || serve_run "${PRECISION}sync"
+  [[ "${SKIP_SYNC:-0}" == 1 ]] || serve_run "${PRECISION}sync" || failed=1
   # (Not `pagoda serve --help | grep -q`: with pipefail, grep's early exit fails the pipeline.)
   serve_help=$(pagoda serve --help 2>&1)
   if [[ "$serve_help" == *--async-scheduling* ]]; then
-    serve_run "${PRECISION}async" --async-scheduling
+    serve_run "${PRECISION}async" --async-scheduling || failed=1
   fi
 fi
 
@@ -138,7 +141,9 @@ if [[ "${SKIP_SPEC:-0}" != 1 ]]; then
     timeout 300 pagoda bench offline "$MODEL" --device cuda --workload grounded \
       --num-prompts "$SPEC_PROMPTS" --output-len 160 --max-num-seqs "$seqs" \
       --speculative-config "$NG" >"$log" 2>&1
-    say "spec ngram max-num-seqs $seqs (rc $?): $(grep -iE 'speculat.*x|accept' "$log" | tail -n 3 | tr '\n' ' ')"
+    rc=$?
+    ((rc == 0)) || failed=1
+    say "spec ngram max-num-seqs $seqs (rc $rc): $(grep -iE 'speculat.*x|accept' "$log" | tail -n 3 | tr '\n' ' ')"
   done
 fi
 echo "-- summary"
@@ -148,3 +153,4 @@ if [[ -n "${OUT:-}" ]]; then
   cp "$SUMMARY" "$OUT/serve_bench_summary.txt"
   tar -C "$OUT" -czf "$OUT/serve_bench.tgz" serve_bench && rm -rf "$LOGS"
 fi
+exit "$failed"

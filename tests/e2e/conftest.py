@@ -1,4 +1,5 @@
 """Shared fixtures for the end-to-end tests: the real `pagoda` binary and the real default model."""
+import asyncio
 import functools
 import json
 import os
@@ -221,3 +222,20 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+async def stream_then_vanish(port, body, timeout=60):
+    """Opens a streamed /v1/completions of `body` on `port`, reads until its first event (within
+    `timeout` seconds a read), then resets the connection, as when a client process dies."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    payload = json.dumps(body).encode()
+    writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload))
+    await writer.drain()
+    received = b""
+    while b"data: " not in received:
+        chunk = await asyncio.wait_for(reader.read(4096), timeout)
+        assert chunk, "the server closed the stream"
+        received += chunk
+    assert received.startswith(b"HTTP/1.1 200")
+    writer.transport.abort()  # a reset, as when a client process dies

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, async_client_for, free_port, launch_server
+from conftest import ROOT, async_client_for, free_port, launch_server, stream_then_vanish
 
 # Small enough that a decode step takes tens of milliseconds on the emulation (every warp shuffle of
 # every row of every GEMV switches 32 fibers), with head_dim 64 for the tensor-core decode kernel.
@@ -177,22 +177,6 @@ def test_ngram_speculation_keeps_greedy_output(emulated_bin, config_path, server
         assert spec.stop() == 0
 
 
-async def stream_then_vanish(port, body):
-    """Opens a stream, reads until its first event, then resets the connection."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    payload = json.dumps(body).encode()
-    writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload))
-    await writer.drain()
-    received = b""
-    while b"data: " not in received:
-        chunk = await asyncio.wait_for(reader.read(4096), 120)
-        assert chunk, "the server closed the stream"
-        received += chunk
-    assert received.startswith(b"HTTP/1.1 200")
-    writer.transport.abort()
-
-
 def test_vanishing_clients_free_their_blocks_and_sigterm_finishes_the_rest(emulated_bin,
                                                                           config_path):
     # bf16, graphs and overlapped steps: what `pagoda serve` runs on a GPU.
@@ -206,7 +190,7 @@ def test_vanishing_clients_free_their_blocks_and_sigterm_finishes_the_rest(emula
         idle = server.metric("pagoda:kv_cache_usage_perc")
 
         async def vanish():
-            await asyncio.gather(*(stream_then_vanish(server.port, body) for _ in range(12)))
+            await asyncio.gather(*(stream_then_vanish(server.port, body, 120) for _ in range(12)))
 
         asyncio.run(asyncio.wait_for(vanish(), 300))
         deadline = time.monotonic() + 120

@@ -11,7 +11,7 @@ import time
 
 import openai
 
-from conftest import async_client_for
+from conftest import async_client_for, stream_then_vanish
 
 M = "smollm2"
 PROMPTS = ["The", "Hello", "Once upon a time,", "The capital of France is", "1, 2, 3,",
@@ -48,22 +48,6 @@ def test_64_concurrent_streams_match_sequential_outputs(server):
     for prompt, text, finish in results:
         assert finish in ("length", "stop")
         assert text == expected[prompt], prompt
-
-
-async def stream_then_vanish(port, body):
-    """Opens a stream, reads until its first event, then drops the connection."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    payload = json.dumps(body).encode()
-    writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload))
-    await writer.drain()
-    received = b""
-    while b"data: " not in received:
-        chunk = await asyncio.wait_for(reader.read(4096), 60)
-        assert chunk, "the server closed the stream"
-        received += chunk
-    assert received.startswith(b"HTTP/1.1 200")
-    writer.transport.abort()  # a reset, as when a client process dies
 
 
 def wait_for_metrics(server, want, timeout=20):
