@@ -23,6 +23,9 @@
 #   carried: token ids past its 49,152 decode to nothing, the weights are the same. Without the
 #   default model, the session alone, carrying the bundle and that vocabulary.
 #
+# Rehearse it here first, on the CPU emulation of the CUDA side: scripts/gpu_session_rehearsal.sh
+# (its test lanes run the emulated tests; the GPU-only steps report their lines and fail or stop).
+#
 # If a test of kAuto's decode attention (the tensor-core kernel, over bf16 and FP8 caches) fails,
 # the benches and serving run PAGODA_DECODE_ATTENTION=pipelined instead. Output files (the device
 # tool brings back 8): summary.txt, tests.log, bench.log, bench2.log, profile.log and, per serving
