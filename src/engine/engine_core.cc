@@ -613,11 +613,14 @@ void EngineCore::deliver(std::int32_t slot, RequestOutput output, Status error) 
   LiveRequest& l = live(slot);
   PAGODA_CHECK(l.request_id == output.request_id)
       << "output for " << output.request_id << " at the slot of '" << l.request_id << "'";
-  const bool finished = output.finished;
   if (!l.prompt_logprobs.empty()) output.prompt_logprobs = std::exchange(l.prompt_logprobs, {});
-  if (finished) tracer_.finished(slot, output, now());
-  l.channel->push({l.index, std::move(output), std::move(error)});
-  if (finished) release_slot(slot);
+  if (!output.finished) {
+    l.channel->push({l.index, std::move(output), std::move(error)});
+    return;
+  }
+  tracer_.finished(slot, output, now());
+  finals_to_send_.push_back({l.channel, {l.index, std::move(output), std::move(error)}});
+  release_slot(slot);
 }
 
 // The one place a request's per-slot state goes, in every component, so the slot's next
@@ -646,8 +649,18 @@ void EngineCore::free_slot(std::int32_t slot) {
 }
 
 void EngineCore::publish_stats() {
-  const SchedulerStats s = scheduler_.stats();
-  std::lock_guard lock(mutex_);
+  {
+    const SchedulerStats s = scheduler_.stats();
+    std::lock_guard lock(mutex_);
+    copy_stats(s);
+  }
+  // After the stats that count their requests gone: a client that reads the metrics once it has
+  // its answer sees its blocks and slot released (unless a launched step still names them).
+  for (FinalToSend& f : finals_to_send_) f.channel->push(std::move(f.item));
+  finals_to_send_.clear();
+}
+
+void EngineCore::copy_stats(const SchedulerStats& s) {
   stats_.num_running = s.num_running;
   stats_.num_waiting = s.num_waiting;
   stats_.kv_cache_usage = s.kv_cache_usage;

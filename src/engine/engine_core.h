@@ -248,7 +248,8 @@ class EngineCore {
   // Host gap bookkeeping around a launch (HostGapStats).
   void begin_launch();
   void end_launch();
-  // Sends an output to the channel of the request at `slot`; a final one releases the slot.
+  // Sends an output to the channel of the request at `slot`; a final one releases the slot and
+  // waits in finals_to_send_ for the next publish_stats().
   void deliver(std::int32_t slot, RequestOutput output, Status error = Status::ok_status());
   // The live request at `slot`.
   LiveRequest& live(std::int32_t slot) { return live_[static_cast<std::size_t>(slot)]; }
@@ -257,7 +258,10 @@ class EngineCore {
   // state) goes back once no launched step names it.
   void release_slot(std::int32_t slot);
   void free_slot(std::int32_t slot);
+  // Publishes the stats, then sends the final outputs delivered since the last call. Every path
+  // that delivers ends with it (each loop turn that applied commands or ran a step, and the stop).
   void publish_stats();
+  void copy_stats(const SchedulerStats& s);  // mutex_ held
 
   EngineConfig config_;
   std::unique_ptr<ModelExecutor> executor_;
@@ -290,6 +294,11 @@ class EngineCore {
   std::vector<std::int64_t> slot_last_step_;
   std::vector<std::int32_t> deferred_slots_;
   std::int64_t done_step_id_ = 0;
+  struct FinalToSend {
+    std::shared_ptr<OutputChannel> channel;
+    StreamOutput item;
+  };
+  std::vector<FinalToSend> finals_to_send_;
   // Host gaps: since when the host has been working towards the next launch (unset: idle),
   // and how long of that it waited for the device.
   std::optional<std::chrono::steady_clock::time_point> gap_start_;

@@ -239,3 +239,14 @@ async def stream_then_vanish(port, body, timeout=60):
         received += chunk
     assert received.startswith(b"HTTP/1.1 200")
     writer.transport.abort()  # a reset, as when a client process dies
+
+
+def wait_for_metrics(server, want, timeout=20):
+    """Waits until each metric in `want` (name: value) reads its value on `server`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = {name: server.metric(name) for name in want}
+        if got == want:
+            return
+        assert time.monotonic() < deadline, f"metrics stuck at {got}, want {want}"
+        time.sleep(0.05)

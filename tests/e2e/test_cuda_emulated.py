@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, async_client_for, free_port, launch_server, stream_then_vanish
+from conftest import (ROOT, async_client_for, free_port, launch_server, stream_then_vanish,
+                      wait_for_metrics)
 
 # Small enough that a decode step takes tens of milliseconds on the emulation (every warp shuffle of
 # every row of every GEMV switches 32 fibers), with head_dim 64 for the tensor-core decode kernel.
@@ -184,8 +185,8 @@ def test_vanishing_clients_free_their_blocks_and_sigterm_finishes_the_rest(emula
     try:
         body = {"model": M, "prompt": "Tell me a long story.", "max_tokens": 200,
                 "ignore_eos": True, "stream": True}
-        # One finished request leaves its prompt in the prefix cache: that residue is the idle
-        # usage, which 12 clients vanishing mid-stream must come back to.
+        # A finished request's blocks stay in the prefix cache but count as free: this is the
+        # usage that 12 clients vanishing mid-stream must come back to.
         greedy_text(server, body["prompt"], 2)
         idle = server.metric("pagoda:kv_cache_usage_perc")
 
@@ -193,14 +194,11 @@ def test_vanishing_clients_free_their_blocks_and_sigterm_finishes_the_rest(emula
             await asyncio.gather(*(stream_then_vanish(server.port, body, 120) for _ in range(12)))
 
         asyncio.run(asyncio.wait_for(vanish(), 300))
-        # Every aborted request leaves the engine. (Its KV usage against `idle` failed once in a
-        # loaded CI run, metrics unrecorded: under investigation, so reported, not asserted.)
-        deadline = time.monotonic() + 120
-        while server.metric("pagoda:num_requests_running") or \
-                server.metric("pagoda:num_requests_waiting"):
-            assert time.monotonic() < deadline, "aborted requests still in the engine"
-            time.sleep(0.1)
-        print("kv usage idle", idle, "after", server.metric("pagoda:kv_cache_usage_perc"))
+        # Every aborted request leaves the engine, and its blocks go back once the step in flight
+        # that still wrote them is collected.
+        wait_for_metrics(server, {"pagoda:num_requests_running": 0.0,
+                                  "pagoda:num_requests_waiting": 0.0,
+                                  "pagoda:kv_cache_usage_perc": idle}, timeout=120)
 
         # 10 requests accepted, then SIGTERM: every one finishes whole, and the server exits 0.
         results = {}

@@ -11,7 +11,7 @@ import time
 
 import openai
 
-from conftest import async_client_for, stream_then_vanish
+from conftest import async_client_for, stream_then_vanish, wait_for_metrics
 
 M = "smollm2"
 PROMPTS = ["The", "Hello", "Once upon a time,", "The capital of France is", "1, 2, 3,",
@@ -50,21 +50,11 @@ def test_64_concurrent_streams_match_sequential_outputs(server):
         assert text == expected[prompt], prompt
 
 
-def wait_for_metrics(server, want, timeout=20):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = {name: server.metric(name) for name in want}
-        if got == want:
-            return
-        assert time.monotonic() < deadline, f"metrics stuck at {got}, want {want}"
-        time.sleep(0.05)
-
-
 def test_200_vanishing_clients_leave_kv_usage_at_idle(start_server):
     server = start_server("--served-model-name", M, "--max-model-len", "1024")
     body = {"model": M, "prompt": "Tell me a long story.", "max_tokens": 800, "ignore_eos": True,
             "stream": True}
-    # One finished request leaves its prompt in the prefix cache: that residue is the idle value.
+    # A finished request's blocks stay in the prefix cache but count as free: the idle value.
     greedy_text(server, body["prompt"], 2)
     idle = {"pagoda:kv_cache_usage_perc": server.metric("pagoda:kv_cache_usage_perc"),
             "pagoda:num_requests_running": 0.0, "pagoda:num_requests_waiting": 0.0}

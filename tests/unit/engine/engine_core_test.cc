@@ -3,7 +3,9 @@
 // every block, and shutdown leaves no request without its final output.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "engine_test_support.h"
@@ -106,6 +108,36 @@ TEST(EngineCoreTest, AbortFreesEveryBlock) {
   ASSERT_TRUE(c.finals.contains(0));
   EXPECT_EQ(c.finals[0].output.finish_reason(), "abort");
   EXPECT_EQ(settled_stats(*e.client).kv_cache_usage, 0.0);
+}
+
+TEST(EngineCoreTest, StatsSeenAtTheFinalOutputCountItsBlocksFreed) {
+  // A client that reads the metrics once it has its answer must see the request gone, not the
+  // step before (an idle baseline read that way was once a block too high). The listener runs
+  // on the engine's thread right after each push, so it reads the stats at that very moment.
+  for (const bool async : {false, true}) {
+    EngineConfig config;
+    config.async_scheduling = async;
+    Engine e = make_engine(config);
+    e.executor->hold(true);
+    auto stream = e.client->submit(request(prompt_of(4, 40), 6));
+    ASSERT_TRUE(stream.ok());
+    std::optional<EngineStats> at_final;
+    std::atomic<bool> seen = false;  // published after at_final is written
+    (*stream)->set_listener([&] {
+      while (auto item = (*stream)->try_next()) {
+        if (!item->output.finished) continue;
+        at_final = e.client->stats();
+        seen = true;
+      }
+    });
+    e.executor->hold(false);
+    for (int i = 0; i < 2000 && !seen; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_TRUE(at_final) << "async " << async;
+    EXPECT_EQ(at_final->kv_cache_usage, 0.0) << "async " << async;
+    EXPECT_EQ(at_final->num_running, 0) << "async " << async;
+  }
 }
 
 TEST(EngineCoreTest, ShutdownGivesEveryAcceptedRequestAFinalOutput) {

@@ -72,7 +72,8 @@ inline Collected collect(OutputStream& stream) {
   return c;
 }
 
-// Stats are published after each step, a moment after the outputs it delivered.
+// A final output follows the stats that count its request gone, but with overlapped steps an
+// aborted request's blocks and slot come back only once the step in flight is collected.
 inline EngineStats settled_stats(const EngineClient& client) {
   for (int i = 0; i < 400 && (client.stats().kv_cache_usage > 0.0 || client.num_in_flight() > 0);
        ++i) {

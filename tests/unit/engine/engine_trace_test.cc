@@ -106,7 +106,9 @@ TEST(EngineTraceTest, NormalRequestTellsItsWholeLife) {
     ASSERT_EQ(tokens[i].alternatives.size(), 3u);
     EXPECT_GE(tokens[i].alternatives[0].logprob, tokens[i].alternatives[2].logprob);
     EXPECT_EQ(tokens[i].batch_size, 1);
-    if (i > 0) EXPECT_GE(tokens[i].step, tokens[i - 1].step + 1);
+    if (i > 0) {
+      EXPECT_GE(tokens[i].step, tokens[i - 1].step + 1);
+    }
   }
   EXPECT_EQ(events.back().finish_reason, "length");
   EXPECT_EQ(events.back().num_output_tokens, 5);
