@@ -18,12 +18,14 @@ Usage: check_pdl_loads.py LIBRARY...   (cuobjdump and nvdisasm from $CUOBJDUMP, 
 toolkit, or the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels in .venv, which
 scripts/setup.sh installs)
 """
+import concurrent.futures
 import glob
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 # Mangled-name fragment -> why its loads before the wait are safe.
 ALLOWED = {
@@ -63,38 +65,60 @@ def early_loads(sass):
     function with a wait, counting above it (in text order): the non-coherent loads
     (LDG...CONSTANT), those not marked evict-first (LDG or LDGSTS without .EF), the loads and CTA
     barriers that are not cp.async (LDG, BAR.SYNC), and the cp.async commit groups (LDGDEPBAR)."""
-    arch, function, waited, count, plain, sync, commits = "", None, False, 0, 0, 0, 0
-    has_wait = False
-
-    def flush():
-        if function is not None and has_wait:
+    # The dump is hundreds of MB: functions without a wait (most) are skipped by one substring
+    # search each, and only the lines above a wait are read one by one.
+    parts = sass.split("Function : ")
+    arch = last_arch(parts[0], "")
+    for part in parts[1:]:
+        wait = part.find("ACQBULK")
+        if wait >= 0:
+            function = part.split(None, 1)[0]
+            count = plain = sync = commits = 0
+            for line in part[:wait].splitlines():
+                load = re.search(r"\bLDG(STS)?(\.\S*)?(?=\s)", line)  # not LDGDEPBAR
+                if load:
+                    flags = load.group(2) or ""
+                    count += "CONSTANT" in flags
+                    plain += ".EF" not in flags
+                    sync += load.group(1) is None
+                sync += re.search(r"\bBAR\.SYNC\b", line) is not None
+                commits += re.search(r"\bLDGDEPBAR\b", line) is not None
             yield arch, function, count, plain, sync, commits
+        # A header naming the next functions' arch follows the last function of an ELF image.
+        arch = last_arch(part, arch)
 
-    for line in sass.splitlines():
-        m = re.search(r"arch = (sm_\w+)", line)
-        if m:
-            arch = m.group(1)
-            continue
-        m = re.search(r"Function : (\S+)", line)
-        if m:
-            yield from flush()
-            function, waited, has_wait = m.group(1), False, False
-            count, plain, sync, commits = 0, 0, 0, 0
-            continue
-        if function is None:
-            continue
-        if re.search(r"\bACQBULK\b", line):
-            waited = has_wait = True
-        elif not waited:
-            load = re.search(r"\bLDG(STS)?(\.\S*)?(?=\s)", line)  # not LDGDEPBAR
-            if load:
-                flags = load.group(2) or ""
-                count += "CONSTANT" in flags
-                plain += ".EF" not in flags
-                sync += load.group(1) is None
-            sync += re.search(r"\bBAR\.SYNC\b", line) is not None
-            commits += re.search(r"\bLDGDEPBAR\b", line) is not None
-    yield from flush()
+
+def last_arch(text, arch):
+    at = text.rfind("arch = ")
+    if at < 0:
+        return arch
+    return re.match(r"arch = (sm_\w+)", text[at:]).group(1)
+
+
+def disassemble(tool, library):
+    """The SASS of every member of `library` (an archive or an object), the members disassembled
+    in parallel; (text, error)."""
+    env = dict(os.environ)  # cuobjdump -sass runs nvdisasm, which its wheel puts beside it
+    env["PATH"] = os.path.dirname(tool) + os.pathsep + env.get("PATH", "")
+
+    def run(path):
+        out = subprocess.run([tool, "-sass", path], capture_output=True, text=True, env=env)
+        if out.returncode == 0 or "does not contain device code" in out.stderr:  # a host object
+            return out.stdout, ""
+        return "", f"{tool} -sass {path} failed:\n{out.stderr}"
+
+    if not library.endswith(".a"):
+        return run(library)
+    listed = subprocess.run(["ar", "t", library], capture_output=True, text=True)
+    names = listed.stdout.split()
+    if listed.returncode != 0 or len(set(names)) != len(names):
+        return run(library)  # members that `ar x` cannot tell apart: the archive in one go
+    with tempfile.TemporaryDirectory() as members:
+        subprocess.run(["ar", "x", os.path.abspath(library)], cwd=members, check=True)
+        paths = [os.path.join(members, name) for name in names]
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            results = list(pool.map(run, paths))
+    return "".join(r[0] for r in results), "".join(r[1] for r in results)
 
 
 def main(libraries):
@@ -108,14 +132,12 @@ def main(libraries):
         return 2
     failures, functions = [], 0
     for library in libraries:
-        env = dict(os.environ)  # cuobjdump -sass runs nvdisasm, which its wheel puts beside it
-        env["PATH"] = os.path.dirname(tool) + os.pathsep + env.get("PATH", "")
-        out = subprocess.run([tool, "-sass", library], capture_output=True, text=True, env=env)
-        if out.returncode != 0:
-            print(f"check_pdl_loads: {tool} -sass {library} failed:\n{out.stderr}", file=sys.stderr)
+        sass, error = disassemble(tool, library)
+        if error:
+            print(f"check_pdl_loads: {error}", file=sys.stderr)
             return 2
-        functions += out.stdout.count("Function : ")
-        for arch, function, count, plain, sync, commits in early_loads(out.stdout):
+        functions += sass.count("Function : ")
+        for arch, function, count, plain, sync, commits in early_loads(sass):
             ring = next((v[0] for k, v in RING_BEFORE_WAIT.items() if k in function), None)
             if count > 0 and not any(fragment in function for fragment in ALLOWED):
                 failures.append(f"{arch} {function}: {count} non-coherent loads before the wait")
