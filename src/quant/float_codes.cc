@@ -10,8 +10,30 @@
 namespace pagoda::quant {
 
 std::uint16_t float_to_fp16(float value) {
-  // GCC and Clang convert _Float16 with the IEEE rounding (to nearest even) on x86-64.
+#if defined(__FLT16_MANT_DIG__)
+  // The compiler's _Float16 (F16C's vcvtps2ph where the ISA has it) rounds to nearest even.
   return std::bit_cast<std::uint16_t>(static_cast<_Float16>(value));
+#else
+  return float_to_fp16_by_bits(value);  // Clang before 15 has no _Float16 on x86-64
+#endif
+}
+
+std::uint16_t float_to_fp16_by_bits(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t sign = (bits >> 16) & 0x8000u;
+  const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);  // NaN
+  if (magnitude >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // >= 65520
+  if (magnitude < 0x38800000u) {
+    // A half subnormal (or zero): 2^24 makes its ulp 1, and nearbyint rounds to nearest even.
+    const float steps = std::nearbyint(std::bit_cast<float>(magnitude) * 0x1p24f);
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(steps));
+  }
+  // Rebias the exponent (127 -> 15) and drop 13 mantissa bits, rounding to nearest even; a carry
+  // moves into the exponent as the rounding demands.
+  const std::uint32_t rebased = magnitude - ((127u - 15u) << 23);
+  const std::uint32_t rounded = rebased + 0xFFFu + ((rebased >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | (rounded >> 13));
 }
 
 std::optional<std::uint16_t> exact_fp16(float value) {

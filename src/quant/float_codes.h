@@ -8,6 +8,8 @@ namespace pagoda::quant {
 
 /// IEEE half bits of `value`, rounded to nearest even (overflow gives infinity).
 std::uint16_t float_to_fp16(float value);
+/// float_to_fp16 by integer arithmetic, for compilers without _Float16 (and its test's oracle).
+std::uint16_t float_to_fp16_by_bits(float value);
 
 /// The fp16 bits of `value` when it is exactly representable; nullopt otherwise.
 std::optional<std::uint16_t> exact_fp16(float value);

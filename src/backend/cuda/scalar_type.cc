@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "model/dequantize.h"
+#include "quant/float_codes.h"
 
 namespace pagoda::cuda {
 
@@ -20,32 +21,6 @@ std::uint16_t float_to_bf16(float x) {
   // Round to nearest even on the 16 dropped bits.
   const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
-}
-
-// IEEE binary16 with round to nearest even, subnormals and overflow to infinity.
-std::uint16_t float_to_fp16(float x) {
-  const std::uint32_t bits = float_bits(x);
-  const std::uint32_t sign = (bits >> 16) & 0x8000u;
-  const std::uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  if (abs < 0x38800000u) {
-    // Subnormal half (or zero): scale into the integer range and round there.
-    float magnitude;
-    std::memcpy(&magnitude, &abs, sizeof(magnitude));
-    const float scaled = magnitude * 16777216.0f;  // 2^24: one half subnormal ulp becomes 1.
-    const auto q = static_cast<std::uint32_t>(scaled);
-    const float rest = scaled - static_cast<float>(q);
-    std::uint32_t r = q;
-    if (rest > 0.5f || (rest == 0.5f && (q & 1u))) ++r;
-    return static_cast<std::uint16_t>(sign | r);
-  }
-  const std::uint32_t exponent = ((abs >> 23) - 127 + 15) << 10;
-  const std::uint32_t mantissa = abs & 0x7fffffu;
-  std::uint32_t half = exponent | (mantissa >> 13);
-  const std::uint32_t dropped = mantissa & 0x1fffu;
-  if (dropped > 0x1000u || (dropped == 0x1000u && (half & 1u))) ++half;
-  return static_cast<std::uint16_t>(sign | half);
 }
 
 }  // namespace
@@ -79,7 +54,7 @@ void convert_from_f32(const float* src, std::int64_t n, ScalarType type, void* d
       return;
     case ScalarType::kF16: {
       auto* out = static_cast<std::uint16_t*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_fp16(src[i]);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = quant::float_to_fp16(src[i]);
       return;
     }
     case ScalarType::kBF16: {

@@ -142,6 +142,33 @@ TEST(Fp8E4M3, MaxMagnitudeSkipsNaNAsStdMaxDoes) {
   }
 }
 
+TEST(Fp16, IntegerConversionEqualsTheCompilers) {
+  // The compiler's _Float16 conversion (GCC's, this build's float_to_fp16) is the oracle of the
+  // integer one that compilers without it use: every 251st float, and every halfway point between
+  // two neighbouring halves (where rounding to nearest even decides), each sign.
+  auto check = [](float value) {
+    const std::uint16_t want = float_to_fp16(value), got = float_to_fp16_by_bits(value);
+    if (std::isnan(value)) {
+      EXPECT_TRUE(std::isnan(fp16_to_float(got))) << value;
+    } else {
+      ASSERT_EQ(got, want) << std::hexfloat << value;
+    }
+  };
+  for (std::uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += 251) {
+    check(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+  }
+  for (std::uint32_t h = 0; h < 0x7C00u; ++h) {
+    const double mid =
+        (static_cast<double>(fp16_to_float(static_cast<std::uint16_t>(h))) +
+         static_cast<double>(fp16_to_float(static_cast<std::uint16_t>(h + 1)))) / 2.0;
+    for (const float v : {static_cast<float>(mid), -static_cast<float>(mid)}) {
+      check(v);
+      check(std::nextafter(v, 0.0f));
+      check(std::nextafter(v, 2.0f * v));
+    }
+  }
+}
+
 TEST(Fp16, ExactOnlyWhenRepresentable) {
   EXPECT_EQ(exact_fp16(1.5f), std::optional<std::uint16_t>(0x3E00));
   EXPECT_EQ(exact_fp16(0.1f), std::nullopt);  // 0.1 needs more than 11 significant bits
