@@ -1,19 +1,43 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and runs each for
-# SECONDS (default 60) from a seed corpus of the project's own test data.
-#   scripts/fuzz.sh [SECONDS]
+# SECONDS (default 60) from a seed corpus: the project's own test data, and tests/fuzz/seeds/.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     (default: every target)
+# A crash, a leak or an input slower than 10 s stops its target with the input saved in
+# build-fuzz/ (crash-*, leak-*, timeout-*); rerun one with build-fuzz/tests/fuzz/TARGET FILE.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-60}"
+shift $(($# > 0 ? 1 : 0))
+TARGETS=("$@")
+if [ ${#TARGETS[@]} -eq 0 ]; then
+  TARGETS=(gguf_fuzz jinja_fuzz api_request_fuzz tool_call_fuzz tokenizer_fuzz constraint_fuzz)
+fi
 FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g -O1"
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DPAGODA_BUILD_FUZZERS=ON -DPAGODA_BUILD_TESTS=OFF -DPAGODA_BUILD_BENCH=OFF \
   -DPAGODA_ENABLE_CUDA=OFF -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_C_FLAGS="$FLAGS" >/dev/null
-cmake --build "$ROOT/build-fuzz" --target gguf_fuzz jinja_fuzz
+cmake --build "$ROOT/build-fuzz" --target "${TARGETS[@]}"
 
 corpus="$ROOT/build-fuzz/corpus"
-mkdir -p "$corpus/gguf" "$corpus/jinja"
-cp "$ROOT"/tests/data/model/*.gguf "$corpus/gguf/"
-cp "$ROOT"/tests/data/template/templates/*.jinja "$corpus/jinja/"
-"$ROOT/build-fuzz/tests/fuzz/gguf_fuzz" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=4096 "$corpus/gguf"
-"$ROOT/build-fuzz/tests/fuzz/jinja_fuzz" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=4096 -max_len=16384 "$corpus/jinja"
+seed() {  # seed TARGET FILES...: copies FILES into TARGET's corpus
+  local target="$1"
+  shift
+  mkdir -p "$corpus/$target"
+  cp "$@" "$corpus/$target/"
+}
+seed gguf_fuzz "$ROOT"/tests/data/model/*.gguf
+seed jinja_fuzz "$ROOT"/tests/data/template/templates/*.jinja
+seed api_request_fuzz "$ROOT"/tests/fuzz/seeds/api_request/*
+seed tool_call_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/*
+seed tokenizer_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/* "$ROOT"/tests/fuzz/seeds/api_request/* \
+  "$ROOT"/tests/data/template/templates/*.jinja
+seed constraint_fuzz "$ROOT"/tests/fuzz/seeds/constraint/*
+
+cd "$ROOT/build-fuzz"
+for target in "${TARGETS[@]}"; do
+  echo "== $target =="
+  max_len=(-max_len=16384)
+  [ "$target" = gguf_fuzz ] && max_len=()  # its seeds are whole files: libFuzzer's default
+  "$ROOT/build-fuzz/tests/fuzz/$target" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 \
+    -rss_limit_mb=4096 "${max_len[@]}" -print_final_stats=1 "$corpus/$target"
+done

@@ -257,7 +257,9 @@ void EngineCore::add(EngineCoreRequest& r) {
   }
 
   if (r.max_reasoning_tokens) {
-    ReasoningBudget& budget = l.budget.emplace();
+    // Not emplace(): Clang 14 takes a nested struct with member initializers for one that is not
+    // default-constructible (the fuzzers' build).
+    ReasoningBudget& budget = l.budget.emplace(ReasoningBudget{});
     budget.max_tokens = *r.max_reasoning_tokens;
     // A zero budget in a span the prompt opened: the very first tokens close it.
     if (budget.max_tokens == 0 && r.output.reasoning_starts_inside) {

@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#if defined(__x86_64__) && defined(__linux__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -16,11 +18,18 @@ namespace {
 
 enum class Isa { kBaseline, kAvx2, kAvx512, kAvx512Vnni };
 
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID leaf 1, ECX bit 29 (Clang before 15 has no "f16c" for __builtin_cpu_supports).
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+#endif
+
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())) {
     return Isa::kBaseline;
   }
   if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))) return Isa::kAvx2;

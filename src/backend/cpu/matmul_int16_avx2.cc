@@ -166,11 +166,17 @@ namespace plain {
 
 #pragma GCC push_options
 #pragma GCC target("avxvnni")
+#if defined(__clang__)  // which ignores #pragma GCC target
+#pragma clang attribute push(__attribute__((target("avxvnni"))), apply_to = function)
+#endif
 namespace vnni {
 #define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
 #include "backend/cpu/matmul_int16_avx2_kernels.inc"
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace vnni
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 }  // namespace

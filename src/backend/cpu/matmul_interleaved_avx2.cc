@@ -119,6 +119,9 @@ namespace plain {
 
 #pragma GCC push_options
 #pragma GCC target("avxvnni")
+#if defined(__clang__)  // which ignores #pragma GCC target
+#pragma clang attribute push(__attribute__((target("avxvnni"))), apply_to = function)
+#endif
 namespace vnni {
 #define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
 #define PAGODA_BYTE_DOT_ADD(acc, u, s) _mm256_dpbusd_avx_epi32(acc, u, s)
@@ -126,6 +129,9 @@ namespace vnni {
 #undef PAGODA_BYTE_DOT_ADD
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace vnni
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 }  // namespace
