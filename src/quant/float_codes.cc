@@ -22,7 +22,7 @@ std::uint16_t float_to_fp16_by_bits(float value) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);  // NaN
+  if (magnitude > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);   // NaN
   if (magnitude >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // >= 65520
   if (magnitude < 0x38800000u) {
     // A half subnormal (or zero): 2^24 makes its ulp 1, and nearbyint rounds to nearest even.

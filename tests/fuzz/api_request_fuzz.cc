@@ -20,7 +20,8 @@ const pagoda::api::ServedModel& served_model() {
   static const api::ServedModel model = [] {
     const ModelFiles& files = fuzz::default_model_files();
     auto chat_template = ChatTemplate::compile(files.chat_template.value_or(""));
-    if (!chat_template.ok()) fuzz::fail("the default model's chat template", chat_template.status());
+    if (!chat_template.ok())
+      fuzz::fail("the default model's chat template", chat_template.status());
     auto served = api::make_served_model({"m"}, files.path, fuzz::default_tokenizer(),
                                          std::move(*chat_template), 2048, files.generation);
     if (!served.ok()) fuzz::fail("the served model", served.status());
@@ -39,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Past the model check, which a fuzzer would rarely get by by chance.
   if (body->is_object()) (*body)["model"] = "m";
   for (const bool chat : {true, false}) {
-    auto job = chat ? api::parse_chat_request(*body, model) : api::parse_completion_request(*body, model);
+    auto job =
+        chat ? api::parse_chat_request(*body, model) : api::parse_completion_request(*body, model);
     // An error is a client's: 4xx, never a 5xx for a body the validator could read.
     if (!job.ok() && job.error().http_status >= 500) std::abort();
   }

@@ -4,9 +4,9 @@
 // compile that runs long is what libFuzzer's -timeout reports (a compile cannot be stopped, so
 // one that runs on holds a compile worker). Walking a compiled constraint, every token its mask
 // allows must be accepted. // Built by scripts/fuzz.sh.
+#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     limits.compile_timeout_seconds = 3600.0;  // slow compiles are libFuzzer's -timeout to find
     limits.cache_bytes = 0;                   // every input compiled afresh
     limits.max_running_compiles = 1;
-    return new structured::ConstraintCompiler(tokenizer, tokenizer.vocab_size(),
-                                              compiler_stops(), limits);
+    return new structured::ConstraintCompiler(tokenizer, tokenizer.vocab_size(), compiler_stops(),
+                                              limits);
   }();
   if (size == 0) return 0;
   static constexpr ConstraintKind kKinds[] = {ConstraintKind::kJsonSchema, ConstraintKind::kRegex,

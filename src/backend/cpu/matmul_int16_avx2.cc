@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/avxvnni_region.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
@@ -164,20 +165,13 @@ namespace plain {
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace plain
 
-#pragma GCC push_options
-#pragma GCC target("avxvnni")
-#if defined(__clang__)  // which ignores #pragma GCC target
-#pragma clang attribute push(__attribute__((target("avxvnni"))), apply_to = function)
-#endif
+PAGODA_AVXVNNI_BEGIN
 namespace vnni {
 #define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
 #include "backend/cpu/matmul_int16_avx2_kernels.inc"
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace vnni
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+PAGODA_AVXVNNI_END
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/avxvnni_region.h"
 #include "backend/cpu/int16_blocks.h"
 #include "backend/cpu/int16_kernel_loops.h"
 #include "backend/cpu/int16_tile_rows.h"
@@ -54,11 +55,7 @@ struct Avx2ByteTiles : Avx2Tiles {
   }
 };
 
-#pragma GCC push_options
-#pragma GCC target("avxvnni")
-#if defined(__clang__)  // which ignores #pragma GCC target
-#pragma clang attribute push(__attribute__((target("avxvnni"))), apply_to = function)
-#endif
+PAGODA_AVXVNNI_BEGIN
 
 // avx2::int16_tile_typed (matmul_int16_avx2_kernels.inc) on quads: per 32-column block the tile's
 // rows decoded as offset bytes, then 8 quads, each kVectors loads of x and kRows x kVectors
@@ -147,10 +144,7 @@ void int8_tile_typed(const Int8Columns& x, std::int64_t k, const Rows& rows, flo
   }
 }
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+PAGODA_AVXVNNI_END
 
 }  // namespace
 

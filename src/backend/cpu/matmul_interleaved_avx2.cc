@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/avxvnni_region.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/int16_kernel_loops.h"
 #include "backend/cpu/interleaved_panel_readers.h"
@@ -117,11 +118,7 @@ namespace plain {
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace plain
 
-#pragma GCC push_options
-#pragma GCC target("avxvnni")
-#if defined(__clang__)  // which ignores #pragma GCC target
-#pragma clang attribute push(__attribute__((target("avxvnni"))), apply_to = function)
-#endif
+PAGODA_AVXVNNI_BEGIN
 namespace vnni {
 #define PAGODA_INT16_DOT_ADD(acc, x, w) _mm256_dpwssd_avx_epi32(acc, x, w)
 #define PAGODA_BYTE_DOT_ADD(acc, u, s) _mm256_dpbusd_avx_epi32(acc, u, s)
@@ -129,10 +126,7 @@ namespace vnni {
 #undef PAGODA_BYTE_DOT_ADD
 #undef PAGODA_INT16_DOT_ADD
 }  // namespace vnni
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
-#pragma GCC pop_options
+PAGODA_AVXVNNI_END
 
 }  // namespace
 

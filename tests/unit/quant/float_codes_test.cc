@@ -158,9 +158,9 @@ TEST(Fp16, IntegerConversionEqualsTheCompilers) {
     check(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
   }
   for (std::uint32_t h = 0; h < 0x7C00u; ++h) {
-    const double mid =
-        (static_cast<double>(fp16_to_float(static_cast<std::uint16_t>(h))) +
-         static_cast<double>(fp16_to_float(static_cast<std::uint16_t>(h + 1)))) / 2.0;
+    const double mid = (static_cast<double>(fp16_to_float(static_cast<std::uint16_t>(h))) +
+                        static_cast<double>(fp16_to_float(static_cast<std::uint16_t>(h + 1)))) /
+                       2.0;
     for (const float v : {static_cast<float>(mid), -static_cast<float>(mid)}) {
       check(v);
       check(std::nextafter(v, 0.0f));
