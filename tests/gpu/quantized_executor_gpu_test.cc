@@ -321,7 +321,8 @@ TEST(GpuQuantizedExecutor, Fp8Qwen2Bf16MatchesCpu) {
 
 // The profiling pass counts the weights the device holds and the quantized layers' scratch: a
 // model whose 4-bit linear layers save ~180 MB over bf16 (and whose W4A16 scratch at the token
-// budget, the dequantized gate/up matrix, takes back 67 MB) gets that many more KV blocks.
+// budget, the dequantized gate/up matrix, takes back 67 MB) gets that many more KV blocks. The
+// token budget is just past the W4A16 kernel's rows, where that scratch is needed.
 TEST(GpuQuantizedExecutor, ProfilingGivesTheSavedMemoryToTheKvCache) {
   PAGODA_SKIP_WITHOUT_GPU();
   ModelConfig c;
@@ -337,10 +338,11 @@ TEST(GpuQuantizedExecutor, ProfilingGivesTheSavedMemoryToTheKvCache) {
   c.rms_norm_eps = 1e-5;
   c.rope_theta = 10000.0;
   c.tie_word_embeddings = true;
-  const models::CudaExecutorOptions options{.dtype = ScalarType::kBF16,
-                                            .max_num_batched_tokens = 512,
-                                            .max_num_seqs = 8,
-                                            .max_model_len = 1024};
+  const models::CudaExecutorOptions options{
+      .dtype = ScalarType::kBF16,
+      .max_num_batched_tokens = kernels::kW4A16KernelMaxRows + 8,
+      .max_num_seqs = 8,
+      .max_model_len = 1024};
   auto profile = [&](const models::LlamaWeights& weights, std::int64_t* blocks,
                      std::size_t* weight_bytes, std::size_t* scratch_bytes,
                      std::int64_t* block_bytes) {

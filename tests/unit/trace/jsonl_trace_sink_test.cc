@@ -79,7 +79,7 @@ TEST(JsonlTraceSinkTest, RotatesBySize) {
   for (const char* name : {"trace.jsonl", "trace.1.jsonl", "trace.2.jsonl"}) {
     EXPECT_LE(fs::file_size(dir / name), 4096u);
     for (const std::string& line : lines_of(dir / name)) {
-      EXPECT_NO_THROW((void)nlohmann::json::parse(line)) << line;
+      EXPECT_TRUE(nlohmann::json::accept(line)) << line;
     }
   }
   fs::remove_all(dir);
