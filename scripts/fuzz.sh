@@ -10,7 +10,8 @@ SECONDS_PER_TARGET="${1:-60}"
 shift $(($# > 0 ? 1 : 0))
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(gguf_fuzz jinja_fuzz api_request_fuzz tool_call_fuzz tokenizer_fuzz constraint_fuzz)
+  TARGETS=(gguf_fuzz jinja_fuzz api_request_fuzz grpc_request_fuzz tool_call_fuzz tokenizer_fuzz
+    constraint_fuzz)
 fi
 FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g -O1"
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
@@ -32,6 +33,20 @@ seed tool_call_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/*
 seed tokenizer_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/* "$ROOT"/tests/fuzz/seeds/api_request/* \
   "$ROOT"/tests/data/template/templates/*.jinja
 seed constraint_fuzz "$ROOT"/tests/fuzz/seeds/constraint/*
+# grpc_request_fuzz reads a byte naming the message (0 Generate, 1 Tokenize, 2 Detokenize), then
+# its wire form: the seeds are text protos, encoded here.
+mkdir -p "$corpus/grpc_request_fuzz"
+for text in "$ROOT"/tests/fuzz/seeds/grpc_request/*.txtpb; do
+  name="$(basename "$text" .txtpb)"
+  case "$name" in
+    generate_*) kind='\x00' message=GenerateRequest proto=generate ;;
+    tokenize_*) kind='\x01' message=TokenizeRequest proto=tokenize ;;
+    detokenize_*) kind='\x02' message=DetokenizeRequest proto=tokenize ;;
+    *) echo "fuzz.sh: $text: name it generate_*, tokenize_* or detokenize_*" >&2; exit 2 ;;
+  esac
+  { printf %b "$kind"; protoc -I "$ROOT/proto" --encode="pagoda.v1.$message" \
+    "$ROOT/proto/pagoda/v1/$proto.proto" <"$text"; } >"$corpus/grpc_request_fuzz/$name"
+done
 
 cd "$ROOT/build-fuzz"
 for target in "${TARGETS[@]}"; do

@@ -10,31 +10,11 @@
 #include "api/chat_request.h"
 #include "api/completion_request.h"
 #include "api/request_body.h"
-#include "api/served_model.h"
-#include "fuzz_models.h"
-
-namespace {
-
-const pagoda::api::ServedModel& served_model() {
-  using namespace pagoda;
-  static const api::ServedModel model = [] {
-    const ModelFiles& files = fuzz::default_model_files();
-    auto chat_template = ChatTemplate::compile(files.chat_template.value_or(""));
-    if (!chat_template.ok())
-      fuzz::fail("the default model's chat template", chat_template.status());
-    auto served = api::make_served_model({"m"}, files.path, fuzz::default_tokenizer(),
-                                         std::move(*chat_template), 2048, files.generation);
-    if (!served.ok()) fuzz::fail("the served model", served.status());
-    return std::move(*served);
-  }();
-  return model;
-}
-
-}  // namespace
+#include "fuzz_served_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace pagoda;
-  const api::ServedModel& model = served_model();
+  const api::ServedModel& model = fuzz::served_model();
   auto body = api::parse_request_body(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!body.ok()) return 0;
   // Past the model check, which a fuzzer would rarely get by by chance.

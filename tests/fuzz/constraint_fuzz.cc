@@ -3,7 +3,7 @@
 // model's vocabulary. Any text must compile or be refused with INVALID_ARGUMENT, never crash; a
 // compile that runs long is what libFuzzer's -timeout reports (a compile cannot be stopped, so
 // one that runs on holds a compile worker). Walking a compiled constraint, every token its mask
-// allows must be accepted. // Built by scripts/fuzz.sh.
+// allows must be accepted. Built by scripts/fuzz.sh.
 #include <bit>
 #include <cstddef>
 #include <cstdint>
