@@ -10,8 +10,8 @@ SECONDS_PER_TARGET="${1:-60}"
 shift $(($# > 0 ? 1 : 0))
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(gguf_fuzz jinja_fuzz api_request_fuzz grpc_request_fuzz tool_call_fuzz tokenizer_fuzz
-    constraint_fuzz)
+  TARGETS=(gguf_fuzz checkpoint_fuzz jinja_fuzz api_request_fuzz grpc_request_fuzz tool_call_fuzz
+    tokenizer_fuzz constraint_fuzz)
 fi
 FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g -O1"
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
@@ -33,6 +33,24 @@ seed tool_call_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/*
 seed tokenizer_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/* "$ROOT"/tests/fuzz/seeds/api_request/* \
   "$ROOT"/tests/data/template/templates/*.jinja
 seed constraint_fuzz "$ROOT"/tests/fuzz/seeds/constraint/*
+# checkpoint_fuzz reads a byte naming the file (0 safetensors, 1 config.json, 2 tokenizer.json),
+# then its content: the test data's files under 64 KiB.
+seed_kind() {  # seed_kind KIND FILES...: each file after the byte KIND, as a seed of checkpoint_fuzz
+  local kind="$1" file name
+  shift
+  mkdir -p "$corpus/checkpoint_fuzz"
+  for file in "$@"; do
+    name="$kind-$(md5sum <<<"$file" | cut -c1-12)"
+    { printf %b "\\x0$kind"; cat "$file"; } >"$corpus/checkpoint_fuzz/$name"
+  done
+}
+small_files() { find "$ROOT/tests/data" -name "$1" -size -64k; }
+mapfile -t safetensors < <(small_files '*.safetensors')
+mapfile -t configs < <(small_files config.json)
+mapfile -t tokenizers < <(small_files tokenizer.json)
+seed_kind 0 "${safetensors[@]}"
+seed_kind 1 "${configs[@]}"
+seed_kind 2 "${tokenizers[@]}"
 # grpc_request_fuzz reads a byte naming the message (0 Generate, 1 Tokenize, 2 Detokenize), then
 # its wire form: the seeds are text protos, encoded here.
 mkdir -p "$corpus/grpc_request_fuzz"

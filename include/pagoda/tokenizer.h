@@ -77,4 +77,11 @@ class Tokenizer {
 StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer_json(const std::string& tokenizer_json_path,
                                                          const std::string& tokenizer_config_path);
 
+/// load_tokenizer_json on the files' text: a tokenizer.json and, when given, a
+/// tokenizer_config.json; `source` and `config_source` name them in errors.
+StatusOr<std::unique_ptr<Tokenizer>> parse_tokenizer_json(
+    std::string_view tokenizer_json, const std::string& source,
+    std::optional<std::string_view> tokenizer_config_json = std::nullopt,
+    const std::string& config_source = "tokenizer_config.json");
+
 }  // namespace pagoda

@@ -1,6 +1,9 @@
 // load_tokenizer_json: a Hugging Face tokenizer.json (+ optional tokenizer_config.json) to a
 // BpeTokenizer. JSON errors and wrong shapes become INVALID_ARGUMENT naming the file.
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "common/mapped_file.h"
 #include "pagoda/tokenizer.h"
@@ -12,12 +15,11 @@ namespace {
 
 using nlohmann::json;
 
-StatusOr<json> read_json(const std::string& path) {
-  PAGODA_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+StatusOr<json> parse_json(std::string_view text, const std::string& source) {
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    return invalid_argument(path + ": not valid JSON (" + e.what() +
+    return invalid_argument(source + ": not valid JSON (" + e.what() +
                             "); re-export it with save_pretrained");
   }
 }
@@ -148,19 +150,30 @@ StatusOr<std::unique_ptr<Tokenizer>> build(const json& root, const json& config,
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer_json(const std::string& tokenizer_json_path,
-                                                         const std::string& tokenizer_config_path) {
-  PAGODA_ASSIGN_OR_RETURN(json root, read_json(tokenizer_json_path));
+StatusOr<std::unique_ptr<Tokenizer>> parse_tokenizer_json(
+    std::string_view tokenizer_json, const std::string& source,
+    std::optional<std::string_view> tokenizer_config_json, const std::string& config_source) {
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_json(tokenizer_json, source));
   json config;
-  if (!tokenizer_config_path.empty()) {
-    PAGODA_ASSIGN_OR_RETURN(config, read_json(tokenizer_config_path));
+  if (tokenizer_config_json) {
+    PAGODA_ASSIGN_OR_RETURN(config, parse_json(*tokenizer_config_json, config_source));
   }
   try {
-    return build(root, config, tokenizer_json_path, tokenizer_config_path);
+    return build(root, config, source, config_source);
   } catch (const json::exception& e) {
-    return invalid_argument(tokenizer_json_path + ": unexpected structure (" + e.what() +
+    return invalid_argument(source + ": unexpected structure (" + e.what() +
                             "); is this a tokenizer.json from Hugging Face tokenizers?");
   }
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> load_tokenizer_json(const std::string& tokenizer_json_path,
+                                                         const std::string& tokenizer_config_path) {
+  PAGODA_ASSIGN_OR_RETURN(const std::string text, read_text_file(tokenizer_json_path));
+  std::optional<std::string> config;
+  if (!tokenizer_config_path.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(config, read_text_file(tokenizer_config_path));
+  }
+  return parse_tokenizer_json(text, tokenizer_json_path, config, tokenizer_config_path);
 }
 
 }  // namespace pagoda

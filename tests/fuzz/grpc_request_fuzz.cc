@@ -4,11 +4,11 @@
 // its wire form. A refused request's gRPC code must be a client's (INVALID_ARGUMENT, NOT_FOUND,
 // OUT_OF_RANGE, ...), never INTERNAL or UNKNOWN, and an accepted Generate makes exactly one
 // engine request, as InferenceService::prepare checks. Built by scripts/fuzz.sh.
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-
-#include <google/protobuf/stubs/logging.h>
 
 #include "api/chat_request.h"
 #include "api/completion_request.h"

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "pagoda/tokenizer.h"
 
@@ -107,6 +108,38 @@ TEST_F(TokenizerJsonErrorsTest, MinimalByteLevelTokenizerWorks) {
   EXPECT_EQ(tok.decode(std::vector<std::int32_t>{2, 3, 2, 99}), "ab ab");
   // Without an unk token, tokenizers 0.23 drops unknown characters before merging: "axb" -> [2].
   EXPECT_EQ(tok.encode("axb"), (std::vector<std::int32_t>{2}));
+}
+
+// parse_tokenizer_json is load_tokenizer_json on text already read: the same tokenizer from the
+// same bytes (its tokenizer_config.json applied), and errors name the sources it is given.
+TEST(TokenizerJsonText, ParsesAsTheFileLoadsAndNamesItsSources) {
+  const std::string dir = std::string(PAGODA_TEST_DATA_DIR) + "/tokenizer/smollm2/";
+  const auto text = [](const std::string& path) {
+    std::ostringstream out;
+    out << std::ifstream(path).rdbuf();
+    return out.str();
+  };
+  auto loaded = load_tokenizer_json(dir + "tokenizer.json", dir + "tokenizer_config.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  auto parsed = parse_tokenizer_json(text(dir + "tokenizer.json"), "a",
+                                     text(dir + "tokenizer_config.json"), "b");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  const std::string sample = "<|im_start|>user\nHello, world! caf\xc3\xa9 123<|im_end|>";
+  EXPECT_EQ((*parsed)->encode(sample), (*loaded)->encode(sample));
+  EXPECT_EQ((*parsed)->vocab_size(), (*loaded)->vocab_size());
+  // The config's bos_token and eos_token.
+  EXPECT_EQ((*parsed)->bos_id(), (*parsed)->piece_to_token("<|im_start|>"));
+  EXPECT_EQ((*parsed)->eos_id(), (*parsed)->piece_to_token("<|im_end|>"));
+  ASSERT_TRUE((*parsed)->eos_id().has_value());
+
+  auto bad_json = parse_tokenizer_json("{", "first.json");
+  ASSERT_FALSE(bad_json.ok());
+  EXPECT_EQ(bad_json.status().message().rfind("first.json: not valid JSON", 0), 0u)
+      << bad_json.status().to_string();
+  auto bad_config = parse_tokenizer_json(text(dir + "tokenizer.json"), "first.json", "[", "second");
+  ASSERT_FALSE(bad_config.ok());
+  EXPECT_EQ(bad_config.status().message().rfind("second: not valid JSON", 0), 0u)
+      << bad_config.status().to_string();
 }
 
 }  // namespace
