@@ -33,36 +33,30 @@ seed tool_call_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/*
 seed tokenizer_fuzz "$ROOT"/tests/fuzz/seeds/tool_call/* "$ROOT"/tests/fuzz/seeds/api_request/* \
   "$ROOT"/tests/data/template/templates/*.jinja
 seed constraint_fuzz "$ROOT"/tests/fuzz/seeds/constraint/*
-# checkpoint_fuzz reads a byte naming the file (0 safetensors, 1 config.json, 2 tokenizer.json),
-# then its content: the test data's files under 64 KiB.
-seed_kind() {  # seed_kind KIND FILES...: each file after the byte KIND, as a seed of checkpoint_fuzz
-  local kind="$1" file name
-  shift
-  mkdir -p "$corpus/checkpoint_fuzz"
-  for file in "$@"; do
-    name="$kind-$(md5sum <<<"$file" | cut -c1-12)"
-    { printf %b "\\x0$kind"; cat "$file"; } >"$corpus/checkpoint_fuzz/$name"
-  done
-}
-small_files() { find "$ROOT/tests/data" -name "$1" -size -64k; }
-mapfile -t safetensors < <(small_files '*.safetensors')
-mapfile -t configs < <(small_files config.json)
-mapfile -t tokenizers < <(small_files tokenizer.json)
-seed_kind 0 "${safetensors[@]}"
-seed_kind 1 "${configs[@]}"
-seed_kind 2 "${tokenizers[@]}"
-# grpc_request_fuzz reads a byte naming the message (0 Generate, 1 Tokenize, 2 Detokenize), then
-# its wire form: the seeds are text protos, encoded here.
+# Two targets read a byte naming what follows (its value mod 3), then the input itself.
+kind_byte() { printf %b "\\x0$1"; }
+# checkpoint_fuzz: 0 safetensors, 1 config.json, 2 tokenizer.json; the test data's files under
+# 64 KiB.
+mkdir -p "$corpus/checkpoint_fuzz"
+for kind_and_name in 0:'*.safetensors' 1:config.json 2:tokenizer.json; do
+  kind="${kind_and_name%%:*}"
+  while IFS= read -r file; do
+    { kind_byte "$kind"; cat "$file"; } \
+      >"$corpus/checkpoint_fuzz/$kind-$(md5sum <<<"$file" | cut -c1-12)"
+  done < <(find "$ROOT/tests/data" -name "${kind_and_name#*:}" -size -64k)
+done
+# grpc_request_fuzz: 0 Generate, 1 Tokenize, 2 Detokenize, in their wire form; the seeds are text
+# protos, encoded here.
 mkdir -p "$corpus/grpc_request_fuzz"
 for text in "$ROOT"/tests/fuzz/seeds/grpc_request/*.txtpb; do
   name="$(basename "$text" .txtpb)"
   case "$name" in
-    generate_*) kind='\x00' message=GenerateRequest proto=generate ;;
-    tokenize_*) kind='\x01' message=TokenizeRequest proto=tokenize ;;
-    detokenize_*) kind='\x02' message=DetokenizeRequest proto=tokenize ;;
+    generate_*) kind=0 message=GenerateRequest proto=generate ;;
+    tokenize_*) kind=1 message=TokenizeRequest proto=tokenize ;;
+    detokenize_*) kind=2 message=DetokenizeRequest proto=tokenize ;;
     *) echo "fuzz.sh: $text: name it generate_*, tokenize_* or detokenize_*" >&2; exit 2 ;;
   esac
-  { printf %b "$kind"; protoc -I "$ROOT/proto" --encode="pagoda.v1.$message" \
+  { kind_byte "$kind"; protoc -I "$ROOT/proto" --encode="pagoda.v1.$message" \
     "$ROOT/proto/pagoda/v1/$proto.proto" <"$text"; } >"$corpus/grpc_request_fuzz/$name"
 done
 
